@@ -1,0 +1,36 @@
+/* common.cl - the prelude of every kernel file (OpenCL C 1.2).
+ *
+ * Defines every program gets from the host (lib/opencl/opencl.c), ahead of this file:
+ *   CLT_FP64          the program uses double (the device has cl_khr_fp64)
+ *   CLT_CHUNKED 1     CPU devices: each work-item walks one contiguous chunk of elements, which
+ *                     the compiler vectorizes; 0 (GPUs): a grid-stride loop, so neighbouring
+ *                     work-items touch neighbouring elements (coalesced).
+ */
+#ifdef CLT_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#ifndef CLT_CHUNKED
+#define CLT_CHUNKED 0
+#endif
+
+#define CLT_CAT_(a, b) a##b
+#define CLT_CAT(a, b) CLT_CAT_(a, b)
+
+/* for (i over this work-item's elements of [0, n)): `step` is the chunk length when chunked,
+ * the grid stride otherwise. */
+#if CLT_CHUNKED
+#define CLT_FOR_EACH(i, n, step)                                                               \
+  for (ulong i = (ulong)get_global_id(0) * (step), i##_end = min(i + (step), (ulong)(n));      \
+       i < i##_end; i++)
+#else
+#define CLT_FOR_EACH(i, n, step) for (ulong i = get_global_id(0); i < (ulong)(n); i += (step))
+#endif
+
+/* Broadcast geometry of a binary op: the result's shape and each operand's element strides
+ * (0 on broadcast dimensions). Mirrors struct clt_cl_bcast in lib/opencl/elementwise.c. */
+typedef struct {
+  long shape[8];
+  long sa[8];
+  long sb[8];
+} clt_bcast_t;

@@ -1,0 +1,72 @@
+/* backend.h - the table of functions a device kind implements, and the op descriptions the
+ * dispatcher hands to it. Adding an op: one clt_binop entry (dispatch.c), one host loop, one
+ * kernel expression, one test. Adding a backend: one more struct clt_backend. */
+#ifndef CLT_BACKEND_H
+#define CLT_BACKEND_H
+
+#include "clt-internal.h"
+
+typedef enum clt_binop_kind { CLT__OP_ADD, CLT__OP_SUB, CLT__OP_MUL, CLT__OP_DIV } clt_binop_kind;
+
+/* A binary elementwise operation, described as data so that the kernel source, the host loop
+ * and a later fusing step read the same description. */
+typedef struct clt_binop {
+  clt_binop_kind kind;
+  const char *name;      /* "add": the kernel is named <name> */
+  const char *fn;        /* "clt_add": for messages */
+  const char *expr;      /* OpenCL C expression of a and b (no spaces: it travels as a -D
+                          * build option), computed in the result type */
+  const char *bool_expr; /* the same for two bool operands, or NULL if refused */
+  bool true_div;         /* integer operands give f32 */
+} clt_binop;
+
+/* How a binary op's operands map onto its result, prepared by the dispatcher: the result's shape
+ * and, per operand, element strides over it (0 where the operand is broadcast). */
+typedef struct clt_bcast {
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  int64_t sa[CLT_MAX_DIMS];
+  int64_t sb[CLT_MAX_DIMS];
+  bool same;             /* no broadcasting: a, b and the result have one shape */
+} clt_bcast;
+
+struct clt_backend {
+  const char *name;
+  /* Fills out with one element's bytes (pattern has clt_dtype_size(out->dtype) bytes). */
+  clt_status (*fill)(clt_tensor *out, const void *pattern, const char *fn);
+  /* Copies numel elements from user memory into out; src is reusable on return. */
+  clt_status (*upload)(clt_tensor *out, const void *src, const char *fn);
+  /* out = op(a, b) with a and b converted to out's dtype first. */
+  clt_status (*binary)(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
+                       const clt_tensor *b, const clt_bcast *bc);
+  /* out (0-d; the input's float dtype, else i64) = sum of all elements of in. */
+  clt_status (*sum)(clt_tensor *out, const clt_tensor *in, const char *fn);
+};
+
+extern const struct clt_backend clt__host_backend;
+extern const struct clt_backend clt__opencl_backend;
+
+/* Host backend pieces (lib/host/). */
+clt_status clt__host_binary(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
+                            const clt_tensor *b, const clt_bcast *bc);
+clt_status clt__host_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
+
+/* OpenCL backend pieces (lib/opencl/). */
+clt_status clt__cl_binary(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
+                          const clt_tensor *b, const clt_bcast *bc);
+clt_status clt__cl_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
+/* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
+ * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
+typedef struct clt_launch {
+  size_t global, local;  /* local 0: let the driver choose */
+  cl_ulong chunk;        /* elements per work-item (chunked), or the stride (grid-stride) */
+} clt_launch;
+clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n);
+/* The defines every program gets on dev: "#define CLT_CHUNKED 1" (CPU devices) or 0, and
+ * "#define CLT_FP64" when the program uses double. */
+const char *clt__cl_base_options(const clt_device *dev, bool need_fp64);
+/* Enqueues kernel k over the launch on dev's queue after the waitlist; returns its event. */
+clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
+                           const char *fn, cl_event *ev);
+
+#endif /* CLT_BACKEND_H */

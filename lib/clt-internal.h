@@ -1,0 +1,155 @@
+/* clt-internal.h - declarations shared by the library's files; not installed. */
+#ifndef CLT_INTERNAL_H
+#define CLT_INTERNAL_H
+
+#include "config.h"
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "clt.h"
+
+struct clt_backend;
+struct clt_program_cache;
+
+/* ---- errors (error.c) ------------------------------------------------------------------- */
+
+/* Sets the thread's last error to "<fn>: <formatted message>" and returns s. */
+clt_status clt__error(clt_status s, const char *fn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
+const char *clt__cl_error_name(cl_int err);
+/* Maps an OpenCL error to a status and sets the message "<fn>: <what> failed on <dev>: NAME". */
+clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt_device *dev);
+
+/* ---- devices (device.c) ----------------------------------------------------------------- */
+
+struct clt_device {
+  int index;               /* -1 for the host, else the n of "cl:n" */
+  char name[16];
+  clt_device_kind kind;
+  const struct clt_backend *backend;
+  /* OpenCL (unused on the host) */
+  cl_platform_id platform;
+  cl_device_id id;
+  cl_context context;      /* shared by the devices of one platform */
+  cl_command_queue queue;  /* in-order, profiling enabled */
+  int context_index;
+  int platform_index;
+  bool fp64;
+  bool unified_memory;     /* CL_DEVICE_HOST_UNIFIED_MEMORY */
+  size_t max_work_group;
+  cl_ulong max_alloc;
+  cl_ulong global_mem;
+  int compute_units;
+  char vendor[128], model[128], driver[64], cl_version[128], platform_name[128];
+  char description[512];
+  pthread_mutex_t lock;    /* guards kernel argument setting + enqueue, and the program cache */
+  struct clt_program_cache *programs;
+};
+
+/* Checks that dev is a real device; sets the error for fn and returns the status. */
+clt_status clt__check_device(const clt_device *dev, const char *fn, const char *arg);
+/* Process-wide settings read once from the environment. */
+bool clt__env_sync(void);
+
+/* ---- storage and tensors (memory.c, tensor.c) ------------------------------------------- */
+
+#define CLT__MAX_READERS 8
+
+/* The memory behind a tensor, refcounted, with the events that order work on it. */
+typedef struct clt_storage {
+  atomic_int refs;
+  clt_device *dev;         /* where it lives: the host (host/pinned memory) or an OpenCL device */
+  size_t bytes;
+  void *host;              /* host memory (host tensors), or the mapped pointer when pinned */
+  cl_mem mem;              /* device buffer; for pinned host memory the buffer behind it */
+  clt_device *pin_dev;     /* the device whose context holds the pinned buffer */
+  pthread_mutex_t lock;    /* guards the events below */
+  cl_event write_ev;       /* the last enqueued command writing it (NULL if none pending) */
+  cl_event read_ev[CLT__MAX_READERS]; /* last read by each queue, at most one per queue */
+  cl_command_queue read_q[CLT__MAX_READERS];
+  int nreads;
+} clt_storage;
+
+struct clt_tensor {
+  atomic_int refs;
+  clt_dtype dtype;
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  int64_t numel;
+  size_t nbytes;
+  size_t offset;           /* byte offset into storage (views; 0 for now) */
+  clt_storage *storage;
+};
+
+clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out);
+clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,
+                                     clt_storage **out);
+clt_storage *clt__storage_retain(clt_storage *s);
+void clt__storage_release(clt_storage *s);
+
+/* Validates dtype, ndim, shape and device for a new tensor and allocates it. */
+clt_status clt__tensor_new(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                           const char *fn, clt_tensor **out);
+/* A new tensor over existing storage (retains it). */
+clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt_storage *s,
+                            const char *fn, clt_tensor **out);
+clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg);
+clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg);
+bool clt__dtype_is_float(clt_dtype dt);
+bool clt__dtype_is_int(clt_dtype dt);     /* i32, i64, u8 (not bool) */
+const char *clt__dtype_cl_type(clt_dtype dt); /* "float", "double", "int", "long", "uchar" */
+void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
+/* Host pointer to the tensor's first element (host tensors only). */
+static inline void *clt__host_ptr(const clt_tensor *t) {
+  return (char *)t->storage->host + t->offset;
+}
+
+/* ---- events on storage (transfer.c) ---------------------------------------------------- */
+
+/* A list of events to wait for before a command enqueued on one queue. */
+typedef struct clt_waitlist {
+  cl_event ev[2 * CLT__MAX_READERS + 4];
+  cl_uint n;
+} clt_waitlist;
+
+/* Adds what a command on queue q (in context ctx) must wait for before it reads s (its last
+ * write) or writes s (its last write and all reads). Events of other contexts are bridged with
+ * user events. The waitlist holds references: release with clt__waitlist_clear. */
+clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
+                             const char *fn);
+void clt__waitlist_clear(clt_waitlist *wl);
+/* Records that the command ev on queue q read (writing=false) or wrote s. */
+void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing);
+/* Keeps s alive until ev completes (for host memory used by an asynchronous copy). */
+clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
+/* Blocks until pending device commands that write s (and, if writing, read s) are done. */
+clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn);
+/* Blocking copy of a tensor's bytes to host memory. */
+clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn);
+/* Waits on ev if CLT_SYNC=1 and reports its failure. */
+clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
+
+/* ---- programs (program.c) --------------------------------------------------------------- */
+
+struct clt__kernel_source {
+  const char *name;   /* "elementwise" for kernels/elementwise.cl */
+  const char *text;
+};
+extern const struct clt__kernel_source clt__kernel_sources[];
+extern const size_t clt__kernel_source_count;
+
+/* The kernel `kernel` of kernels/<family>.cl built for dev, the source preceded by defines (lines
+ * such as "#define T float\n": the dtype and op macros travel in the source, not as -D options,
+ * since drivers split option strings differently). Cached per (device, family, defines). The device lock must be held while setting arguments
+ * and enqueueing; the kernel is owned by the cache. */
+clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
+                           const char *kernel, const char *fn, cl_kernel *out);
+void clt__program_cache_free(struct clt_program_cache *c);
+
+#endif /* CLT_INTERNAL_H */

@@ -1,0 +1,382 @@
+/* device.c - the device registry: the host plus every OpenCL device of every platform. */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static clt_device host_device;
+static clt_device *cl_devices;
+static int cl_count;
+static clt_device *default_device;
+static bool env_sync;
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+
+static void copy_str(char *dst, size_t size, const char *src) {
+  snprintf(dst, size, "%s", src ? src : "");
+}
+
+static void trim(char *s) {
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\t'))
+    s[--n] = '\0';
+  size_t i = 0;
+  while (s[i] == ' ')
+    i++;
+  if (i)
+    memmove(s, s + i, n - i + 1);
+}
+
+static void describe(clt_device *d) {
+  double gib = (double)d->global_mem / (1024.0 * 1024.0 * 1024.0);
+  if (d->kind == CLT_DEVICE_HOST)
+    snprintf(d->description, sizeof d->description, "host: %.127s (%.1f GiB, %d CPUs, fp64)",
+             d->model, gib, d->compute_units);
+  else
+    snprintf(d->description, sizeof d->description,
+             "%.100s %.100s (%.100s, driver %.60s, %.100s, %.1f GiB, %d CUs, %s)", d->vendor, d->model,
+             d->platform_name, d->driver, d->cl_version, gib, d->compute_units,
+             d->fp64 ? "fp64" : "no fp64");
+}
+
+static void init_host(void) {
+  clt_device *d = &host_device;
+  d->index = -1;
+  copy_str(d->name, sizeof d->name, "cpu");
+  d->kind = CLT_DEVICE_HOST;
+  d->backend = &clt__host_backend;
+  d->fp64 = true;
+  d->unified_memory = true;
+  d->platform_index = -1;
+  d->context_index = -1;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  d->global_mem = (pages > 0 && page > 0) ? (cl_ulong)pages * (cl_ulong)page : 0;
+  d->max_alloc = d->global_mem;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  d->compute_units = cpus > 0 ? (int)cpus : 1;
+  copy_str(d->vendor, sizeof d->vendor, "host");
+  copy_str(d->model, sizeof d->model, "CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+      if (strncmp(line, "model name", 10) == 0) {
+        char *colon = strchr(line, ':');
+        if (colon) {
+          copy_str(d->model, sizeof d->model, colon + 1);
+          trim(d->model);
+        }
+        break;
+      }
+    }
+    fclose(f);
+  }
+  copy_str(d->driver, sizeof d->driver, clt_version());
+  pthread_mutex_init(&d->lock, NULL);
+  describe(d);
+}
+
+static void dev_str(cl_device_id id, cl_device_info what, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (clGetDeviceInfo(id, what, size, buf, NULL) != CL_SUCCESS)
+    buf[0] = '\0';
+  buf[size - 1] = '\0';
+  trim(buf);
+}
+
+/* Fills one OpenCL device entry; the context is set by the caller. */
+static bool init_cl_device(clt_device *d, int index, int platform_index, cl_platform_id p,
+                           cl_device_id id) {
+  memset(d, 0, sizeof *d);
+  d->index = index;
+  snprintf(d->name, sizeof d->name, "cl:%d", index);
+  d->backend = &clt__opencl_backend;
+  d->platform = p;
+  d->id = id;
+  d->platform_index = platform_index;
+  cl_device_type type = 0;
+  clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  d->kind = (type & CL_DEVICE_TYPE_GPU)           ? CLT_DEVICE_CL_GPU
+            : (type & CL_DEVICE_TYPE_CPU)         ? CLT_DEVICE_CL_CPU
+            : (type & CL_DEVICE_TYPE_ACCELERATOR) ? CLT_DEVICE_CL_ACCELERATOR
+                                                  : CLT_DEVICE_CL_OTHER;
+  dev_str(id, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor);
+  dev_str(id, CL_DEVICE_NAME, d->model, sizeof d->model);
+  dev_str(id, CL_DRIVER_VERSION, d->driver, sizeof d->driver);
+  dev_str(id, CL_DEVICE_VERSION, d->cl_version, sizeof d->cl_version);
+  clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof d->platform_name, d->platform_name, NULL);
+  d->platform_name[sizeof d->platform_name - 1] = '\0';
+  clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof d->global_mem, &d->global_mem, NULL);
+  clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL);
+  cl_uint cu = 1;
+  clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+  d->compute_units = cu > 0 ? (int)cu : 1;
+  size_t wg = 1;
+  clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  d->max_work_group = wg > 0 ? wg : 1;
+  cl_bool unified = CL_FALSE;
+  clGetDeviceInfo(id, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+  d->unified_memory = unified == CL_TRUE;
+  size_t ext_size = 0;
+  if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size) == CL_SUCCESS &&
+      ext_size > 0) {
+    char *ext = malloc(ext_size + 1);
+    if (ext && clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, ext_size, ext, NULL) == CL_SUCCESS) {
+      ext[ext_size] = '\0';
+      d->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+    }
+    free(ext);
+  }
+  pthread_mutex_init(&d->lock, NULL);
+  describe(d);
+  return true;
+}
+
+static void registry_init(void) {
+  init_host();
+  const char *s = getenv("CLT_SYNC");
+  env_sync = s && *s && strcmp(s, "0") != 0;
+  const char *per = getenv("CLT_CONTEXT_PER_DEVICE");
+  bool context_per_device = per && *per && strcmp(per, "0") != 0;
+
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0)
+    return; /* no OpenCL at all: the host alone */
+  cl_platform_id *plats = calloc(np, sizeof *plats);
+  if (!plats || clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
+    free(plats);
+    return;
+  }
+  /* Count devices first so the array never moves (handles stay valid until exit). */
+  cl_uint total = 0;
+  for (cl_uint p = 0; p < np; p++) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) == CL_SUCCESS)
+      total += nd;
+  }
+  cl_devices = calloc(total ? total : 1, sizeof *cl_devices);
+  if (!cl_devices) {
+    free(plats);
+    return;
+  }
+  int next_context = 0;
+  for (cl_uint p = 0; p < np; p++) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
+      continue;
+    cl_device_id *ids = calloc(nd, sizeof *ids);
+    if (!ids)
+      continue;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL) != CL_SUCCESS) {
+      free(ids);
+      continue;
+    }
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plats[p], 0};
+    cl_context shared = NULL;
+    cl_int err = CL_SUCCESS;
+    if (!context_per_device) {
+      /* Devices of one platform share a context, so they copy buffers directly. */
+      shared = clCreateContext(props, nd, ids, NULL, NULL, &err);
+      if (err != CL_SUCCESS) {
+        fprintf(stderr, "clt: warning: cannot create a context on platform %u: %s; skipping it\n",
+                p, clt__cl_error_name(err));
+        free(ids);
+        continue;
+      }
+    }
+    int ctx_index = next_context++;
+    for (cl_uint i = 0; i < nd; i++) {
+      clt_device *d = &cl_devices[cl_count];
+      init_cl_device(d, cl_count, (int)p, plats[p], ids[i]);
+      if (shared) {
+        clRetainContext(shared);
+        d->context = shared;
+        d->context_index = ctx_index;
+      } else {
+        d->context = clCreateContext(props, 1, &ids[i], NULL, NULL, &err);
+        if (err != CL_SUCCESS) {
+          fprintf(stderr, "clt: warning: cannot create a context for %s: %s; skipping it\n",
+                  d->model, clt__cl_error_name(err));
+          continue;
+        }
+        d->context_index = i == 0 ? ctx_index : next_context++;
+      }
+      d->queue = clCreateCommandQueue(d->context, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
+      if (err != CL_SUCCESS) {
+        fprintf(stderr, "clt: warning: cannot create a queue for %s: %s; skipping it\n",
+                d->model, clt__cl_error_name(err));
+        clReleaseContext(d->context);
+        continue;
+      }
+      cl_count++;
+    }
+    if (shared)
+      clReleaseContext(shared); /* each device holds its own reference */
+    free(ids);
+  }
+  free(plats);
+}
+
+static void ensure_registry(void) { pthread_once(&registry_once, registry_init); }
+
+bool clt__env_sync(void) {
+  ensure_registry();
+  return env_sync;
+}
+
+clt_device *clt_cpu(void) {
+  ensure_registry();
+  return &host_device;
+}
+
+int clt_device_count(void) {
+  ensure_registry();
+  return cl_count;
+}
+
+clt_device *clt_device_at(int index) {
+  ensure_registry();
+  if (index < 0 || index >= cl_count) {
+    clt__error(CLT_ERR_DEVICE_NOT_FOUND, "clt_device_at",
+               "index %d is out of range: there are %d OpenCL devices", index, cl_count);
+    return NULL;
+  }
+  return &cl_devices[index];
+}
+
+static void list_devices(char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "cpu");
+  for (int i = 0; i < cl_count && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, ", %s", cl_devices[i].name);
+}
+
+static clt_device *lookup(const char *name) {
+  if (strcmp(name, "cpu") == 0 || strcmp(name, "host") == 0)
+    return &host_device;
+  for (int i = 0; i < cl_count; i++)
+    if (strcmp(name, cl_devices[i].name) == 0)
+      return &cl_devices[i];
+  return NULL;
+}
+
+clt_status clt_device_get(const char *name, clt_device **out) {
+  static const char fn[] = "clt_device_get";
+  if (!name)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "name is NULL");
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  ensure_registry();
+  clt_device *d = lookup(name);
+  if (!d) {
+    char list[1024];
+    list_devices(list, sizeof list);
+    return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn, "no device named '%s'; available: %s", name,
+                      list);
+  }
+  *out = d;
+  return CLT_OK;
+}
+
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static void choose_default(void) {
+  const char *env = getenv("CLT_DEVICE");
+  if (env && *env) {
+    clt_device *d = lookup(env);
+    if (d) {
+      default_device = d;
+      return;
+    }
+    char list[1024];
+    list_devices(list, sizeof list);
+    fprintf(stderr,
+            "clt: warning: CLT_DEVICE='%s' names no device (available: %s); using the "
+            "automatic choice\n",
+            env, list);
+  }
+  default_device = clt_try_gpu(0);
+}
+
+clt_device *clt_device_default(void) {
+  ensure_registry();
+  pthread_once(&default_once, choose_default);
+  return default_device;
+}
+
+clt_device *clt_try_gpu(int i) {
+  ensure_registry();
+  int seen = 0;
+  for (int k = 0; k < cl_count; k++)
+    if (cl_devices[k].kind == CLT_DEVICE_CL_GPU && seen++ == i)
+      return &cl_devices[k];
+  return &host_device;
+}
+
+clt_status clt__check_device(const clt_device *dev, const char *fn, const char *arg) {
+  if (!dev)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL; pass clt_cpu() or a device",
+                      arg);
+  ensure_registry();
+  if (dev == &host_device || (cl_count > 0 && dev >= cl_devices && dev < cl_devices + cl_count))
+    return CLT_OK;
+  return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is not a clt device", arg);
+}
+
+const char *clt_device_name(const clt_device *d) { return d ? d->name : "(null)"; }
+const char *clt_device_description(const clt_device *d) { return d ? d->description : ""; }
+int clt_device_is_gpu(const clt_device *d) { return d && d->kind == CLT_DEVICE_CL_GPU; }
+int clt_device_is_host(const clt_device *d) { return d && d->kind == CLT_DEVICE_HOST; }
+int clt_device_has_fp64(const clt_device *d) { return d && d->fp64; }
+
+clt_status clt_device_info_get(const clt_device *d, clt_device_info *out) {
+  static const char fn[] = "clt_device_info_get";
+  clt_status s = clt__check_device(d, fn, "d");
+  if (s != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  static const char *kinds[] = {"host", "cpu", "gpu", "accelerator", "other"};
+  clt_device_info i;
+  i.name = d->name;
+  i.kind = d->kind;
+  i.kind_name = kinds[d->kind];
+  i.vendor = d->vendor;
+  i.model = d->model;
+  i.driver_version = d->driver;
+  i.cl_version = d->cl_version;
+  i.platform = d->platform_name;
+  i.memory_bytes = d->global_mem;
+  i.max_alloc_bytes = d->max_alloc;
+  i.compute_units = d->compute_units;
+  i.fp64 = d->fp64;
+  i.platform_index = d->platform_index;
+  i.context_index = d->context_index;
+  *out = i;
+  return CLT_OK;
+}
+
+static clt_status sync_one(clt_device *d) {
+  if (d->kind == CLT_DEVICE_HOST)
+    return CLT_OK;
+  cl_int err = clFinish(d->queue);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, "clt_device_synchronize", "clFinish", d);
+  return CLT_OK;
+}
+
+clt_status clt_device_synchronize(clt_device *d) {
+  ensure_registry();
+  if (d) {
+    clt_status s = clt__check_device(d, "clt_device_synchronize", "d");
+    return s != CLT_OK ? s : sync_one(d);
+  }
+  for (int i = 0; i < cl_count; i++) {
+    clt_status s = sync_one(&cl_devices[i]);
+    if (s != CLT_OK)
+      return s;
+  }
+  return CLT_OK;
+}
+
+const char *clt_version(void) { return PACKAGE_VERSION; }

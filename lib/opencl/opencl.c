@@ -1,0 +1,103 @@
+/* opencl/opencl.c - the OpenCL backend's table, fill, upload and launch helpers. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <string.h>
+
+clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n) {
+  clt_launch l;
+  if (dev->kind == CLT_DEVICE_CL_CPU) {
+    /* A few contiguous chunks per compute unit, each a multiple of 64 elements so vector loops
+     * stay aligned; one work-item per work-group so every core takes whole chunks. */
+    uint64_t items = (uint64_t)dev->compute_units * 4;
+    uint64_t chunk = ((uint64_t)n + items - 1) / items;
+    chunk = (chunk + 63) / 64 * 64;
+    if (chunk == 0)
+      chunk = 64;
+    l.global = (size_t)(((uint64_t)n + chunk - 1) / chunk);
+    if (l.global == 0)
+      l.global = 1;
+    l.local = 1;
+    l.chunk = chunk;
+  } else {
+    /* Grid-stride: enough work-groups of 256 to fill the device, neighbours coalesced. */
+    size_t local = dev->max_work_group >= 256 ? 256 : dev->max_work_group;
+    uint64_t groups = ((uint64_t)n + local - 1) / local;
+    uint64_t cap = (uint64_t)dev->compute_units * 16;
+    if (groups > cap)
+      groups = cap;
+    if (groups == 0)
+      groups = 1;
+    l.global = (size_t)(groups * local);
+    l.local = local;
+    l.chunk = l.global;
+  }
+  return l;
+}
+
+const char *clt__cl_base_options(const clt_device *dev, bool need_fp64) {
+  bool chunked = dev->kind == CLT_DEVICE_CL_CPU;
+  if (need_fp64)
+    return chunked ? "#define CLT_CHUNKED 1\n#define CLT_FP64\n"
+                   : "#define CLT_CHUNKED 0\n#define CLT_FP64\n";
+  return chunked ? "#define CLT_CHUNKED 1\n" : "#define CLT_CHUNKED 0\n";
+}
+
+clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
+                           const char *fn, cl_event *ev) {
+  cl_int err = clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &l->global,
+                                      l->local ? &l->local : NULL, wl->n, wl->n ? wl->ev : NULL,
+                                      ev);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clEnqueueNDRangeKernel", dev);
+  return CLT_OK;
+}
+
+static clt_status cl_fill(clt_tensor *out, const void *pattern, const char *fn) {
+  clt_device *d = out->storage->dev;
+  clt_waitlist wl = {.n = 0};
+  clt_status st = clt__waitlist_add(&wl, out->storage, true, d->context, fn);
+  if (st != CLT_OK) {
+    clt__waitlist_clear(&wl);
+    return st;
+  }
+  cl_event ev;
+  cl_int err = clEnqueueFillBuffer(d->queue, out->storage->mem, pattern,
+                                   clt_dtype_size(out->dtype), out->offset, out->nbytes, wl.n,
+                                   wl.n ? wl.ev : NULL, &ev);
+  clt__waitlist_clear(&wl);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clEnqueueFillBuffer", d);
+  clt__storage_note(out->storage, ev, d->queue, true);
+  st = clt__maybe_sync(ev, d, fn);
+  clReleaseEvent(ev);
+  return st;
+}
+
+static clt_status cl_upload(clt_tensor *out, const void *src, const char *fn) {
+  clt_device *d = out->storage->dev;
+  clt_waitlist wl = {.n = 0};
+  clt_status st = clt__waitlist_add(&wl, out->storage, true, d->context, fn);
+  if (st != CLT_OK) {
+    clt__waitlist_clear(&wl);
+    return st;
+  }
+  cl_event ev;
+  /* Blocking: the caller may reuse src as soon as we return. */
+  cl_int err = clEnqueueWriteBuffer(d->queue, out->storage->mem, CL_TRUE, out->offset,
+                                    out->nbytes, src, wl.n, wl.n ? wl.ev : NULL, &ev);
+  clt__waitlist_clear(&wl);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clEnqueueWriteBuffer", d);
+  clt__storage_note(out->storage, ev, d->queue, true);
+  clReleaseEvent(ev);
+  return CLT_OK;
+}
+
+const struct clt_backend clt__opencl_backend = {
+    .name = "opencl",
+    .fill = cl_fill,
+    .upload = cl_upload,
+    .binary = clt__cl_binary,
+    .sum = clt__cl_sum,
+};

@@ -1,0 +1,403 @@
+/* tensor.c - the tensor object: dtype, shape, storage; creation and host access. */
+#include "backend.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+  const char *name;
+  size_t size;
+  const char *cl_type;
+} dtypes[CLT_DTYPE_COUNT] = {
+    [CLT_F32] = {"f32", 4, "float"}, [CLT_F64] = {"f64", 8, "double"},
+    [CLT_I32] = {"i32", 4, "int"},   [CLT_I64] = {"i64", 8, "long"},
+    [CLT_U8] = {"u8", 1, "uchar"},   [CLT_BOOL] = {"bool", 1, "uchar"},
+};
+
+static bool dtype_valid(clt_dtype dt) { return (unsigned)dt < CLT_DTYPE_COUNT; }
+const char *clt_dtype_name(clt_dtype dt) { return dtype_valid(dt) ? dtypes[dt].name : NULL; }
+size_t clt_dtype_size(clt_dtype dt) { return dtype_valid(dt) ? dtypes[dt].size : 0; }
+const char *clt__dtype_cl_type(clt_dtype dt) { return dtypes[dt].cl_type; }
+bool clt__dtype_is_float(clt_dtype dt) { return dt == CLT_F32 || dt == CLT_F64; }
+bool clt__dtype_is_int(clt_dtype dt) { return dt == CLT_I32 || dt == CLT_I64 || dt == CLT_U8; }
+
+clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg) {
+  if (!dtype_valid(dt))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "%s = %d is not a dtype (use CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8 "
+                      "or CLT_BOOL)",
+                      arg, (int)dt);
+  return CLT_OK;
+}
+
+clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg) {
+  if (!t)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", arg);
+  return CLT_OK;
+}
+
+void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < ndim && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                             (long long)shape[i]);
+  if (used < size)
+    snprintf(buf + used, size - used, "]");
+}
+
+static clt_status check_shape(int ndim, const int64_t *shape, clt_dtype dtype, const char *fn,
+                              int64_t *numel_out, size_t *bytes_out) {
+  if (ndim < 0 || ndim > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", ndim,
+                      CLT_MAX_DIMS);
+  if (ndim > 0 && !shape)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
+  int64_t numel = 1;
+  bool overflow = false;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
+                        (long long)shape[i]);
+    if (!overflow && __builtin_mul_overflow(numel, shape[i], &numel))
+      overflow = true;
+  }
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] == 0) {
+      overflow = false;
+      numel = 0;
+    }
+  size_t bytes = 0;
+  if (overflow || (uint64_t)numel > SIZE_MAX ||
+      __builtin_mul_overflow((size_t)numel, clt_dtype_size(dtype), &bytes) ||
+      bytes > (size_t)INT64_MAX) {
+    char s[256];
+    clt__format_shape(s, sizeof s, ndim, shape);
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "shape %s of %s has too many elements: its size in bytes overflows", s,
+                      clt_dtype_name(dtype));
+  }
+  *numel_out = numel;
+  *bytes_out = bytes;
+  return CLT_OK;
+}
+
+clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt_storage *s,
+                            const char *fn, clt_tensor **out) {
+  clt_tensor *t = calloc(1, sizeof *t);
+  if (!t)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  atomic_init(&t->refs, 1);
+  t->dtype = dtype;
+  t->ndim = ndim;
+  t->numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    t->numel *= shape[i];
+  }
+  t->nbytes = (size_t)t->numel * clt_dtype_size(dtype);
+  t->storage = clt__storage_retain(s);
+  *out = t;
+  return CLT_OK;
+}
+
+static clt_status check_new(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                            const char *fn, void *out, size_t *bytes) {
+  clt_status s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
+    return s;
+  int64_t numel;
+  if ((s = check_shape(ndim, shape, dtype, fn, &numel, bytes)) != CLT_OK)
+    return s;
+  if ((s = clt__check_device(dev, fn, "dev")) != CLT_OK)
+    return s;
+  if (dtype == CLT_F64 && !dev->fp64)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "%s (%s) does not support f64 (no cl_khr_fp64); use f32 there", dev->name,
+                      dev->model);
+  return CLT_OK;
+}
+
+clt_status clt__tensor_new(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                           const char *fn, clt_tensor **out) {
+  size_t bytes;
+  clt_status s = check_new(dtype, ndim, shape, dev, fn, out, &bytes);
+  if (s != CLT_OK)
+    return s;
+  clt_storage *st;
+  if ((s = clt__storage_alloc(dev, bytes, fn, &st)) != CLT_OK)
+    return s;
+  s = clt__tensor_wrap(dtype, ndim, shape, st, fn, out);
+  clt__storage_release(st);
+  return s;
+}
+
+clt_status clt_empty(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                     clt_tensor **out) {
+  return clt__tensor_new(dtype, ndim, shape, dev, "clt_empty", out);
+}
+
+clt_status clt_empty_pinned(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *near,
+                            clt_tensor **out) {
+  static const char fn[] = "clt_empty_pinned";
+  size_t bytes;
+  clt_status s = check_new(dtype, ndim, shape, near, fn, out, &bytes);
+  if (s != CLT_OK)
+    return s;
+  if (near->kind == CLT_DEVICE_HOST)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "near is cpu; pinned memory belongs to an OpenCL device's context: pass "
+                      "the device you will copy to or from");
+  clt_storage *st;
+  if ((s = clt__storage_alloc_pinned(near, bytes, fn, &st)) != CLT_OK)
+    return s;
+  s = clt__tensor_wrap(dtype, ndim, shape, st, fn, out);
+  clt__storage_release(st);
+  return s;
+}
+
+/* Converts value to one element of dtype, refusing values the dtype cannot hold. */
+static clt_status scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn) {
+  if (clt__dtype_is_int(dt)) {
+    double lo = dt == CLT_U8 ? 0 : dt == CLT_I32 ? -2147483648.0 : -9223372036854775808.0;
+    double hi = dt == CLT_U8 ? 255 : dt == CLT_I32 ? 2147483647.0 : 9223372036854775807.0;
+    if (isnan(v) || v != floor(v) || v < lo || (dt == CLT_I64 ? v >= hi : v > hi))
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "value %g cannot be stored in %s (an integer in [%.0f, %.0f] is needed)",
+                        v, clt_dtype_name(dt), lo, hi);
+  }
+  switch (dt) {
+  case CLT_F32: *(float *)buf = (float)v; break;
+  case CLT_F64: *(double *)buf = v; break;
+  case CLT_I32: *(int32_t *)buf = (int32_t)v; break;
+  case CLT_I64: *(int64_t *)buf = (int64_t)v; break;
+  case CLT_U8: *(uint8_t *)buf = (uint8_t)v; break;
+  case CLT_BOOL: *(uint8_t *)buf = v != 0; break;
+  }
+  return CLT_OK;
+}
+
+static clt_status create_filled(clt_dtype dtype, int ndim, const int64_t *shape, double value,
+                                clt_device *dev, const char *fn, clt_tensor **out) {
+  uint64_t pattern = 0;
+  clt_status s;
+  if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
+    return s;
+  if ((s = scalar_bytes(dtype, value, &pattern, fn)) != CLT_OK)
+    return s;
+  clt_tensor *t;
+  if ((s = clt__tensor_new(dtype, ndim, shape, dev, fn, &t)) != CLT_OK)
+    return s;
+  if (t->numel > 0 && (s = dev->backend->fill(t, &pattern, fn)) != CLT_OK) {
+    clt_tensor_release(t);
+    return s;
+  }
+  *out = t;
+  return CLT_OK;
+}
+
+clt_status clt_zeros(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                     clt_tensor **out) {
+  return create_filled(dtype, ndim, shape, 0.0, dev, "clt_zeros", out);
+}
+clt_status clt_ones(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                    clt_tensor **out) {
+  return create_filled(dtype, ndim, shape, 1.0, dev, "clt_ones", out);
+}
+clt_status clt_full(clt_dtype dtype, int ndim, const int64_t *shape, double value,
+                    clt_device *dev, clt_tensor **out) {
+  return create_filled(dtype, ndim, shape, value, dev, "clt_full", out);
+}
+
+clt_status clt_arange(double start, double end, double step, clt_dtype dtype, clt_device *dev,
+                      clt_tensor **out) {
+  static const char fn[] = "clt_arange";
+  clt_status s;
+  if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
+    return s;
+  if (dtype == CLT_BOOL)
+    return clt__error(CLT_ERR_DTYPE, fn, "arange does not make bool tensors");
+  if (!isfinite(start) || !isfinite(end) || !isfinite(step) || step == 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "start, end and step must be finite and step non-zero (got %g, %g, %g)",
+                      start, end, step);
+  double len = ceil((end - start) / step);
+  if (len < 0)
+    len = 0;
+  if (len > 9e18)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "arange(%g, %g, %g) is too long", start,
+                      end, step);
+  int64_t n = (int64_t)len;
+  if (n > 0 && clt__dtype_is_int(dtype)) {
+    uint64_t probe = 0;
+    /* The last value must fit the dtype, and integer dtypes need integer steps. */
+    if ((s = scalar_bytes(dtype, start, &probe, fn)) != CLT_OK ||
+        (s = scalar_bytes(dtype, start + (double)(n - 1) * step, &probe, fn)) != CLT_OK ||
+        (s = scalar_bytes(CLT_I64, step, &probe, fn)) != CLT_OK)
+      return s;
+  }
+  clt_tensor *t;
+  if ((s = clt__tensor_new(dtype, 1, &n, dev, fn, &t)) != CLT_OK)
+    return s;
+  void *buf = dev->kind == CLT_DEVICE_HOST ? clt__host_ptr(t) : malloc(t->nbytes ? t->nbytes : 1);
+  if (!buf) {
+    clt_tensor_release(t);
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v = start + (double)i * step;
+    switch (dtype) {
+    case CLT_F32: ((float *)buf)[i] = (float)v; break;
+    case CLT_F64: ((double *)buf)[i] = v; break;
+    case CLT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case CLT_I64: ((int64_t *)buf)[i] = (int64_t)start + i * (int64_t)step; break;
+    case CLT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case CLT_BOOL: break;
+    }
+  }
+  if (dev->kind != CLT_DEVICE_HOST) {
+    s = n > 0 ? dev->backend->upload(t, buf, fn) : CLT_OK;
+    free(buf);
+    if (s != CLT_OK) {
+      clt_tensor_release(t);
+      return s;
+    }
+  }
+  *out = t;
+  return CLT_OK;
+}
+
+clt_status clt_from_host(const void *src, clt_dtype dtype, int ndim, const int64_t *shape,
+                         clt_device *dev, clt_tensor **out) {
+  static const char fn[] = "clt_from_host";
+  clt_status s;
+  size_t bytes;
+  if ((s = check_new(dtype, ndim, shape, dev, fn, out, &bytes)) != CLT_OK)
+    return s;
+  if (!src && bytes > 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "src is NULL");
+  if (dtype == CLT_BOOL) {
+    const uint8_t *b = src;
+    for (size_t i = 0; i < bytes; i++)
+      if (b[i] > 1)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "src[%zu] = %u is not a bool (0 or 1)", i, (unsigned)b[i]);
+  }
+  clt_tensor *t;
+  if ((s = clt__tensor_new(dtype, ndim, shape, dev, fn, &t)) != CLT_OK)
+    return s;
+  if (bytes > 0 && (s = dev->backend->upload(t, src, fn)) != CLT_OK) {
+    clt_tensor_release(t);
+    return s;
+  }
+  *out = t;
+  return CLT_OK;
+}
+
+clt_tensor *clt_tensor_retain(clt_tensor *t) {
+  if (t)
+    atomic_fetch_add(&t->refs, 1);
+  return t;
+}
+
+void clt_tensor_release(clt_tensor *t) {
+  if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
+    return;
+  clt__storage_release(t->storage);
+  free(t);
+}
+
+int clt_tensor_ndim(const clt_tensor *t) { return t ? t->ndim : 0; }
+const int64_t *clt_tensor_shape(const clt_tensor *t) { return t ? t->shape : NULL; }
+int64_t clt_tensor_numel(const clt_tensor *t) { return t ? t->numel : 0; }
+size_t clt_tensor_nbytes(const clt_tensor *t) { return t ? t->nbytes : 0; }
+clt_dtype clt_tensor_dtype(const clt_tensor *t) { return t ? t->dtype : CLT_F32; }
+clt_device *clt_tensor_device(const clt_tensor *t) { return t ? t->storage->dev : NULL; }
+int clt_tensor_is_pinned(const clt_tensor *t) { return t && t->storage->pin_dev != NULL; }
+
+void *clt_tensor_data(clt_tensor *t) {
+  static const char fn[] = "clt_tensor_data";
+  if (clt__check_tensor(t, fn, "t") != CLT_OK)
+    return NULL;
+  if (t->storage->dev->kind != CLT_DEVICE_HOST) {
+    clt__error(CLT_ERR_NOT_ON_HOST, fn,
+               "tensor is on %s; copy it to cpu first with clt_to(t, clt_cpu(), &host) and use "
+               "the copy's data, or read it with clt_tensor_read()",
+               t->storage->dev->name);
+    return NULL;
+  }
+  /* The caller may read or write through the pointer: wait for every pending copy. */
+  if (clt__storage_host_wait(t->storage, true, fn) != CLT_OK)
+    return NULL;
+  return clt__host_ptr(t);
+}
+
+clt_status clt_tensor_read(const clt_tensor *t, void *dst, size_t dst_bytes) {
+  static const char fn[] = "clt_tensor_read";
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (!dst && t->nbytes > 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dst is NULL");
+  if (dst_bytes < t->nbytes)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "dst_bytes = %zu is smaller than the tensor's %zu bytes", dst_bytes,
+                      t->nbytes);
+  return clt__read_bytes(t, dst, fn);
+}
+
+static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64_t *i) {
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (t->numel != 1) {
+    char sh[256];
+    clt__format_shape(sh, sizeof sh, t->ndim, t->shape);
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the tensor has %lld elements (shape %s); only one-element tensors "
+                      "convert to a number",
+                      (long long)t->numel, sh);
+  }
+  union {
+    float f;
+    double d;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+  } v;
+  if ((s = clt__read_bytes(t, &v, fn)) != CLT_OK)
+    return s;
+  switch (t->dtype) {
+  case CLT_F32: *d = v.f; *i = (int64_t)v.f; break;
+  case CLT_F64: *d = v.d; *i = (int64_t)v.d; break;
+  case CLT_I32: *d = v.i32; *i = v.i32; break;
+  case CLT_I64: *d = (double)v.i64; *i = v.i64; break;
+  case CLT_U8:
+  case CLT_BOOL: *d = v.u8; *i = v.u8; break;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_item(const clt_tensor *t, double *out) {
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_item", "out is NULL");
+  double d;
+  int64_t i;
+  clt_status s = read_one(t, "clt_item", &d, &i);
+  if (s == CLT_OK)
+    *out = d;
+  return s;
+}
+
+clt_status clt_item_i64(const clt_tensor *t, int64_t *out) {
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_item_i64", "out is NULL");
+  double d;
+  int64_t i;
+  clt_status s = read_one(t, "clt_item_i64", &d, &i);
+  if (s == CLT_OK)
+    *out = i;
+  return s;
+}

@@ -1,0 +1,366 @@
+/* transfer.c - to / copy_to / move / copy between the host and devices, and the events that
+ * order work on a tensor's memory across queues (DESIGN.md rules 2 and 5). */
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- events on storage -------------------------------------------------------------------- */
+
+static void bridge_done(cl_event ev, cl_int status, void *data) {
+  (void)ev;
+  cl_event user = data;
+  clSetUserEventStatus(user, status < 0 ? status : CL_COMPLETE);
+  clReleaseEvent(user);
+}
+
+/* An event of context ctx that completes when ev (of another context) does. */
+static cl_int bridge(cl_event ev, cl_context ctx, cl_event *out) {
+  cl_int err;
+  cl_event user = clCreateUserEvent(ctx, &err);
+  if (err != CL_SUCCESS)
+    return err;
+  clRetainEvent(user); /* one reference for the callback */
+  err = clSetEventCallback(ev, CL_COMPLETE, bridge_done, user);
+  if (err != CL_SUCCESS) {
+    clReleaseEvent(user);
+    clReleaseEvent(user);
+    return err;
+  }
+  *out = user;
+  return CL_SUCCESS;
+}
+
+static cl_context event_context(cl_event ev) {
+  cl_context c = NULL;
+  clGetEventInfo(ev, CL_EVENT_CONTEXT, sizeof c, &c, NULL);
+  return c;
+}
+
+void clt__waitlist_clear(clt_waitlist *wl) {
+  for (cl_uint i = 0; i < wl->n; i++)
+    clReleaseEvent(wl->ev[i]);
+  wl->n = 0;
+}
+
+/* Takes retained references to the events a reader (or writer) of s must wait for. */
+static int collect(clt_storage *s, bool writing, cl_event *evs) {
+  int n = 0;
+  pthread_mutex_lock(&s->lock);
+  if (s->write_ev) {
+    clRetainEvent(s->write_ev);
+    evs[n++] = s->write_ev;
+  }
+  if (writing)
+    for (int i = 0; i < s->nreads; i++) {
+      clRetainEvent(s->read_ev[i]);
+      evs[n++] = s->read_ev[i];
+    }
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
+                             const char *fn) {
+  cl_event evs[CLT__MAX_READERS + 1];
+  int n = collect(s, writing, evs);
+  clt_status st = CLT_OK;
+  for (int i = 0; i < n; i++) {
+    if (st != CLT_OK || wl->n >= sizeof wl->ev / sizeof wl->ev[0]) {
+      /* Cannot happen with the bounds above; wait rather than lose the ordering. */
+      if (st == CLT_OK)
+        clWaitForEvents(1, &evs[i]);
+      clReleaseEvent(evs[i]);
+      continue;
+    }
+    if (event_context(evs[i]) == ctx) {
+      wl->ev[wl->n++] = evs[i];
+      continue;
+    }
+    cl_event b = NULL;
+    cl_int err = bridge(evs[i], ctx, &b);
+    clReleaseEvent(evs[i]);
+    if (err != CL_SUCCESS)
+      st = clt__cl_error(err, fn, "bridging an event across contexts", s->dev);
+    else
+      wl->ev[wl->n++] = b;
+  }
+  return st;
+}
+
+void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing) {
+  cl_event stale = NULL;
+  pthread_mutex_lock(&s->lock);
+  clRetainEvent(ev);
+  if (writing) {
+    /* The write waited for every earlier access, so it alone now orders what follows. */
+    if (s->write_ev)
+      clReleaseEvent(s->write_ev);
+    for (int i = 0; i < s->nreads; i++)
+      clReleaseEvent(s->read_ev[i]);
+    s->nreads = 0;
+    s->write_ev = ev;
+  } else {
+    int i = 0;
+    while (i < s->nreads && s->read_q[i] != q)
+      i++;
+    if (i == CLT__MAX_READERS) {
+      /* More reading queues than slots: retire the oldest after it finishes. */
+      stale = s->read_ev[0];
+      memmove(&s->read_ev[0], &s->read_ev[1], (CLT__MAX_READERS - 1) * sizeof(cl_event));
+      memmove(&s->read_q[0], &s->read_q[1], (CLT__MAX_READERS - 1) * sizeof(cl_command_queue));
+      i = CLT__MAX_READERS - 1;
+      s->nreads--;
+    }
+    if (i < s->nreads)
+      clReleaseEvent(s->read_ev[i]);
+    else
+      s->nreads++;
+    s->read_ev[i] = ev;
+    s->read_q[i] = q;
+  }
+  pthread_mutex_unlock(&s->lock);
+  if (stale) {
+    clWaitForEvents(1, &stale);
+    clReleaseEvent(stale);
+  }
+}
+
+static void release_storage_cb(cl_event ev, cl_int status, void *data) {
+  (void)ev;
+  (void)status;
+  clt__storage_release(data);
+}
+
+clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn) {
+  clt__storage_retain(s);
+  cl_int err = clSetEventCallback(ev, CL_COMPLETE, release_storage_cb, s);
+  if (err != CL_SUCCESS) {
+    /* Without a callback, keep the memory valid by waiting here. */
+    clWaitForEvents(1, &ev);
+    clt__storage_release(s);
+    (void)fn;
+  }
+  return CLT_OK;
+}
+
+static clt_status wait_events(cl_event *evs, int n, const char *fn, const clt_device *dev) {
+  clt_status st = CLT_OK;
+  for (int i = 0; i < n; i++) {
+    cl_int err = clWaitForEvents(1, &evs[i]);
+    if (err != CL_SUCCESS && st == CLT_OK)
+      st = clt__cl_error(err, fn, "waiting for an earlier command", dev);
+    clReleaseEvent(evs[i]);
+  }
+  return st;
+}
+
+clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
+  cl_event evs[CLT__MAX_READERS + 1];
+  int n = collect(s, writing, evs);
+  return n ? wait_events(evs, n, fn, s->dev) : CLT_OK;
+}
+
+clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
+  if (!clt__env_sync())
+    return CLT_OK;
+  cl_int err = clWaitForEvents(1, &ev);
+  cl_int status = CL_COMPLETE;
+  clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+  if (err != CL_SUCCESS || status < 0)
+    return clt__cl_error(err != CL_SUCCESS ? err : status, fn, "the command (CLT_SYNC=1)", dev);
+  return CLT_OK;
+}
+
+/* ---- copies --------------------------------------------------------------------------------- */
+
+/* Enqueues a copy of src's bytes into dst (same byte size), ordered after earlier work on both.
+ * Asynchronous except host-to-host. */
+static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
+  clt_storage *ds = dst->storage, *ss = src->storage;
+  clt_device *dd = ds->dev, *sd = ss->dev;
+  size_t n = src->nbytes;
+  clt_status st;
+  if (n == 0)
+    return CLT_OK;
+  if (dd->kind == CLT_DEVICE_HOST && sd->kind == CLT_DEVICE_HOST) {
+    if ((st = clt__storage_host_wait(ss, false, fn)) != CLT_OK ||
+        (st = clt__storage_host_wait(ds, true, fn)) != CLT_OK)
+      return st;
+    memmove(clt__host_ptr(dst), clt__host_ptr(src), n);
+    return CLT_OK;
+  }
+
+  clt_waitlist wl = {.n = 0};
+  cl_event ev = NULL;
+  cl_int err;
+  if (sd->kind == CLT_DEVICE_HOST) { /* host to device, on the device's queue */
+    if ((st = clt__waitlist_add(&wl, ss, false, dd->context, fn)) != CLT_OK ||
+        (st = clt__waitlist_add(&wl, ds, true, dd->context, fn)) != CLT_OK) {
+      clt__waitlist_clear(&wl);
+      return st;
+    }
+    err = clEnqueueWriteBuffer(dd->queue, ds->mem, CL_FALSE, dst->offset, n, clt__host_ptr(src),
+                               wl.n, wl.n ? wl.ev : NULL, &ev);
+    clt__waitlist_clear(&wl);
+    if (err != CL_SUCCESS)
+      return clt__cl_error(err, fn, "clEnqueueWriteBuffer (host to device)", dd);
+    clt__storage_note(ss, ev, dd->queue, false);
+    clt__storage_note(ds, ev, dd->queue, true);
+    clt__keep_alive(ev, ss, fn);
+    st = clt__maybe_sync(ev, dd, fn);
+    clReleaseEvent(ev);
+    return st;
+  }
+  if (dd->kind == CLT_DEVICE_HOST) { /* device to host, on the device's queue */
+    if ((st = clt__waitlist_add(&wl, ss, false, sd->context, fn)) != CLT_OK ||
+        (st = clt__waitlist_add(&wl, ds, true, sd->context, fn)) != CLT_OK) {
+      clt__waitlist_clear(&wl);
+      return st;
+    }
+    err = clEnqueueReadBuffer(sd->queue, ss->mem, CL_FALSE, src->offset, n, clt__host_ptr(dst),
+                              wl.n, wl.n ? wl.ev : NULL, &ev);
+    clt__waitlist_clear(&wl);
+    if (err != CL_SUCCESS)
+      return clt__cl_error(err, fn, "clEnqueueReadBuffer (device to host)", sd);
+    clt__storage_note(ss, ev, sd->queue, false);
+    clt__storage_note(ds, ev, sd->queue, true);
+    clt__keep_alive(ev, ds, fn);
+    st = clt__maybe_sync(ev, sd, fn);
+    clReleaseEvent(ev);
+    return st;
+  }
+  if (dd->context == sd->context) { /* one context: a buffer copy on the destination's queue */
+    if ((st = clt__waitlist_add(&wl, ss, false, dd->context, fn)) != CLT_OK ||
+        (st = clt__waitlist_add(&wl, ds, true, dd->context, fn)) != CLT_OK) {
+      clt__waitlist_clear(&wl);
+      return st;
+    }
+    err = clEnqueueCopyBuffer(dd->queue, ss->mem, ds->mem, src->offset, dst->offset, n, wl.n,
+                              wl.n ? wl.ev : NULL, &ev);
+    clt__waitlist_clear(&wl);
+    if (err != CL_SUCCESS)
+      return clt__cl_error(err, fn, "clEnqueueCopyBuffer (device to device)", dd);
+    clt__storage_note(ss, ev, dd->queue, false);
+    clt__storage_note(ds, ev, dd->queue, true);
+    st = clt__maybe_sync(ev, dd, fn);
+    clReleaseEvent(ev);
+    return st;
+  }
+  /* Two contexts: stage through host memory, the second leg waiting on the first through a
+   * bridged event, so the whole copy stays asynchronous. */
+  clt_tensor *stage;
+  if ((st = clt__tensor_new(CLT_U8, 1, &(int64_t){(int64_t)n}, clt_cpu(), fn, &stage)) != CLT_OK)
+    return st;
+  st = copy_bytes(stage, src, fn);
+  if (st == CLT_OK)
+    st = copy_bytes(dst, stage, fn);
+  clt_tensor_release(stage); /* kept alive by the pending copies */
+  return st;
+}
+
+static clt_status check_to(clt_tensor *t, clt_device *dev, clt_tensor **out, const char *fn) {
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK ||
+      (s = clt__check_device(dev, fn, "dev")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  return CLT_OK;
+}
+
+static clt_status copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out, const char *fn) {
+  clt_tensor *n;
+  clt_status s = clt__tensor_new(t->dtype, t->ndim, t->shape, dev, fn, &n);
+  if (s != CLT_OK)
+    return s;
+  if ((s = copy_bytes(n, t, fn)) != CLT_OK) {
+    clt_tensor_release(n);
+    return s;
+  }
+  *out = n;
+  return CLT_OK;
+}
+
+clt_status clt_to(clt_tensor *t, clt_device *dev, clt_tensor **out) {
+  static const char fn[] = "clt_to";
+  clt_status s = check_to(t, dev, out, fn);
+  if (s != CLT_OK)
+    return s;
+  if (t->storage->dev == dev) {
+    *out = clt_tensor_retain(t);
+    return CLT_OK;
+  }
+  return copy_to(t, dev, out, fn);
+}
+
+clt_status clt_copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out) {
+  static const char fn[] = "clt_copy_to";
+  clt_status s = check_to(t, dev, out, fn);
+  return s != CLT_OK ? s : copy_to(t, dev, out, fn);
+}
+
+clt_status clt_move(clt_tensor **t, clt_device *dev) {
+  static const char fn[] = "clt_move";
+  if (!t)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "t is NULL (pass the address of a handle)");
+  clt_tensor *n;
+  clt_status s = check_to(*t, dev, &n, fn);
+  if (s != CLT_OK)
+    return s;
+  if ((*t)->storage->dev == dev)
+    return CLT_OK;
+  if ((s = copy_to(*t, dev, &n, fn)) != CLT_OK)
+    return s;
+  clt_tensor_release(*t);
+  *t = n;
+  return CLT_OK;
+}
+
+clt_status clt_copy(clt_tensor *dst, clt_tensor *src) {
+  static const char fn[] = "clt_copy";
+  clt_status s;
+  if ((s = clt__check_tensor(dst, fn, "dst")) != CLT_OK ||
+      (s = clt__check_tensor(src, fn, "src")) != CLT_OK)
+    return s;
+  if (dst->ndim != src->ndim || memcmp(dst->shape, src->shape, sizeof(int64_t) * dst->ndim)) {
+    char a[256], b[256];
+    clt__format_shape(a, sizeof a, dst->ndim, dst->shape);
+    clt__format_shape(b, sizeof b, src->ndim, src->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "dst has shape %s but src has shape %s", a, b);
+  }
+  if (dst->dtype != src->dtype)
+    return clt__error(CLT_ERR_DTYPE, fn, "dst is %s but src is %s; clt_copy does not convert",
+                      clt_dtype_name(dst->dtype), clt_dtype_name(src->dtype));
+  if (dst->storage == src->storage && dst->offset == src->offset)
+    return CLT_OK;
+  return copy_bytes(dst, src, fn);
+}
+
+clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn) {
+  clt_storage *s = t->storage;
+  clt_status st;
+  if (t->nbytes == 0)
+    return CLT_OK;
+  if (s->dev->kind == CLT_DEVICE_HOST) {
+    if ((st = clt__storage_host_wait(s, false, fn)) != CLT_OK)
+      return st;
+    memcpy(dst, clt__host_ptr(t), t->nbytes);
+    return CLT_OK;
+  }
+  clt_device *d = s->dev;
+  clt_waitlist wl = {.n = 0};
+  if ((st = clt__waitlist_add(&wl, s, false, d->context, fn)) != CLT_OK) {
+    clt__waitlist_clear(&wl);
+    return st;
+  }
+  cl_event ev;
+  cl_int err = clEnqueueReadBuffer(d->queue, s->mem, CL_TRUE, t->offset, t->nbytes, dst, wl.n,
+                                   wl.n ? wl.ev : NULL, &ev);
+  clt__waitlist_clear(&wl);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clEnqueueReadBuffer", d);
+  clt__storage_note(s, ev, d->queue, false);
+  clReleaseEvent(ev);
+  return CLT_OK;
+}
