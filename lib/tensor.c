@@ -183,6 +183,8 @@ static clt_status create_filled(clt_dtype dtype, int ndim, const int64_t *shape,
                                 clt_device *dev, const char *fn, clt_tensor **out) {
   uint64_t pattern = 0;
   clt_status s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
     return s;
   if ((s = scalar_bytes(dtype, value, &pattern, fn)) != CLT_OK)
@@ -215,6 +217,8 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
                       clt_tensor **out) {
   static const char fn[] = "clt_arange";
   clt_status s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
     return s;
   if (dtype == CLT_BOOL)
