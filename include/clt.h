@@ -310,6 +310,17 @@ clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms);
 /** NULL-safe. */
 void clt_event_release(clt_event *ev);
 
+/** A wall-clock timer that cannot forget to wait: starting it waits for the device's pending
+ *  work (so earlier work is not counted), stopping it waits again (so the timed work is).
+ *  dev may be NULL to wait for every device. The caller releases *out. */
+typedef struct clt_timer clt_timer;
+clt_status clt_timer_start(clt_device *dev, clt_timer **out);
+/** Waits for the timer's device(s) and gives the milliseconds since clt_timer_start. May be
+ *  called several times (laps). */
+clt_status clt_timer_stop(clt_timer *t, double *ms);
+/** NULL-safe. */
+void clt_timer_release(clt_timer *t);
+
 #ifdef __cplusplus
 }
 #endif

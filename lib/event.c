@@ -123,3 +123,41 @@ void clt_event_release(clt_event *ev) {
   }
   free(ev);
 }
+
+struct clt_timer {
+  clt_device *dev; /* NULL: every device */
+  double start_ms;
+};
+
+clt_status clt_timer_start(clt_device *dev, clt_timer **out) {
+  static const char fn[] = "clt_timer_start";
+  clt_status s;
+  if (dev && (s = clt__check_device(dev, fn, "dev")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  clt_timer *t = calloc(1, sizeof *t);
+  if (!t)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  if ((s = clt_device_synchronize(dev)) != CLT_OK) {
+    free(t);
+    return s;
+  }
+  t->dev = dev;
+  t->start_ms = now_ms();
+  *out = t;
+  return CLT_OK;
+}
+
+clt_status clt_timer_stop(clt_timer *t, double *ms) {
+  static const char fn[] = "clt_timer_stop";
+  if (!t || !ms)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", !t ? "t" : "ms");
+  clt_status s = clt_device_synchronize(t->dev);
+  if (s != CLT_OK)
+    return s;
+  *ms = now_ms() - t->start_ms;
+  return CLT_OK;
+}
+
+void clt_timer_release(clt_timer *t) { free(t); }
