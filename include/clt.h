@@ -159,6 +159,25 @@ clt_status clt_device_info_get(const clt_device *d, clt_device_info *out);
  *  failure if one happened. NULL waits for every device. A no-op on the host. */
 clt_status clt_device_synchronize(clt_device *d);
 
+/** Memory use of one device's caching allocator. Released tensor memory is kept for reuse by
+ *  tensors of about the same size (it is never reused before the device work that touches it is
+ *  ordered first); CLT_ALLOC_CACHE=0 turns the cache off. */
+typedef struct clt_memory_stats {
+  uint64_t allocated_bytes;      /* held by live tensors */
+  uint64_t peak_allocated_bytes; /* the most allocated_bytes has been */
+  uint64_t cached_bytes;         /* released, kept for reuse */
+  uint64_t reserved_bytes;       /* allocated + cached: what the device gave clt */
+  uint64_t cached_blocks;
+  uint64_t allocations;          /* requests served */
+  uint64_t cache_hits;           /* requests served from the cache */
+} clt_memory_stats;
+
+/** Fills *out with dev's allocator statistics. */
+clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *out);
+
+/** Returns dev's cached memory to the device or the system (NULL: every device). */
+clt_status clt_device_empty_cache(clt_device *dev);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Tensors                                                                                   */
 

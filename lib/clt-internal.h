@@ -50,12 +50,19 @@ struct clt_device {
   char description[512];
   pthread_mutex_t lock;    /* guards kernel argument setting + enqueue, and the program cache */
   struct clt_program_cache *programs;
+  /* caching allocator (memory.c) */
+  pthread_mutex_t cache_lock;
+  struct clt_storage *cache; /* released blocks, kept with their pending events */
+  clt_memory_stats mem;
 };
 
 /* Checks that dev is a real device; sets the error for fn and returns the status. */
 clt_status clt__check_device(const clt_device *dev, const char *fn, const char *arg);
 /* Process-wide settings read once from the environment. */
 bool clt__env_sync(void);
+bool clt__env_alloc_cache(void); /* CLT_ALLOC_CACHE, default on */
+/* The OpenCL devices (array of *count). */
+clt_device *clt__device_list(int *count);
 
 /* ---- storage and tensors (memory.c, tensor.c) ------------------------------------------- */
 
@@ -74,6 +81,7 @@ typedef struct clt_storage {
   cl_event read_ev[CLT__MAX_READERS]; /* last read by each queue, at most one per queue */
   cl_command_queue read_q[CLT__MAX_READERS];
   int nreads;
+  struct clt_storage *next_free; /* in the device's cache */
 } clt_storage;
 
 struct clt_tensor {

@@ -75,6 +75,7 @@ static void init_host(void) {
   }
   copy_str(d->driver, sizeof d->driver, clt_version());
   pthread_mutex_init(&d->lock, NULL);
+  pthread_mutex_init(&d->cache_lock, NULL);
   describe(d);
 }
 
@@ -130,14 +131,24 @@ static bool init_cl_device(clt_device *d, int index, int platform_index, cl_plat
     free(ext);
   }
   pthread_mutex_init(&d->lock, NULL);
+  pthread_mutex_init(&d->cache_lock, NULL);
   describe(d);
   return true;
 }
 
+static bool env_flag(const char *name, bool dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s)
+    return dflt;
+  return strcmp(s, "0") != 0;
+}
+
+static bool env_alloc_cache;
+
 static void registry_init(void) {
   init_host();
-  const char *s = getenv("CLT_SYNC");
-  env_sync = s && *s && strcmp(s, "0") != 0;
+  env_sync = env_flag("CLT_SYNC", false);
+  env_alloc_cache = env_flag("CLT_ALLOC_CACHE", true);
   const char *per = getenv("CLT_CONTEXT_PER_DEVICE");
   bool context_per_device = per && *per && strcmp(per, "0") != 0;
 
@@ -224,6 +235,17 @@ static void ensure_registry(void) { pthread_once(&registry_once, registry_init);
 bool clt__env_sync(void) {
   ensure_registry();
   return env_sync;
+}
+
+bool clt__env_alloc_cache(void) {
+  ensure_registry();
+  return env_alloc_cache;
+}
+
+clt_device *clt__device_list(int *count) {
+  ensure_registry();
+  *count = cl_count;
+  return cl_devices;
 }
 
 clt_device *clt_cpu(void) {

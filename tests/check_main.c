@@ -1,0 +1,28 @@
+/* check_main.c - runs every Check suite of clt (one per area, registered here).
+ *
+ * No clt function is called here: OpenCL state created in this parent process would not work
+ * in the children Check forks for each test. Select parts with CK_RUN_SUITE / CK_RUN_CASE, the
+ * output detail with CK_VERBOSITY; POCL_DEVICES="pthread pthread" gives two OpenCL devices.
+ */
+#include <stdlib.h>
+
+#include "check_util.h"
+
+int main(void) {
+  SRunner *sr = srunner_create(device_suite());
+  srunner_add_suite(sr, tensor_suite());
+  srunner_add_suite(sr, transfer_suite());
+  srunner_add_suite(sr, dispatch_suite());
+  srunner_add_suite(sr, elementwise_suite());
+  srunner_add_suite(sr, reduce_suite());
+  srunner_add_suite(sr, print_suite());
+  srunner_add_suite(sr, event_suite());
+  srunner_add_suite(sr, program_suite());
+  srunner_add_suite(sr, memory_suite());
+
+  cu_forked = srunner_fork_status(sr) != CK_NOFORK;
+  srunner_run_all(sr, CK_ENV);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,230 @@
+/* check_reduce.c - clt_sum on every device and dtype against an independent sum. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_util.h"
+
+static clt_dtype sum_dtype(clt_dtype dt) { return cu_is_float(dt) ? dt : CLT_I64; }
+
+/* Sums t (on any device), checks the 0-d result's metadata, returns it as double and int64. */
+static void sum_of(clt_tensor *t, double *v, int64_t *iv, const char *what) {
+  clt_tensor *s = CU_SENTINEL;
+  clt_status st = clt_sum(t, &s);
+  ck_assert_msg(st == CLT_OK, "%s: clt_sum: %s: %s", what, clt_status_name(st), clt_last_error());
+  cu_assert_meta(s, sum_dtype(clt_tensor_dtype(t)), clt_tensor_device(t), 0, NULL, what);
+  CU_OK(clt_item(s, v));
+  CU_OK(clt_item_i64(s, iv));
+  clt_tensor_release(s);
+}
+
+START_TEST(test_sum_dtypes) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  static const int64_t sizes[] = {1, 7, 64, 1000, 4099};
+  cu_rng r;
+  cu_rng_seed(&r, 4242);
+  for (int dt = 0; dt < CLT_DTYPE_COUNT; dt++) {
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+      int64_t n = sizes[k];
+      void *buf = cu_malloc((size_t)n * clt_dtype_size((clt_dtype)dt));
+      switch (dt) {
+      case CLT_F32:
+      case CLT_F64:
+        cu_fill(buf, (clt_dtype)dt, n, &r, 0, 1, 0);
+        break;
+      case CLT_I32:
+        cu_fill(buf, (clt_dtype)dt, n, &r, -(1 << 30), 1 << 30, 0);
+        break;
+      case CLT_I64:
+        cu_fill(buf, (clt_dtype)dt, n, &r, -1e15, 1e15, 0);
+        break;
+      default:
+        cu_fill(buf, (clt_dtype)dt, n, &r, 0, 255, 0);
+        break;
+      }
+      double want = 0;
+      int64_t iwant = 0;
+      for (int64_t i = 0; i < n; i++) {
+        want += cu_get(buf, (clt_dtype)dt, i);
+        iwant += cu_get_i64(buf, (clt_dtype)dt, i);
+      }
+      if (dt == CLT_U8 || dt == CLT_BOOL)
+        ck_assert_msg(iwant > 0, "test data of all zeros");
+      int64_t shape[2] = {n, 1};
+      for (int d = 0; d < ndev; d++) {
+        if (!cu_dtype_ok("test_sum_dtypes", devs[d], (clt_dtype)dt))
+          continue;
+        char what[96];
+        snprintf(what, sizeof what, "sum of %lld %s on %s", (long long)n, cu_dt_name((clt_dtype)dt),
+                 cu_dev_name(devs[d]));
+        clt_tensor *t = cu_tensor(buf, (clt_dtype)dt, k % 2 ? 2 : 1, shape, devs[d]);
+        double v;
+        int64_t iv;
+        sum_of(t, &v, &iv, what);
+        if (cu_is_float((clt_dtype)dt)) {
+          double rtol = dt == CLT_F32 ? 1e-5 : 1e-12;
+          ck_assert_msg(cu_close(v, want, rtol, 0), "%s: %.17g, expected %.17g", what, v, want);
+        } else {
+          ck_assert_msg(iv == iwant, "%s: %lld, expected %lld", what, (long long)iv,
+                        (long long)iwant);
+        }
+        clt_tensor_release(t);
+      }
+      free(buf);
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_sum_ones_2p24) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  int64_t shape[1] = {INT64_C(1) << 24};
+  for (int d = 0; d < ndev; d++) {
+    clt_tensor *t = NULL;
+    CU_OK(clt_ones(CLT_F32, 1, shape, devs[d], &t));
+    char what[64];
+    snprintf(what, sizeof what, "sum of 2^24 f32 ones on %s", cu_dev_name(devs[d]));
+    double v;
+    int64_t iv;
+    sum_of(t, &v, &iv, what);
+    ck_assert_msg(v == 16777216.0, "%s: %.17g, expected 16777216 exactly", what, v);
+    clt_tensor_release(t);
+  }
+}
+END_TEST
+
+START_TEST(test_sum_empty) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  int64_t shape[2] = {4, 0};
+  for (int d = 0; d < ndev; d++) {
+    for (int dt = 0; dt < CLT_DTYPE_COUNT; dt++) {
+      if (!cu_dtype_ok("test_sum_empty", devs[d], (clt_dtype)dt))
+        continue;
+      clt_tensor *t = NULL;
+      CU_OK(clt_empty((clt_dtype)dt, 2, shape, devs[d], &t));
+      char what[64];
+      snprintf(what, sizeof what, "sum of empty %s on %s", cu_dt_name((clt_dtype)dt),
+               cu_dev_name(devs[d]));
+      double v = -1;
+      int64_t iv = -1;
+      sum_of(t, &v, &iv, what);
+      ck_assert_msg(v == 0.0 && iv == 0, "%s: %g", what, v);
+      clt_tensor_release(t);
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_sum_odd_sizes) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  static const int64_t sizes[] = {1, 7, 1000003};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    int64_t n = sizes[k];
+    for (int d = 0; d < ndev; d++) {
+      /* arange: every element counts, in its place. */
+      clt_tensor *t = NULL;
+      CU_OK(clt_arange(1, (double)n + 1, 1, CLT_I32, devs[d], &t));
+      char what[96];
+      snprintf(what, sizeof what, "sum of arange(1, %lld + 1) i32 on %s", (long long)n,
+               cu_dev_name(devs[d]));
+      double v;
+      int64_t iv;
+      sum_of(t, &v, &iv, what);
+      ck_assert_msg(iv == n * (n + 1) / 2, "%s: %lld, expected %lld", what, (long long)iv,
+                    (long long)(n * (n + 1) / 2));
+      clt_tensor_release(t);
+
+      CU_OK(clt_full(CLT_F32, 1, &n, 0.5, devs[d], &t));
+      snprintf(what, sizeof what, "sum of %lld f32 halves on %s", (long long)n,
+               cu_dev_name(devs[d]));
+      sum_of(t, &v, &iv, what);
+      ck_assert_msg(v == 0.5 * (double)n, "%s: %.17g, expected %.17g", what, v, 0.5 * (double)n);
+      clt_tensor_release(t);
+
+      if (clt_device_has_fp64(devs[d])) {
+        CU_OK(clt_arange(0, (double)n, 1, CLT_F64, devs[d], &t));
+        snprintf(what, sizeof what, "sum of arange(%lld) f64 on %s", (long long)n,
+                 cu_dev_name(devs[d]));
+        sum_of(t, &v, &iv, what);
+        double want = (double)n * (double)(n - 1) / 2;
+        ck_assert_msg(v == want, "%s: %.17g, expected %.17g", what, v, want);
+        clt_tensor_release(t);
+      }
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_sum_large_random) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  const int64_t n = 1000003;
+  cu_rng r;
+  cu_rng_seed(&r, 31337);
+  float *buf = cu_malloc((size_t)n * sizeof *buf);
+  cu_fill(buf, CLT_F32, n, &r, 0, 1, 0);
+  double want = 0;
+  for (int64_t i = 0; i < n; i++)
+    want += buf[i];
+  uint8_t *bits = cu_malloc((size_t)n);
+  cu_fill(bits, CLT_BOOL, n, &r, 0, 1, 0);
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; i++)
+    count += bits[i];
+  int64_t shape[1] = {n};
+  for (int d = 0; d < ndev; d++) {
+    char what[64];
+    snprintf(what, sizeof what, "sum of 1000003 random f32 on %s", cu_dev_name(devs[d]));
+    clt_tensor *t = cu_tensor(buf, CLT_F32, 1, shape, devs[d]);
+    double v;
+    int64_t iv;
+    sum_of(t, &v, &iv, what);
+    ck_assert_msg(cu_close(v, want, 1e-5, 0), "%s: %.17g, expected %.17g", what, v, want);
+    clt_tensor_release(t);
+    snprintf(what, sizeof what, "sum of 1000003 random bool on %s", cu_dev_name(devs[d]));
+    t = cu_tensor(bits, CLT_BOOL, 1, shape, devs[d]);
+    sum_of(t, &v, &iv, what);
+    ck_assert_msg(iv == count, "%s: %lld, expected %lld", what, (long long)iv, (long long)count);
+    clt_tensor_release(t);
+  }
+  free(buf);
+  free(bits);
+}
+END_TEST
+
+START_TEST(test_sum_scalar) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    uint8_t x = 250;
+    clt_tensor *t = cu_tensor(&x, CLT_U8, 0, NULL, devs[d]);
+    char what[64];
+    snprintf(what, sizeof what, "sum of 0-d u8 on %s", cu_dev_name(devs[d]));
+    double v;
+    int64_t iv;
+    sum_of(t, &v, &iv, what);
+    ck_assert_msg(iv == 250, "%s: %lld", what, (long long)iv);
+    clt_tensor_release(t);
+  }
+}
+END_TEST
+
+Suite *reduce_suite(void) {
+  Suite *s = suite_create("reduce");
+  TCase *tc = cu_tcase("sum");
+  tcase_add_test(tc, test_sum_dtypes);
+  tcase_add_test(tc, test_sum_ones_2p24);
+  tcase_add_test(tc, test_sum_empty);
+  tcase_add_test(tc, test_sum_odd_sizes);
+  tcase_add_test(tc, test_sum_large_random);
+  tcase_add_test(tc, test_sum_scalar);
+  suite_add_tcase(s, tc);
+  return s;
+}
