@@ -87,6 +87,21 @@ static void dev_str(cl_device_id id, cl_device_info what, char *buf, size_t size
   trim(buf);
 }
 
+/* CLT_NO_FP64 ("1" for every OpenCL device, or a list such as "cl:0,cl:2") makes clt treat
+ * devices as lacking fp64, to test on a workstation that code also runs on GPUs without it. */
+static bool hide_fp64(const char *name) {
+  const char *env = getenv("CLT_NO_FP64");
+  if (!env || !*env || strcmp(env, "0") == 0)
+    return false;
+  if (strcmp(env, "1") == 0)
+    return true;
+  size_t n = strlen(name);
+  for (const char *p = env; (p = strstr(p, name)) != NULL; p += n)
+    if ((p == env || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+      return true;
+  return false;
+}
+
 /* Fills one OpenCL device entry; the context is set by the caller. */
 static bool init_cl_device(clt_device *d, int index, int platform_index, cl_platform_id p,
                            cl_device_id id) {
@@ -130,6 +145,8 @@ static bool init_cl_device(clt_device *d, int index, int platform_index, cl_plat
     }
     free(ext);
   }
+  if (d->fp64 && hide_fp64(d->name))
+    d->fp64 = false;
   pthread_mutex_init(&d->lock, NULL);
   pthread_mutex_init(&d->cache_lock, NULL);
   describe(d);
@@ -144,6 +161,13 @@ static bool env_flag(const char *name, bool dflt) {
 }
 
 static bool env_alloc_cache;
+
+/* Undoes init_cl_device for a device that could not be opened (its slot is reused). */
+static void forget_device(clt_device *d) {
+  pthread_mutex_destroy(&d->lock);
+  pthread_mutex_destroy(&d->cache_lock);
+  memset(d, 0, sizeof *d);
+}
 
 static void registry_init(void) {
   init_host();
@@ -197,30 +221,31 @@ static void registry_init(void) {
         continue;
       }
     }
-    int ctx_index = next_context++;
+    int shared_index = shared ? next_context++ : -1;
     for (cl_uint i = 0; i < nd; i++) {
       clt_device *d = &cl_devices[cl_count];
       init_cl_device(d, cl_count, (int)p, plats[p], ids[i]);
       if (shared) {
         clRetainContext(shared);
         d->context = shared;
-        d->context_index = ctx_index;
       } else {
         d->context = clCreateContext(props, 1, &ids[i], NULL, NULL, &err);
         if (err != CL_SUCCESS) {
           fprintf(stderr, "clt: warning: cannot create a context for %s: %s; skipping it\n",
                   d->model, clt__cl_error_name(err));
+          forget_device(d);
           continue;
         }
-        d->context_index = i == 0 ? ctx_index : next_context++;
       }
       d->queue = clCreateCommandQueue(d->context, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
       if (err != CL_SUCCESS) {
         fprintf(stderr, "clt: warning: cannot create a queue for %s: %s; skipping it\n",
                 d->model, clt__cl_error_name(err));
         clReleaseContext(d->context);
+        forget_device(d);
         continue;
       }
+      d->context_index = shared ? shared_index : next_context++;
       cl_count++;
     }
     if (shared)

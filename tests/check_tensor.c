@@ -608,6 +608,40 @@ START_TEST(test_no_fp64) {
 }
 END_TEST
 
+/* CLT_NO_FP64 hides fp64 on the named devices: the refusal is testable without such hardware. */
+START_TEST(test_no_fp64_env) {
+  if (!cu_forked) {
+    cu_skip("test_no_fp64_env", "needs CK_FORK (sets CLT_NO_FP64)");
+    return;
+  }
+  setenv("CLT_NO_FP64", "cl:1", 1);
+  if (!cu_need_cl("test_no_fp64_env", 2))
+    return;
+  clt_device *d0 = clt_device_at(0), *d1 = clt_device_at(1);
+  ck_assert(clt_device_has_fp64(d0) && !clt_device_has_fp64(d1));
+  ck_assert_msg(strstr(clt_device_description(d1), "no fp64") != NULL, "%s",
+                clt_device_description(d1));
+  int64_t shape[1] = {4};
+  clt_tensor *t = CU_SENTINEL, *h, *ok;
+  CU_FAILS(clt_zeros(CLT_F64, 1, shape, d1, &t), CLT_ERR_UNSUPPORTED, "clt_zeros");
+  ck_assert_msg(strstr(clt_last_error(), "cl:1") && strstr(clt_last_error(), "f64"), "%s",
+                clt_last_error());
+  ck_assert_ptr_eq(t, CU_SENTINEL);
+  CU_OK(clt_ones(CLT_F64, 1, shape, clt_cpu(), &h));
+  CU_FAILS(clt_to(h, d1, &t), CLT_ERR_UNSUPPORTED, "clt_to");
+  ck_assert_ptr_eq(t, CU_SENTINEL);
+  CU_OK(clt_to(h, d0, &ok)); /* cl:0 keeps it */
+  double v;
+  clt_tensor *s;
+  CU_OK(clt_sum(ok, &s));
+  CU_OK(clt_item(s, &v));
+  ck_assert(v == 4.0);
+  clt_tensor_release(s);
+  clt_tensor_release(ok);
+  clt_tensor_release(h);
+}
+END_TEST
+
 Suite *tensor_suite(void) {
   Suite *s = suite_create("tensor");
   TCase *tc = cu_tcase("create");
@@ -620,6 +654,7 @@ Suite *tensor_suite(void) {
   tcase_add_test(tc, test_zero_size);
   tcase_add_test(tc, test_scalar_and_ndim8);
   tcase_add_test(tc, test_no_fp64);
+  tcase_add_test(tc, test_no_fp64_env);
   suite_add_tcase(s, tc);
   tc = cu_tcase("access");
   tcase_add_test(tc, test_item);
