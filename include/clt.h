@@ -46,20 +46,20 @@ const char *clt_version(void);
 /* Status codes                                                                              */
 
 /* X(name, value, default message): one table for the enum, the names and the messages. */
-#define CLT_STATUS_MAP(X)                                                                    \
-  X(OK, 0, "success")                                                                        \
-  X(ERR_INVALID_ARGUMENT, -1, "invalid argument")                                            \
-  X(ERR_DEVICE_MISMATCH, -2, "operands are on different devices")                            \
-  X(ERR_NOT_ON_HOST, -3, "tensor is not on the host")                                        \
-  X(ERR_UNSUPPORTED, -4, "not supported on this device")                                     \
-  X(ERR_OUT_OF_MEMORY, -5, "out of memory")                                                  \
-  X(ERR_DEVICE_NOT_FOUND, -6, "no such device")                                              \
-  X(ERR_SHAPE_MISMATCH, -7, "shapes are not compatible")                                     \
-  X(ERR_DTYPE, -8, "dtype not supported by this operation")                                  \
-  X(ERR_OPENCL, -9, "an OpenCL call failed")                                                 \
-  X(ERR_BUILD, -10, "kernel build failed")                                                   \
-  X(ERR_IO, -11, "input/output error")                                                       \
-  X(ERR_FORMAT, -12, "malformed file")                                                       \
+#define CLT_STATUS_MAP(X)                                                                          \
+  X(OK, 0, "success")                                                                              \
+  X(ERR_INVALID_ARGUMENT, -1, "invalid argument")                                                  \
+  X(ERR_DEVICE_MISMATCH, -2, "operands are on different devices")                                  \
+  X(ERR_NOT_ON_HOST, -3, "tensor is not on the host")                                              \
+  X(ERR_UNSUPPORTED, -4, "not supported on this device")                                           \
+  X(ERR_OUT_OF_MEMORY, -5, "out of memory")                                                        \
+  X(ERR_DEVICE_NOT_FOUND, -6, "no such device")                                                    \
+  X(ERR_SHAPE_MISMATCH, -7, "shapes are not compatible")                                           \
+  X(ERR_DTYPE, -8, "dtype not supported by this operation")                                        \
+  X(ERR_OPENCL, -9, "an OpenCL call failed")                                                       \
+  X(ERR_BUILD, -10, "kernel build failed")                                                         \
+  X(ERR_IO, -11, "input/output error")                                                             \
+  X(ERR_FORMAT, -12, "malformed file")                                                             \
   X(ERR_INTERNAL, -13, "internal error")
 
 typedef enum clt_status {
@@ -92,29 +92,29 @@ void clt_clear_error(void);
 typedef struct clt_device clt_device;
 
 typedef enum clt_device_kind {
-  CLT_DEVICE_HOST = 0,   /* the host itself: "cpu" */
-  CLT_DEVICE_CL_CPU,     /* an OpenCL CPU device (PoCL, Intel CPU runtime) */
-  CLT_DEVICE_CL_GPU,     /* an OpenCL GPU */
+  CLT_DEVICE_HOST = 0, /* the host itself: "cpu" */
+  CLT_DEVICE_CL_CPU,   /* an OpenCL CPU device (PoCL, Intel CPU runtime) */
+  CLT_DEVICE_CL_GPU,   /* an OpenCL GPU */
   CLT_DEVICE_CL_ACCELERATOR,
   CLT_DEVICE_CL_OTHER
 } clt_device_kind;
 
 /** What is known about a device. Strings are owned by clt, valid until exit. */
 typedef struct clt_device_info {
-  const char *name;           /* "cpu", "cl:0", ... */
+  const char *name; /* "cpu", "cl:0", ... */
   clt_device_kind kind;
-  const char *kind_name;      /* "host", "cpu", "gpu", "accelerator", "other" */
+  const char *kind_name; /* "host", "cpu", "gpu", "accelerator", "other" */
   const char *vendor;
   const char *model;
   const char *driver_version;
-  const char *cl_version;     /* CL_DEVICE_VERSION; "" for the host */
-  const char *platform;       /* platform name; "" for the host */
-  uint64_t memory_bytes;      /* global memory (physical memory for the host) */
-  uint64_t max_alloc_bytes;   /* largest single buffer */
-  int compute_units;          /* compute units (logical CPUs for the host) */
-  int fp64;                   /* 1 if f64 tensors are supported */
-  int platform_index;         /* -1 for the host */
-  int context_index;          /* devices with equal context_index copy directly; -1 host */
+  const char *cl_version;   /* CL_DEVICE_VERSION; "" for the host */
+  const char *platform;     /* platform name; "" for the host */
+  uint64_t memory_bytes;    /* global memory (physical memory for the host) */
+  uint64_t max_alloc_bytes; /* largest single buffer */
+  int compute_units;        /* compute units (logical CPUs for the host) */
+  int fp64;                 /* 1 if f64 tensors are supported */
+  int platform_index;       /* -1 for the host */
+  int context_index;        /* devices with equal context_index copy directly; -1 host */
 } clt_device_info;
 
 /** The host device, "cpu". Never NULL. */
@@ -168,8 +168,8 @@ typedef struct clt_memory_stats {
   uint64_t cached_bytes;         /* released, kept for reuse */
   uint64_t reserved_bytes;       /* allocated + cached: what the device gave clt */
   uint64_t cached_blocks;
-  uint64_t allocations;          /* requests served */
-  uint64_t cache_hits;           /* requests served from the cache */
+  uint64_t allocations; /* requests served */
+  uint64_t cache_hits;  /* requests served from the cache */
 } clt_memory_stats;
 
 /** Fills *out with dev's allocator statistics. */
@@ -208,8 +208,8 @@ clt_status clt_ones(clt_dtype dtype, int ndim, const int64_t *shape, clt_device 
                     clt_tensor **out);
 /** Like clt_empty, filled with value converted to dtype (non-zero is true for bool; for integer
  *  dtypes value must be an integer within the dtype's range). */
-clt_status clt_full(clt_dtype dtype, int ndim, const int64_t *shape, double value,
-                    clt_device *dev, clt_tensor **out);
+clt_status clt_full(clt_dtype dtype, int ndim, const int64_t *shape, double value, clt_device *dev,
+                    clt_tensor **out);
 /** A 1-D tensor start, start + step, ... up to but excluding end (NumPy's arange). step must be
  *  non-zero; the length is ceil((end - start) / step), or 0. bool is not accepted. */
 clt_status clt_arange(double start, double end, double step, clt_dtype dtype, clt_device *dev,

@@ -27,7 +27,7 @@ typedef struct clt_bcast {
   int64_t shape[CLT_MAX_DIMS];
   int64_t sa[CLT_MAX_DIMS];
   int64_t sb[CLT_MAX_DIMS];
-  bool same;             /* no broadcasting: a, b and the result have one shape */
+  bool same; /* no broadcasting: a, b and the result have one shape */
 } clt_bcast;
 
 struct clt_backend {
@@ -58,8 +58,8 @@ clt_status clt__cl_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {
-  size_t global, local;  /* local 0: let the driver choose */
-  cl_ulong chunk;        /* elements per work-item (chunked), or the stride (grid-stride) */
+  size_t global, local; /* local 0: let the driver choose */
+  cl_ulong chunk;       /* elements per work-item (chunked), or the stride (grid-stride) */
 } clt_launch;
 clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n);
 /* The defines every program gets on dev: "#define CLT_CHUNKED 1" (CPU devices) or 0, and

@@ -29,26 +29,26 @@ clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt
 /* ---- devices (device.c) ----------------------------------------------------------------- */
 
 struct clt_device {
-  int index;               /* -1 for the host, else the n of "cl:n" */
+  int index; /* -1 for the host, else the n of "cl:n" */
   char name[16];
   clt_device_kind kind;
   const struct clt_backend *backend;
   /* OpenCL (unused on the host) */
   cl_platform_id platform;
   cl_device_id id;
-  cl_context context;      /* shared by the devices of one platform */
-  cl_command_queue queue;  /* in-order, profiling enabled */
+  cl_context context;     /* shared by the devices of one platform */
+  cl_command_queue queue; /* in-order, profiling enabled */
   int context_index;
   int platform_index;
   bool fp64;
-  bool unified_memory;     /* CL_DEVICE_HOST_UNIFIED_MEMORY */
+  bool unified_memory; /* CL_DEVICE_HOST_UNIFIED_MEMORY */
   size_t max_work_group;
   cl_ulong max_alloc;
   cl_ulong global_mem;
   int compute_units;
   char vendor[128], model[128], driver[64], cl_version[128], platform_name[128];
   char description[512];
-  pthread_mutex_t lock;    /* guards kernel argument setting + enqueue, and the program cache */
+  pthread_mutex_t lock; /* guards kernel argument setting + enqueue, and the program cache */
   struct clt_program_cache *programs;
   /* caching allocator (memory.c) */
   pthread_mutex_t cache_lock;
@@ -71,13 +71,13 @@ clt_device *clt__device_list(int *count);
 /* The memory behind a tensor, refcounted, with the events that order work on it. */
 typedef struct clt_storage {
   atomic_int refs;
-  clt_device *dev;         /* where it lives: the host (host/pinned memory) or an OpenCL device */
+  clt_device *dev; /* where it lives: the host (host/pinned memory) or an OpenCL device */
   size_t bytes;
-  void *host;              /* host memory (host tensors), or the mapped pointer when pinned */
-  cl_mem mem;              /* device buffer; for pinned host memory the buffer behind it */
-  clt_device *pin_dev;     /* the device whose context holds the pinned buffer */
-  pthread_mutex_t lock;    /* guards the events below */
-  cl_event write_ev;       /* the last enqueued command writing it (NULL if none pending) */
+  void *host;           /* host memory (host tensors), or the mapped pointer when pinned */
+  cl_mem mem;           /* device buffer; for pinned host memory the buffer behind it */
+  clt_device *pin_dev;  /* the device whose context holds the pinned buffer */
+  pthread_mutex_t lock; /* guards the events below */
+  cl_event write_ev;    /* the last enqueued command writing it (NULL if none pending) */
   cl_event read_ev[CLT__MAX_READERS]; /* last read by each queue, at most one per queue */
   cl_command_queue read_q[CLT__MAX_READERS];
   int nreads;
@@ -91,7 +91,7 @@ struct clt_tensor {
   int64_t shape[CLT_MAX_DIMS];
   int64_t numel;
   size_t nbytes;
-  size_t offset;           /* byte offset into storage (views; 0 for now) */
+  size_t offset; /* byte offset into storage (views; 0 for now) */
   clt_storage *storage;
 };
 
@@ -110,7 +110,7 @@ clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt
 clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg);
 clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg);
 bool clt__dtype_is_float(clt_dtype dt);
-bool clt__dtype_is_int(clt_dtype dt);     /* i32, i64, u8 (not bool) */
+bool clt__dtype_is_int(clt_dtype dt);         /* i32, i64, u8 (not bool) */
 const char *clt__dtype_cl_type(clt_dtype dt); /* "float", "double", "int", "long", "uchar" */
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
 /* Host pointer to the tensor's first element (host tensors only). */
@@ -146,7 +146,7 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 /* ---- programs (program.c) --------------------------------------------------------------- */
 
 struct clt__kernel_source {
-  const char *name;   /* "elementwise" for kernels/elementwise.cl */
+  const char *name; /* "elementwise" for kernels/elementwise.cl */
   const char *text;
 };
 extern const struct clt__kernel_source clt__kernel_sources[];
@@ -154,8 +154,8 @@ extern const size_t clt__kernel_source_count;
 
 /* The kernel `kernel` of kernels/<family>.cl built for dev, the source preceded by defines (lines
  * such as "#define T float\n": the dtype and op macros travel in the source, not as -D options,
- * since drivers split option strings differently). Cached per (device, family, defines). The device lock must be held while setting arguments
- * and enqueueing; the kernel is owned by the cache. */
+ * since drivers split option strings differently). Cached per (device, family, defines). The device
+ * lock must be held while setting arguments and enqueueing; the kernel is owned by the cache. */
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);

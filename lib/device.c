@@ -36,8 +36,8 @@ static void describe(clt_device *d) {
              d->model, gib, d->compute_units);
   else
     snprintf(d->description, sizeof d->description,
-             "%.100s %.100s (%.100s, driver %.60s, %.100s, %.1f GiB, %d CUs, %s)", d->vendor, d->model,
-             d->platform_name, d->driver, d->cl_version, gib, d->compute_units,
+             "%.100s %.100s (%.100s, driver %.60s, %.100s, %.1f GiB, %d CUs, %s)", d->vendor,
+             d->model, d->platform_name, d->driver, d->cl_version, gib, d->compute_units,
              d->fp64 ? "fp64" : "no fp64");
 }
 
@@ -136,8 +136,7 @@ static bool init_cl_device(clt_device *d, int index, int platform_index, cl_plat
   clGetDeviceInfo(id, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
   d->unified_memory = unified == CL_TRUE;
   size_t ext_size = 0;
-  if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size) == CL_SUCCESS &&
-      ext_size > 0) {
+  if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size) == CL_SUCCESS && ext_size > 0) {
     char *ext = malloc(ext_size + 1);
     if (ext && clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, ext_size, ext, NULL) == CL_SUCCESS) {
       ext[ext_size] = '\0';
@@ -239,8 +238,8 @@ static void registry_init(void) {
       }
       d->queue = clCreateCommandQueue(d->context, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
       if (err != CL_SUCCESS) {
-        fprintf(stderr, "clt: warning: cannot create a queue for %s: %s; skipping it\n",
-                d->model, clt__cl_error_name(err));
+        fprintf(stderr, "clt: warning: cannot create a queue for %s: %s; skipping it\n", d->model,
+                clt__cl_error_name(err));
         clReleaseContext(d->context);
         forget_device(d);
         continue;
@@ -362,8 +361,7 @@ clt_device *clt_try_gpu(int i) {
 
 clt_status clt__check_device(const clt_device *dev, const char *fn, const char *arg) {
   if (!dev)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL; pass clt_cpu() or a device",
-                      arg);
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL; pass clt_cpu() or a device", arg);
   ensure_registry();
   if (dev == &host_device || (cl_count > 0 && dev >= cl_devices && dev < cl_devices + cl_count))
     return CLT_OK;

@@ -7,8 +7,8 @@
 
 struct clt_event {
   clt_device *dev;
-  cl_event ev;       /* a marker on the device's queue; NULL on the host */
-  double host_ms;    /* the host: when it was recorded */
+  cl_event ev;            /* a marker on the device's queue; NULL on the host */
+  double host_ms;         /* the host: when it was recorded */
   _Atomic double done_ms; /* when the marker was seen complete (fallback without profiling) */
 };
 
@@ -76,7 +76,9 @@ clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms) {
   static const char fn[] = "clt_event_elapsed_ms";
   if (!start || !end || !ms)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL",
-                      !start ? "start" : !end ? "end" : "ms");
+                      !start ? "start"
+                      : !end ? "end"
+                             : "ms");
   if (start->dev != end->dev)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "start was recorded on %s but end on %s; time events of one device",
@@ -92,8 +94,9 @@ clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms) {
   if (a < 0 || b < 0) {
     /* No device timestamps: use the host times at which completion was seen. The callback may
      * still be on its way right after the wait, so give it a moment. */
-    for (int i = 0; i < 1000 && (atomic_load(&start->done_ms) == 0.0 ||
-                                 atomic_load(&end->done_ms) == 0.0); i++) {
+    for (int i = 0;
+         i < 1000 && (atomic_load(&start->done_ms) == 0.0 || atomic_load(&end->done_ms) == 0.0);
+         i++) {
       struct timespec ts = {0, 100000};
       nanosleep(&ts, NULL);
     }

@@ -166,11 +166,11 @@ clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char 
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   size_t alloc = bytes ? bytes : 1;
   cl_int err;
-  s->mem = clCreateBuffer(near->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, alloc, NULL,
-                          &err);
+  s->mem =
+      clCreateBuffer(near->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, alloc, NULL, &err);
   if (err == CL_SUCCESS)
-    s->host = clEnqueueMapBuffer(near->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-                                 alloc, 0, NULL, NULL, &err);
+    s->host = clEnqueueMapBuffer(near->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, alloc,
+                                 0, NULL, NULL, &err);
   if (err != CL_SUCCESS) {
     if (s->mem)
       clReleaseMemObject(s->mem);

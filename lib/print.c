@@ -59,9 +59,12 @@ static double value_f(const printer *p, int64_t i) {
 
 static int64_t value_i(const printer *p, int64_t i) {
   switch (p->t->dtype) {
-  case CLT_I32: return ((const int32_t *)p->data)[i];
-  case CLT_I64: return ((const int64_t *)p->data)[i];
-  default: return ((const uint8_t *)p->data)[i];
+  case CLT_I32:
+    return ((const int32_t *)p->data)[i];
+  case CLT_I64:
+    return ((const int64_t *)p->data)[i];
+  default:
+    return ((const uint8_t *)p->data)[i];
   }
 }
 
@@ -249,7 +252,9 @@ static clt_status format_all(const clt_tensor *t, sbuf *b, const char *fn) {
     }
     sb_str(b, "[]");
   } else {
-    printer p = {.t = t, .data = data, .summarize = t->numel > SUMMARIZE_OVER,
+    printer p = {.t = t,
+                 .data = data,
+                 .summarize = t->numel > SUMMARIZE_OVER,
                  .floating = clt__dtype_is_float(t->dtype)};
     setup(&p);
     if (t->ndim == 0)

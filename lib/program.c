@@ -107,10 +107,10 @@ static clt_status build(clt_device *dev, const char *family, const char *defines
       clGetProgramBuildInfo(p, dev->id, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
       log[log_size] = '\0';
     }
-    clt__error(CLT_ERR_BUILD, fn,
-               "building kernels/%s.cl for %s (%s) failed: %s\noptions: %s\ndefines:\n%sbuild log:\n%s",
-               family, dev->name, dev->model, clt__cl_error_name(err), opts, defines,
-               log ? log : "");
+    clt__error(
+        CLT_ERR_BUILD, fn,
+        "building kernels/%s.cl for %s (%s) failed: %s\noptions: %s\ndefines:\n%sbuild log:\n%s",
+        family, dev->name, dev->model, clt__cl_error_name(err), opts, defines, log ? log : "");
     free(log);
     free(opts);
     clReleaseProgram(p);

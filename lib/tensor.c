@@ -40,8 +40,7 @@ clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *ar
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
   size_t used = (size_t)snprintf(buf, size, "[");
   for (int i = 0; i < ndim && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                             (long long)shape[i]);
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
   if (used < size)
     snprintf(buf + used, size - used, "]");
 }
@@ -165,16 +164,28 @@ static clt_status scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn
     double hi = dt == CLT_U8 ? 255 : dt == CLT_I32 ? 2147483647.0 : 9223372036854775807.0;
     if (isnan(v) || v != floor(v) || v < lo || (dt == CLT_I64 ? v >= hi : v > hi))
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                        "value %g cannot be stored in %s (an integer in [%.0f, %.0f] is needed)",
-                        v, clt_dtype_name(dt), lo, hi);
+                        "value %g cannot be stored in %s (an integer in [%.0f, %.0f] is needed)", v,
+                        clt_dtype_name(dt), lo, hi);
   }
   switch (dt) {
-  case CLT_F32: *(float *)buf = (float)v; break;
-  case CLT_F64: *(double *)buf = v; break;
-  case CLT_I32: *(int32_t *)buf = (int32_t)v; break;
-  case CLT_I64: *(int64_t *)buf = (int64_t)v; break;
-  case CLT_U8: *(uint8_t *)buf = (uint8_t)v; break;
-  case CLT_BOOL: *(uint8_t *)buf = v != 0; break;
+  case CLT_F32:
+    *(float *)buf = (float)v;
+    break;
+  case CLT_F64:
+    *(double *)buf = v;
+    break;
+  case CLT_I32:
+    *(int32_t *)buf = (int32_t)v;
+    break;
+  case CLT_I64:
+    *(int64_t *)buf = (int64_t)v;
+    break;
+  case CLT_U8:
+    *(uint8_t *)buf = (uint8_t)v;
+    break;
+  case CLT_BOOL:
+    *(uint8_t *)buf = v != 0;
+    break;
   }
   return CLT_OK;
 }
@@ -208,8 +219,8 @@ clt_status clt_ones(clt_dtype dtype, int ndim, const int64_t *shape, clt_device 
                     clt_tensor **out) {
   return create_filled(dtype, ndim, shape, 1.0, dev, "clt_ones", out);
 }
-clt_status clt_full(clt_dtype dtype, int ndim, const int64_t *shape, double value,
-                    clt_device *dev, clt_tensor **out) {
+clt_status clt_full(clt_dtype dtype, int ndim, const int64_t *shape, double value, clt_device *dev,
+                    clt_tensor **out) {
   return create_filled(dtype, ndim, shape, value, dev, "clt_full", out);
 }
 
@@ -231,8 +242,8 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
   if (len < 0)
     len = 0;
   if (len > 9e18)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "arange(%g, %g, %g) is too long", start,
-                      end, step);
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "arange(%g, %g, %g) is too long", start, end,
+                      step);
   int64_t n = (int64_t)len;
   if (n > 0 && clt__dtype_is_int(dtype)) {
     uint64_t probe = 0;
@@ -253,12 +264,23 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
   for (int64_t i = 0; i < n; i++) {
     double v = start + (double)i * step;
     switch (dtype) {
-    case CLT_F32: ((float *)buf)[i] = (float)v; break;
-    case CLT_F64: ((double *)buf)[i] = v; break;
-    case CLT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case CLT_I64: ((int64_t *)buf)[i] = (int64_t)start + i * (int64_t)step; break;
-    case CLT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case CLT_BOOL: break;
+    case CLT_F32:
+      ((float *)buf)[i] = (float)v;
+      break;
+    case CLT_F64:
+      ((double *)buf)[i] = v;
+      break;
+    case CLT_I32:
+      ((int32_t *)buf)[i] = (int32_t)v;
+      break;
+    case CLT_I64:
+      ((int64_t *)buf)[i] = (int64_t)start + i * (int64_t)step;
+      break;
+    case CLT_U8:
+      ((uint8_t *)buf)[i] = (uint8_t)v;
+      break;
+    case CLT_BOOL:
+      break;
     }
   }
   if (dev->kind != CLT_DEVICE_HOST) {
@@ -286,8 +308,8 @@ clt_status clt_from_host(const void *src, clt_dtype dtype, int ndim, const int64
     const uint8_t *b = src;
     for (size_t i = 0; i < bytes; i++)
       if (b[i] > 1)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                          "src[%zu] = %u is not a bool (0 or 1)", i, (unsigned)b[i]);
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "src[%zu] = %u is not a bool (0 or 1)", i,
+                          (unsigned)b[i]);
   }
   clt_tensor *t;
   if ((s = clt__tensor_new(dtype, ndim, shape, dev, fn, &t)) != CLT_OK)
@@ -374,12 +396,27 @@ static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64
   if ((s = clt__read_bytes(t, &v, fn)) != CLT_OK)
     return s;
   switch (t->dtype) {
-  case CLT_F32: *d = v.f; *i = (int64_t)v.f; break;
-  case CLT_F64: *d = v.d; *i = (int64_t)v.d; break;
-  case CLT_I32: *d = v.i32; *i = v.i32; break;
-  case CLT_I64: *d = (double)v.i64; *i = v.i64; break;
+  case CLT_F32:
+    *d = v.f;
+    *i = (int64_t)v.f;
+    break;
+  case CLT_F64:
+    *d = v.d;
+    *i = (int64_t)v.d;
+    break;
+  case CLT_I32:
+    *d = v.i32;
+    *i = v.i32;
+    break;
+  case CLT_I64:
+    *d = (double)v.i64;
+    *i = v.i64;
+    break;
   case CLT_U8:
-  case CLT_BOOL: *d = v.u8; *i = v.u8; break;
+  case CLT_BOOL:
+    *d = v.u8;
+    *i = v.u8;
+    break;
   }
   return CLT_OK;
 }

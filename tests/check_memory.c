@@ -45,8 +45,7 @@ START_TEST(test_reuse_and_stats) {
   }
   CU_OK(clt_device_empty_cache(NULL));
   clt_memory_stats m;
-  CU_FAILS(clt_device_memory_stats(NULL, &m), CLT_ERR_INVALID_ARGUMENT,
-           "clt_device_memory_stats");
+  CU_FAILS(clt_device_memory_stats(NULL, &m), CLT_ERR_INVALID_ARGUMENT, "clt_device_memory_stats");
   CU_FAILS(clt_device_memory_stats(clt_cpu(), NULL), CLT_ERR_INVALID_ARGUMENT,
            "clt_device_memory_stats");
 }
@@ -72,8 +71,8 @@ START_TEST(test_reuse_waits_for_other_queue) {
     ck_assert_msg(after.cache_hits == before.cache_hits + 1, "the memory was not reused");
     float *v = cu_read(copy);
     for (int64_t i = 0; i < n; i += 997)
-      ck_assert_msg(v[i] == (float)i, "round %d: copy[%lld] = %g: reuse overtook the copy",
-                    round, (long long)i, v[i]);
+      ck_assert_msg(v[i] == (float)i, "round %d: copy[%lld] = %g: reuse overtook the copy", round,
+                    (long long)i, v[i]);
     free(v);
     clt_tensor_release(copy);
     clt_tensor_release(b);

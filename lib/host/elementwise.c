@@ -6,29 +6,29 @@
 #include <string.h>
 
 /* T: element type; C: type computed in (unsigned twins for integers: overflow wraps). */
-#define DEFINE_OP(name, T, C, EXPR)                                                            \
-  static void name##_contig(void *o_, const void *a_, const void *b_, int64_t n) {            \
-    T *restrict o = o_;                                                                        \
-    const T *restrict a = a_, *restrict b = b_;                                                \
-    for (int64_t i = 0; i < n; i++) {                                                          \
-      C x = (C)a[i], y = (C)b[i];                                                              \
-      o[i] = (T)(EXPR);                                                                        \
-    }                                                                                          \
-  }                                                                                            \
-  static void name##_strided(void *o_, const void *a_, const void *b_, int64_t n,              \
-                             int64_t sa, int64_t sb) {                                         \
-    T *restrict o = o_;                                                                        \
-    const T *a = a_, *b = b_;                                                                  \
-    for (int64_t i = 0; i < n; i++) {                                                          \
-      C x = (C)a[i * sa], y = (C)b[i * sb];                                                    \
-      o[i] = (T)(EXPR);                                                                        \
-    }                                                                                          \
+#define DEFINE_OP(name, T, C, EXPR)                                                                \
+  static void name##_contig(void *o_, const void *a_, const void *b_, int64_t n) {                 \
+    T *restrict o = o_;                                                                            \
+    const T *restrict a = a_, *restrict b = b_;                                                    \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      C x = (C)a[i], y = (C)b[i];                                                                  \
+      o[i] = (T)(EXPR);                                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  static void name##_strided(void *o_, const void *a_, const void *b_, int64_t n, int64_t sa,      \
+                             int64_t sb) {                                                         \
+    T *restrict o = o_;                                                                            \
+    const T *a = a_, *b = b_;                                                                      \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      C x = (C)a[i * sa], y = (C)b[i * sb];                                                        \
+      o[i] = (T)(EXPR);                                                                            \
+    }                                                                                              \
   }
 
-#define DEFINE_ARITH(T, C, sfx)                                                                \
-  DEFINE_OP(add_##sfx, T, C, x + y)                                                            \
-  DEFINE_OP(sub_##sfx, T, C, x - y)                                                            \
-  DEFINE_OP(mul_##sfx, T, C, x * y)
+#define DEFINE_ARITH(T, C, sfx)                                                                    \
+  DEFINE_OP(add_##sfx, T, C, x + y)                                                                \
+  DEFINE_OP(sub_##sfx, T, C, x - y)                                                                \
+  DEFINE_OP(mul_##sfx, T, C, x *y)
 
 DEFINE_ARITH(float, float, f32)
 DEFINE_ARITH(double, double, f64)
@@ -38,46 +38,69 @@ DEFINE_ARITH(uint8_t, uint32_t, u8)
 DEFINE_OP(div_f32, float, float, x / y)
 DEFINE_OP(div_f64, double, double, x / y)
 DEFINE_OP(add_bool, uint8_t, uint8_t, x | y)
-DEFINE_OP(mul_bool, uint8_t, uint8_t, x & y)
+DEFINE_OP(mul_bool, uint8_t, uint8_t, x &y)
 
 typedef void (*contig_fn)(void *, const void *, const void *, int64_t);
 typedef void (*strided_fn)(void *, const void *, const void *, int64_t, int64_t, int64_t);
 
-#define ENTRY(op, sfx) {op##_##sfx##_contig, op##_##sfx##_strided}
-#define NONE {NULL, NULL}
+#define ENTRY(op, sfx)                                                                             \
+  { op##_##sfx##_contig, op##_##sfx##_strided }
+#define NONE                                                                                       \
+  { NULL, NULL }
 static const struct {
   contig_fn contig;
   strided_fn strided;
 } table[4][CLT_DTYPE_COUNT] = {
-    [CLT__OP_ADD] = {[CLT_F32] = ENTRY(add, f32), [CLT_F64] = ENTRY(add, f64),
-                     [CLT_I32] = ENTRY(add, i32), [CLT_I64] = ENTRY(add, i64),
-                     [CLT_U8] = ENTRY(add, u8), [CLT_BOOL] = ENTRY(add, bool)},
-    [CLT__OP_SUB] = {[CLT_F32] = ENTRY(sub, f32), [CLT_F64] = ENTRY(sub, f64),
-                     [CLT_I32] = ENTRY(sub, i32), [CLT_I64] = ENTRY(sub, i64),
-                     [CLT_U8] = ENTRY(sub, u8), [CLT_BOOL] = NONE},
-    [CLT__OP_MUL] = {[CLT_F32] = ENTRY(mul, f32), [CLT_F64] = ENTRY(mul, f64),
-                     [CLT_I32] = ENTRY(mul, i32), [CLT_I64] = ENTRY(mul, i64),
-                     [CLT_U8] = ENTRY(mul, u8), [CLT_BOOL] = ENTRY(mul, bool)},
+    [CLT__OP_ADD] = {[CLT_F32] = ENTRY(add, f32),
+                     [CLT_F64] = ENTRY(add, f64),
+                     [CLT_I32] = ENTRY(add, i32),
+                     [CLT_I64] = ENTRY(add, i64),
+                     [CLT_U8] = ENTRY(add, u8),
+                     [CLT_BOOL] = ENTRY(add, bool)},
+    [CLT__OP_SUB] = {[CLT_F32] = ENTRY(sub, f32),
+                     [CLT_F64] = ENTRY(sub, f64),
+                     [CLT_I32] = ENTRY(sub, i32),
+                     [CLT_I64] = ENTRY(sub, i64),
+                     [CLT_U8] = ENTRY(sub, u8),
+                     [CLT_BOOL] = NONE},
+    [CLT__OP_MUL] = {[CLT_F32] = ENTRY(mul, f32),
+                     [CLT_F64] = ENTRY(mul, f64),
+                     [CLT_I32] = ENTRY(mul, i32),
+                     [CLT_I64] = ENTRY(mul, i64),
+                     [CLT_U8] = ENTRY(mul, u8),
+                     [CLT_BOOL] = ENTRY(mul, bool)},
     [CLT__OP_DIV] = {[CLT_F32] = ENTRY(div, f32), [CLT_F64] = ENTRY(div, f64)},
 };
 
 /* Converts n elements of dtype from at src into dtype to at dst. */
 static void convert(void *dst, clt_dtype to, const void *src, clt_dtype from, int64_t n) {
-#define LOAD(i)                                                                                \
-  (from == CLT_F32   ? (double)((const float *)src)[i]                                        \
-   : from == CLT_F64 ? ((const double *)src)[i]                                                \
-   : from == CLT_I32 ? (double)((const int32_t *)src)[i]                                       \
+#define LOAD(i)                                                                                    \
+  (from == CLT_F32   ? (double)((const float *)src)[i]                                             \
+   : from == CLT_F64 ? ((const double *)src)[i]                                                    \
+   : from == CLT_I32 ? (double)((const int32_t *)src)[i]                                           \
                      : (double)((const uint8_t *)src)[i])
   for (int64_t i = 0; i < n; i++) {
     if (from == CLT_I64) { /* keep all 64 bits when going to an integer */
       int64_t v = ((const int64_t *)src)[i];
       switch (to) {
-      case CLT_F32: ((float *)dst)[i] = (float)v; break;
-      case CLT_F64: ((double *)dst)[i] = (double)v; break;
-      case CLT_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
-      case CLT_I64: ((int64_t *)dst)[i] = v; break;
-      case CLT_U8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
-      case CLT_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
+      case CLT_F32:
+        ((float *)dst)[i] = (float)v;
+        break;
+      case CLT_F64:
+        ((double *)dst)[i] = (double)v;
+        break;
+      case CLT_I32:
+        ((int32_t *)dst)[i] = (int32_t)v;
+        break;
+      case CLT_I64:
+        ((int64_t *)dst)[i] = v;
+        break;
+      case CLT_U8:
+        ((uint8_t *)dst)[i] = (uint8_t)v;
+        break;
+      case CLT_BOOL:
+        ((uint8_t *)dst)[i] = v != 0;
+        break;
       }
       continue;
     }
@@ -86,11 +109,21 @@ static void convert(void *dst, clt_dtype to, const void *src, clt_dtype from, in
     case CLT_F32:
       ((float *)dst)[i] = from == CLT_F64 ? (float)((const double *)src)[i] : (float)v;
       break;
-    case CLT_F64: ((double *)dst)[i] = v; break;
-    case CLT_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
-    case CLT_I64: ((int64_t *)dst)[i] = (int64_t)v; break;
-    case CLT_U8: ((uint8_t *)dst)[i] = (uint8_t)(int64_t)v; break;
-    case CLT_BOOL: ((uint8_t *)dst)[i] = v != 0; break;
+    case CLT_F64:
+      ((double *)dst)[i] = v;
+      break;
+    case CLT_I32:
+      ((int32_t *)dst)[i] = (int32_t)v;
+      break;
+    case CLT_I64:
+      ((int64_t *)dst)[i] = (int64_t)v;
+      break;
+    case CLT_U8:
+      ((uint8_t *)dst)[i] = (uint8_t)(int64_t)v;
+      break;
+    case CLT_BOOL:
+      ((uint8_t *)dst)[i] = v != 0;
+      break;
     }
   }
 #undef LOAD

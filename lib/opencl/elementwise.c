@@ -14,11 +14,15 @@ typedef struct clt_cl_bcast {
 /* The type an integer expression is computed in, so that overflow wraps. */
 static const char *compute_type(clt_dtype dt) {
   switch (dt) {
-  case CLT_I32: return "uint";
-  case CLT_I64: return "ulong";
+  case CLT_I32:
+    return "uint";
+  case CLT_I64:
+    return "ulong";
   case CLT_U8:
-  case CLT_BOOL: return "uint";
-  default: return clt__dtype_cl_type(dt);
+  case CLT_BOOL:
+    return "uint";
+  default:
+    return clt__dtype_cl_type(dt);
   }
 }
 
@@ -33,8 +37,8 @@ clt_status clt__cl_binary(const clt_binop *op, clt_tensor *out, const clt_tensor
            "%s#define NAME %s\n#define TA %s\n#define TB %s\n#define TO %s\n#define TC %s\n"
            "#define OP(a,b) %s\n",
            clt__cl_base_options(d, fp64), name, clt__dtype_cl_type(a->dtype),
-           clt__dtype_cl_type(b->dtype), clt__dtype_cl_type(out->dtype),
-           compute_type(out->dtype), out->dtype == CLT_BOOL ? op->bool_expr : op->expr);
+           clt__dtype_cl_type(b->dtype), clt__dtype_cl_type(out->dtype), compute_type(out->dtype),
+           out->dtype == CLT_BOOL ? op->bool_expr : op->expr);
   char kname[80];
   snprintf(kname, sizeof kname, bc->same ? "%s" : "%s_bcast", name);
   cl_kernel k;
@@ -73,8 +77,8 @@ clt_status clt__cl_binary(const clt_binop *op, clt_tensor *out, const clt_tensor
   if (err != CL_SUCCESS) {
     pthread_mutex_unlock(&d->lock);
     clt__waitlist_clear(&wl);
-    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed",
-                      kname, d->name);
+    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed", kname,
+                      d->name);
   }
   st = clt__cl_enqueue(d, k, &l, &wl, fn, &ev);
   pthread_mutex_unlock(&d->lock);

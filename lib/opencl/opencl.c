@@ -45,9 +45,9 @@ const char *clt__cl_base_options(const clt_device *dev, bool need_fp64) {
 
 clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
                            const char *fn, cl_event *ev) {
-  cl_int err = clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &l->global,
-                                      l->local ? &l->local : NULL, wl->n, wl->n ? wl->ev : NULL,
-                                      ev);
+  cl_int err =
+      clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &l->global, l->local ? &l->local : NULL, wl->n,
+                             wl->n ? wl->ev : NULL, ev);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueNDRangeKernel", dev);
   return CLT_OK;
@@ -62,9 +62,8 @@ static clt_status cl_fill(clt_tensor *out, const void *pattern, const char *fn) 
     return st;
   }
   cl_event ev;
-  cl_int err = clEnqueueFillBuffer(d->queue, out->storage->mem, pattern,
-                                   clt_dtype_size(out->dtype), out->offset, out->nbytes, wl.n,
-                                   wl.n ? wl.ev : NULL, &ev);
+  cl_int err = clEnqueueFillBuffer(d->queue, out->storage->mem, pattern, clt_dtype_size(out->dtype),
+                                   out->offset, out->nbytes, wl.n, wl.n ? wl.ev : NULL, &ev);
   clt__waitlist_clear(&wl);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueFillBuffer", d);
@@ -84,8 +83,8 @@ static clt_status cl_upload(clt_tensor *out, const void *src, const char *fn) {
   }
   cl_event ev;
   /* Blocking: the caller may reuse src as soon as we return. */
-  cl_int err = clEnqueueWriteBuffer(d->queue, out->storage->mem, CL_TRUE, out->offset,
-                                    out->nbytes, src, wl.n, wl.n ? wl.ev : NULL, &ev);
+  cl_int err = clEnqueueWriteBuffer(d->queue, out->storage->mem, CL_TRUE, out->offset, out->nbytes,
+                                    src, wl.n, wl.n ? wl.ev : NULL, &ev);
   clt__waitlist_clear(&wl);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueWriteBuffer", d);

@@ -20,8 +20,8 @@ clt_status clt__cl_sum(clt_tensor *out, const clt_tensor *in, const char *fn) {
   snprintf(name, sizeof name, "sum_%s", clt_dtype_name(in->dtype));
   snprintf(options, sizeof options,
            "%s#define NAME %s\n#define T %s\n#define ACC %s\n#define TO %s\n",
-           clt__cl_base_options(d, in->dtype == CLT_F64), name, clt__dtype_cl_type(in->dtype),
-           acc, clt__dtype_cl_type(out->dtype));
+           clt__cl_base_options(d, in->dtype == CLT_F64), name, clt__dtype_cl_type(in->dtype), acc,
+           clt__dtype_cl_type(out->dtype));
   char kp[80], kf[80];
   snprintf(kp, sizeof kp, "%s_partial", name);
   snprintf(kf, sizeof kf, "%s_final", name);
@@ -70,8 +70,7 @@ clt_status clt__cl_sum(clt_tensor *out, const clt_tensor *in, const char *fn) {
   err |= clSetKernelArg(kfinal, 2, sizeof(cl_mem), &out->storage->mem);
   err |= clSetKernelArg(kfinal, 3, final_local * acc_size, NULL);
   if (err != CL_SUCCESS)
-    st = clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of %s on %s failed", name,
-                    d->name);
+    st = clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of %s on %s failed", name, d->name);
   if (st == CLT_OK)
     st = clt__cl_enqueue(d, kpartial, &l, &wl, fn, &ev1);
   if (st == CLT_OK) {
