@@ -276,23 +276,75 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src);
 /* ---------------------------------------------------------------------------------------- */
 /* Operations: all operands on one device (else CLT_ERR_DEVICE_MISMATCH); the result lives there.
  *
- * Type promotion for binary operations: equal dtypes give that dtype; a float with an integer
- * or bool gives the float dtype; f32 with f64 gives f64; among integers the wider wins and u8
- * with i32 gives i32; bool with anything gives the other dtype. bool with bool: add is logical
- * or, mul logical and, sub is refused. div is true division: integer or bool operands give
- * f32. Shapes broadcast as in NumPy. Integer overflow wraps around. */
+ * Type promotion: equal dtypes give that dtype; a float with an integer or bool gives the float
+ * dtype; f32 with f64 gives f64; among integers the wider wins and u8 with i32 gives i32; bool
+ * with anything gives the other dtype (as in PyTorch). Operations on two bools: add is logical
+ * or, mul logical and, maximum or, minimum and; sub, pow, neg, abs and relu refuse bool
+ * (CLT_ERR_DTYPE). div is true division and the math functions (exp, log, sqrt, sin, cos,
+ * tanh, sigmoid) give f32 for integer or bool input. Comparisons compute in the promoted dtype
+ * and give bool. Shapes broadcast as in NumPy. Integer add, sub, mul and neg wrap around; integer
+ * pow with a negative exponent gives 0 unless the base is 1 or -1. maximum and minimum propagate
+ * NaN. Float-to-integer casts truncate toward zero and saturate (NaN gives 0).
+ *
+ * Forms: clt_add(a, b, &out) allocates the result; clt_add_out(a, b, out) writes into an
+ * existing tensor of the result's shape and dtype on the same device (it may be a or b when they
+ * already have the result's shape); clt_add_(a, b) is a += b; clt_add_scalar(a, 2.0, &out) takes a
+ * number, which does not widen a's dtype (i32 + 7 is i32; i32 + 2.5 is f32; a value the integer
+ * dtype cannot hold is an error). */
 
-clt_status clt_add(clt_tensor *a, clt_tensor *b, clt_tensor **out);
-clt_status clt_sub(clt_tensor *a, clt_tensor *b, clt_tensor **out);
-clt_status clt_mul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
-clt_status clt_div(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+#define CLT_BINARY_DECL_(name)                                                                     \
+  clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out);                           \
+  clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out);                      \
+  clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out);
+/** Binary arithmetic: a + b, a - b, a * b, a / b, a ** b, elementwise max and min. */
+CLT_BINARY_DECL_(add)
+CLT_BINARY_DECL_(sub)
+CLT_BINARY_DECL_(mul)
+CLT_BINARY_DECL_(div)
+CLT_BINARY_DECL_(pow)
+CLT_BINARY_DECL_(maximum)
+CLT_BINARY_DECL_(minimum)
+/** Comparisons giving bool: ==, !=, <, <=, >, >=. */
+CLT_BINARY_DECL_(eq)
+CLT_BINARY_DECL_(ne)
+CLT_BINARY_DECL_(lt)
+CLT_BINARY_DECL_(le)
+CLT_BINARY_DECL_(gt)
+CLT_BINARY_DECL_(ge)
+#undef CLT_BINARY_DECL_
+
+/** In place: a = a op b; the result must have a's shape and dtype. */
+clt_status clt_add_(clt_tensor *a, clt_tensor *b);
+clt_status clt_sub_(clt_tensor *a, clt_tensor *b);
+clt_status clt_mul_(clt_tensor *a, clt_tensor *b);
+clt_status clt_div_(clt_tensor *a, clt_tensor *b);
+
+/** Unary functions: -t, |t|, e^t, ln t, sqrt t, sin, cos, tanh, 1 / (1 + e^-t), max(t, 0). */
+clt_status clt_neg(clt_tensor *t, clt_tensor **out);
+clt_status clt_abs(clt_tensor *t, clt_tensor **out);
+clt_status clt_exp(clt_tensor *t, clt_tensor **out);
+clt_status clt_log(clt_tensor *t, clt_tensor **out);
+clt_status clt_sqrt(clt_tensor *t, clt_tensor **out);
+clt_status clt_sin(clt_tensor *t, clt_tensor **out);
+clt_status clt_cos(clt_tensor *t, clt_tensor **out);
+clt_status clt_tanh(clt_tensor *t, clt_tensor **out);
+clt_status clt_sigmoid(clt_tensor *t, clt_tensor **out);
+clt_status clt_relu(clt_tensor *t, clt_tensor **out);
+
+/** t converted to dtype (a new tensor, even for the same dtype). Non-zero is true for bool. */
+clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
+
+/** cond ? a : b elementwise; cond must be bool; the three broadcast together; the result has
+ *  the promoted dtype of a and b. */
+clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor **out);
 
 /** The sum of all elements as a 0-dimensional tensor on t's device. Floats sum in their own
  *  dtype (pairwise/tree order); integers and bool sum to i64. */
 clt_status clt_sum(clt_tensor *t, clt_tensor **out);
 
-/** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is "add",
- *  "sub", "mul" or "div". */
+/** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the
+ *  operation's name without prefix: "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+ *  "eq", "ne", "lt", "le", "gt" or "ge". */
 clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype *out);
 
 /* ---------------------------------------------------------------------------------------- */

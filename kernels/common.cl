@@ -27,10 +27,12 @@
 #define CLT_FOR_EACH(i, n, step) for (ulong i = get_global_id(0); i < (ulong)(n); i += (step))
 #endif
 
-/* Broadcast geometry of a binary op: the result's shape and each operand's element strides
- * (0 on broadcast dimensions). Mirrors struct clt_cl_bcast in lib/opencl/elementwise.c. */
+/* Broadcast geometry of an elementwise op: the result's shape and each operand's element
+ * strides (0 on broadcast dimensions). Mirrors struct clt_cl_bcast in
+ * lib/opencl/elementwise.c. */
 typedef struct {
   long shape[8];
-  long sa[8];
-  long sb[8];
+  long s0[8];
+  long s1[8];
+  long s2[8];
 } clt_bcast_t;

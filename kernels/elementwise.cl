@@ -1,17 +1,64 @@
-/* elementwise.cl - binary elementwise operations.
+/* elementwise.cl - unary, binary and ternary (where) elementwise operations.
  *
- * Defines, set by lib/opencl/elementwise.c: NAME (kernel name, add_f32), TA and TB (operand
- * types), TO (result type), TC (type the expression is computed in: TO for floats, the unsigned
- * twin for integers so that overflow wraps), OP(a,b) (the expression).
+ * Defines, set by lib/opencl/elementwise.c:
+ *   NAME       kernel name (add_f32)
+ *   ARITY      1, 2 or 3
+ *   TA, TB, TK operand types (TK: the where condition; for where, TA and TB are a and b)
+ *   TP         the promoted dtype the operands are converted to first
+ *   TC         the type the expression runs in: TP, or its unsigned twin for integer ops that
+ *              wrap around (add, sub, mul, neg)
+ *   UTC        the unsigned twin of TP (integers)
+ *   CLT_FLOAT  1 when TP is a floating type
+ *   TO         the result type; STORE(x) converts to it (saturating from float to integer,
+ *              x != 0 for bool)
+ *   OP(a,b)    the expression
  */
+#if CLT_FLOAT
+#define CLT_POW(a, b) pow(a, b)
+#define CLT_MAXIMUM(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : fmax(a, b))
+#define CLT_MINIMUM(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : fmin(a, b))
+#define CLT_ABS(a) fabs(a)
+#define CLT_SIGMOID(a) ((TC)1 / ((TC)1 + exp(-(a))))
+#else
+/* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless
+ * the base is 1 or -1, as integer division would. */
+TC clt_ipow(TC a, TC b) {
+  if (b < 0)
+    return a == (TC)1 ? (TC)1 : a == (TC)-1 ? (((b & 1) != 0) ? (TC)-1 : (TC)1) : (TC)0;
+  UTC r = 1, x = (UTC)a;
+  while (b > 0) {
+    if (b & 1)
+      r *= x;
+    x *= x;
+    b >>= 1;
+  }
+  return (TC)r;
+}
+#define CLT_POW(a, b) clt_ipow(a, b)
+#define CLT_MAXIMUM(a, b) ((a) > (b) ? (a) : (b))
+#define CLT_MINIMUM(a, b) ((a) < (b) ? (a) : (b))
+#define CLT_ABS(a) ((a) < 0 ? (TC)((UTC)0 - (UTC)(a)) : (a))
+#endif
+#define CLT_RELU(a) ((a) < 0 ? (TC)0 : (a))
 
+#if ARITY == 1
+__kernel void NAME(__global TO *restrict out, __global const TA *restrict a, ulong n,
+                   ulong step) {
+  CLT_FOR_EACH(i, n, step) {
+    TC x = (TC)(TP)a[i];
+    out[i] = STORE(OP(x, x));
+  }
+}
+#endif
+
+#if ARITY == 2
 /* Same shapes, no broadcasting: the fast path. */
 __kernel void NAME(__global TO *restrict out, __global const TA *restrict a,
                    __global const TB *restrict b, ulong n, ulong step) {
   CLT_FOR_EACH(i, n, step) {
-    TC x = (TC)(TO)a[i];
-    TC y = (TC)(TO)b[i];
-    out[i] = (TO)(OP(x, y));
+    TC x = (TC)(TP)a[i];
+    TC y = (TC)(TP)b[i];
+    out[i] = STORE(OP(x, y));
   }
 }
 
@@ -25,11 +72,32 @@ __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TA
     for (int d = ndim - 1; d >= 0; d--) {
       long c = (long)(rem % (ulong)bc.shape[d]);
       rem /= (ulong)bc.shape[d];
-      ia += c * bc.sa[d];
-      ib += c * bc.sb[d];
+      ia += c * bc.s0[d];
+      ib += c * bc.s1[d];
     }
-    TC x = (TC)(TO)a[ia];
-    TC y = (TC)(TO)b[ib];
-    out[i] = (TO)(OP(x, y));
+    TC x = (TC)(TP)a[ia];
+    TC y = (TC)(TP)b[ib];
+    out[i] = STORE(OP(x, y));
   }
 }
+#endif
+
+#if ARITY == 3
+/* where(k, a, b), broadcasting; k is bool (uchar). */
+__kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TK *restrict k,
+                                    __global const TA *restrict a, __global const TB *restrict b,
+                                    ulong n, ulong step, int ndim, clt_bcast_t bc) {
+  CLT_FOR_EACH(i, n, step) {
+    ulong rem = i;
+    long ik = 0, ia = 0, ib = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+      long c = (long)(rem % (ulong)bc.shape[d]);
+      rem /= (ulong)bc.shape[d];
+      ik += c * bc.s0[d];
+      ia += c * bc.s1[d];
+      ib += c * bc.s2[d];
+    }
+    out[i] = k[ik] ? STORE((TC)(TP)a[ia]) : STORE((TC)(TP)b[ib]);
+  }
+}
+#endif

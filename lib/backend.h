@@ -1,33 +1,53 @@
 /* backend.h - the table of functions a device kind implements, and the op descriptions the
- * dispatcher hands to it. Adding an op: one clt_binop entry (dispatch.c), one host loop, one
+ * dispatcher hands to it. Adding an op: one clt_op entry (dispatch.c), one host loop, one
  * kernel expression, one test. Adding a backend: one more struct clt_backend. */
 #ifndef CLT_BACKEND_H
 #define CLT_BACKEND_H
 
 #include "clt-internal.h"
 
-typedef enum clt_binop_kind { CLT__OP_ADD, CLT__OP_SUB, CLT__OP_MUL, CLT__OP_DIV } clt_binop_kind;
+typedef enum clt_op_kind {
+  /* binary */
+  CLT__OP_ADD, CLT__OP_SUB, CLT__OP_MUL, CLT__OP_DIV, CLT__OP_POW, CLT__OP_MAXIMUM,
+  CLT__OP_MINIMUM, CLT__OP_EQ, CLT__OP_NE, CLT__OP_LT, CLT__OP_LE, CLT__OP_GT, CLT__OP_GE,
+  /* unary */
+  CLT__OP_NEG, CLT__OP_ABS, CLT__OP_EXP, CLT__OP_LOG, CLT__OP_SQRT, CLT__OP_SIN, CLT__OP_COS,
+  CLT__OP_TANH, CLT__OP_SIGMOID, CLT__OP_RELU, CLT__OP_CAST,
+  /* ternary */
+  CLT__OP_WHERE,
+  CLT__OP_COUNT
+} clt_op_kind;
 
-/* A binary elementwise operation, described as data so that the kernel source, the host loop
- * and a later fusing step read the same description. */
-typedef struct clt_binop {
-  clt_binop_kind kind;
-  const char *name;      /* "add": the kernel is named <name> */
+/* How an op's result dtype follows from its operands'. */
+typedef enum clt_result_rule {
+  CLT__RESULT_PROMOTE, /* the promoted dtype of the operands */
+  CLT__RESULT_FLOAT,   /* the promoted dtype if float, else f32 (div, exp, ...) */
+  CLT__RESULT_BOOL,    /* bool, computed in the promoted dtype (comparisons) */
+  CLT__RESULT_GIVEN    /* chosen by the caller (cast) */
+} clt_result_rule;
+
+/* An elementwise operation, described as data so that the kernel source, the host loop and a
+ * later fusing step read the same description. */
+typedef struct clt_op {
+  clt_op_kind kind;
+  const char *name;      /* "add": the kernel is named <name>_<result dtype> */
   const char *fn;        /* "clt_add": for messages */
-  const char *expr;      /* OpenCL C expression of a and b (no spaces: it travels as a -D
-                          * build option), computed in the result type */
-  const char *bool_expr; /* the same for two bool operands, or NULL if refused */
-  bool true_div;         /* integer operands give f32 */
-} clt_binop;
+  int arity;             /* 1, 2 or 3 (where: condition, a, b) */
+  const char *expr;      /* OpenCL C expression of a (and b), no spaces (it travels as a
+                          * #define); may use the CLT_* helpers of kernels/elementwise.cl */
+  const char *bool_expr; /* the same when computing in bool, or NULL: bool is refused */
+  clt_result_rule result;
+  bool wraps;            /* integers compute in their unsigned twin, so overflow wraps */
+  bool float_only;       /* integer operands are refused (none for now; see result rule) */
+} clt_op;
 
-/* How a binary op's operands map onto its result, prepared by the dispatcher: the result's shape
- * and, per operand, element strides over it (0 where the operand is broadcast). */
+/* How the operands of an elementwise op map onto its result, prepared by the dispatcher: the
+ * result's shape and, per operand, element strides over it (0 where it is broadcast). */
 typedef struct clt_bcast {
   int ndim;
   int64_t shape[CLT_MAX_DIMS];
-  int64_t sa[CLT_MAX_DIMS];
-  int64_t sb[CLT_MAX_DIMS];
-  bool same; /* no broadcasting: a, b and the result have one shape */
+  int64_t s[3][CLT_MAX_DIMS];
+  bool same; /* no broadcasting: every operand has the result's shape */
 } clt_bcast;
 
 struct clt_backend {
@@ -36,9 +56,10 @@ struct clt_backend {
   clt_status (*fill)(clt_tensor *out, const void *pattern, const char *fn);
   /* Copies numel elements from user memory into out; src is reusable on return. */
   clt_status (*upload)(clt_tensor *out, const void *src, const char *fn);
-  /* out = op(a, b) with a and b converted to out's dtype first. */
-  clt_status (*binary)(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
-                       const clt_tensor *b, const clt_bcast *bc);
+  /* out = op(in[0], ...): operands converted to the compute dtype `compute` first (the promoted
+   * dtype; for where, of in[1] and in[2]), the result stored as out's dtype. */
+  clt_status (*elementwise)(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                            clt_dtype compute, const clt_bcast *bc);
   /* out (0-d; the input's float dtype, else i64) = sum of all elements of in. */
   clt_status (*sum)(clt_tensor *out, const clt_tensor *in, const char *fn);
 };
@@ -47,13 +68,13 @@ extern const struct clt_backend clt__host_backend;
 extern const struct clt_backend clt__opencl_backend;
 
 /* Host backend pieces (lib/host/). */
-clt_status clt__host_binary(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
-                            const clt_tensor *b, const clt_bcast *bc);
+clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                                 clt_dtype compute, const clt_bcast *bc);
 clt_status clt__host_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
 
 /* OpenCL backend pieces (lib/opencl/). */
-clt_status clt__cl_binary(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
-                          const clt_tensor *b, const clt_bcast *bc);
+clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                               clt_dtype compute, const clt_bcast *bc);
 clt_status clt__cl_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */

@@ -2,14 +2,41 @@
  * (else CLT_ERR_DEVICE_MISMATCH), dtype promotion, broadcasting; then the device's backend. */
 #include "backend.h"
 
+#include <math.h>
 #include <string.h>
 
-static const clt_binop binops[] = {
-    {CLT__OP_ADD, "add", "clt_add", "((a)+(b))", "((a)|(b))", false},
-    {CLT__OP_SUB, "sub", "clt_sub", "((a)-(b))", NULL, false},
-    {CLT__OP_MUL, "mul", "clt_mul", "((a)*(b))", "((a)&(b))", false},
-    {CLT__OP_DIV, "div", "clt_div", "((a)/(b))", NULL, true},
+#define BIN(k, n, e, be, r, w) {CLT__OP_##k, #n, "clt_" #n, 2, e, be, CLT__RESULT_##r, w, false}
+#define UN(k, n, e, be, r, w) {CLT__OP_##k, #n, "clt_" #n, 1, e, be, CLT__RESULT_##r, w, false}
+static const clt_op ops[CLT__OP_COUNT] = {
+    [CLT__OP_ADD] = BIN(ADD, add, "((a)+(b))", "((a)|(b))", PROMOTE, true),
+    [CLT__OP_SUB] = BIN(SUB, sub, "((a)-(b))", NULL, PROMOTE, true),
+    [CLT__OP_MUL] = BIN(MUL, mul, "((a)*(b))", "((a)&(b))", PROMOTE, true),
+    [CLT__OP_DIV] = BIN(DIV, div, "((a)/(b))", NULL, FLOAT, false),
+    [CLT__OP_POW] = BIN(POW, pow, "CLT_POW(a,b)", NULL, PROMOTE, false),
+    [CLT__OP_MAXIMUM] = BIN(MAXIMUM, maximum, "CLT_MAXIMUM(a,b)", "((a)|(b))", PROMOTE, false),
+    [CLT__OP_MINIMUM] = BIN(MINIMUM, minimum, "CLT_MINIMUM(a,b)", "((a)&(b))", PROMOTE, false),
+    [CLT__OP_EQ] = BIN(EQ, eq, "((a)==(b))", "((a)==(b))", BOOL, false),
+    [CLT__OP_NE] = BIN(NE, ne, "((a)!=(b))", "((a)!=(b))", BOOL, false),
+    [CLT__OP_LT] = BIN(LT, lt, "((a)<(b))", "((a)<(b))", BOOL, false),
+    [CLT__OP_LE] = BIN(LE, le, "((a)<=(b))", "((a)<=(b))", BOOL, false),
+    [CLT__OP_GT] = BIN(GT, gt, "((a)>(b))", "((a)>(b))", BOOL, false),
+    [CLT__OP_GE] = BIN(GE, ge, "((a)>=(b))", "((a)>=(b))", BOOL, false),
+    [CLT__OP_NEG] = UN(NEG, neg, "(-(a))", NULL, PROMOTE, true),
+    [CLT__OP_ABS] = UN(ABS, abs, "CLT_ABS(a)", NULL, PROMOTE, false),
+    [CLT__OP_EXP] = UN(EXP, exp, "exp(a)", NULL, FLOAT, false),
+    [CLT__OP_LOG] = UN(LOG, log, "log(a)", NULL, FLOAT, false),
+    [CLT__OP_SQRT] = UN(SQRT, sqrt, "sqrt(a)", NULL, FLOAT, false),
+    [CLT__OP_SIN] = UN(SIN, sin, "sin(a)", NULL, FLOAT, false),
+    [CLT__OP_COS] = UN(COS, cos, "cos(a)", NULL, FLOAT, false),
+    [CLT__OP_TANH] = UN(TANH, tanh, "tanh(a)", NULL, FLOAT, false),
+    [CLT__OP_SIGMOID] = UN(SIGMOID, sigmoid, "CLT_SIGMOID(a)", NULL, FLOAT, false),
+    [CLT__OP_RELU] = UN(RELU, relu, "CLT_RELU(a)", NULL, PROMOTE, false),
+    [CLT__OP_CAST] = UN(CAST, cast, "(a)", "(a)", GIVEN, false),
+    [CLT__OP_WHERE] = {CLT__OP_WHERE, "where", "clt_where", 3, "(a)", "(a)", CLT__RESULT_PROMOTE,
+                       false, false},
 };
+#undef BIN
+#undef UN
 
 /* The same-device rule (DESIGN.md rule 3): argument positions are 1-based. */
 static clt_status check_same_device(const char *fn, int n, clt_tensor *const *ts) {
@@ -40,24 +67,37 @@ static clt_dtype promote(clt_dtype a, clt_dtype b) {
   return int_rank(a) >= int_rank(b) ? a : b;
 }
 
-static clt_status result_dtype(const clt_binop *op, clt_dtype a, clt_dtype b, const char *fn,
-                               clt_dtype *out) {
-  clt_dtype r = promote(a, b);
-  if (op->true_div && !clt__dtype_is_float(r))
-    r = CLT_F32;
-  if (r == CLT_BOOL && !op->bool_expr)
+/* The result dtype of op over operands whose promoted dtype is `compute`. */
+static clt_status result_dtype(const clt_op *op, clt_dtype compute, clt_dtype given,
+                               const char *fn, clt_dtype *out) {
+  clt_dtype r = compute;
+  switch (op->result) {
+  case CLT__RESULT_PROMOTE:
+    break;
+  case CLT__RESULT_FLOAT:
+    if (!clt__dtype_is_float(r))
+      r = CLT_F32;
+    break;
+  case CLT__RESULT_BOOL:
+    r = CLT_BOOL;
+    break;
+  case CLT__RESULT_GIVEN:
+    r = given;
+    break;
+  }
+  if (compute == CLT_BOOL && r == CLT_BOOL && !op->bool_expr && op->result != CLT__RESULT_BOOL)
     return clt__error(CLT_ERR_DTYPE, fn,
-                      "%s of two bool tensors is not supported; cast them to an integer dtype "
-                      "first",
+                      "%s is not defined for bool tensors; cast to an integer dtype first "
+                      "with clt_cast()",
                       op->name);
   *out = r;
   return CLT_OK;
 }
 
-static const clt_binop *find_binop(const char *name) {
-  for (size_t i = 0; i < sizeof binops / sizeof binops[0]; i++)
-    if (strcmp(binops[i].name, name) == 0)
-      return &binops[i];
+static const clt_op *find_op(const char *name) {
+  for (int i = 0; i < CLT__OP_COUNT; i++)
+    if (ops[i].arity == 2 && strcmp(ops[i].name, name) == 0)
+      return &ops[i];
   return NULL;
 }
 
@@ -68,83 +108,229 @@ clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype 
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", op ? "out" : "op");
   if ((s = clt__check_dtype(a, fn, "a")) != CLT_OK || (s = clt__check_dtype(b, fn, "b")) != CLT_OK)
     return s;
-  const clt_binop *bop = find_binop(op);
+  const clt_op *bop = find_op(op);
   if (!bop)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "unknown operation '%s' (expected add, sub, mul or div)", op);
-  return result_dtype(bop, a, b, fn, out);
+                      "unknown operation '%s' (expected a binary operation such as add, sub, "
+                      "mul, div, pow, maximum, minimum, eq, ne, lt, le, gt or ge)",
+                      op);
+  return result_dtype(bop, promote(a, b), a, fn, out);
 }
 
-/* NumPy broadcasting of two contiguous operands. */
-static clt_status broadcast(const clt_tensor *a, const clt_tensor *b, const char *fn,
-                            clt_bcast *bc) {
-  int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+/* NumPy broadcasting of n contiguous operands. */
+static clt_status broadcast(clt_tensor *const *in, int n, const char *fn, clt_bcast *bc) {
+  int nd = 0;
+  for (int k = 0; k < n; k++)
+    if (in[k]->ndim > nd)
+      nd = in[k]->ndim;
   memset(bc, 0, sizeof *bc);
   bc->ndim = nd;
-  int64_t stride_a = 1, stride_b = 1;
   for (int d = nd - 1; d >= 0; d--) {
-    int da = d - (nd - a->ndim), db = d - (nd - b->ndim);
-    int64_t na = da >= 0 ? a->shape[da] : 1, nb = db >= 0 ? b->shape[db] : 1;
-    if (na != nb && na != 1 && nb != 1) {
-      char sa[256], sb[256];
-      clt__format_shape(sa, sizeof sa, a->ndim, a->shape);
-      clt__format_shape(sb, sizeof sb, b->ndim, b->shape);
-      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
-                        "shapes %s (argument 1) and %s (argument 2) cannot be broadcast: "
-                        "dimension %d is %lld in one and %lld in the other",
-                        sa, sb, d, (long long)na, (long long)nb);
+    int64_t size = 1;
+    for (int k = 0; k < n; k++) {
+      int dk = d - (nd - in[k]->ndim);
+      int64_t nk = dk >= 0 ? in[k]->shape[dk] : 1;
+      if (nk == size || nk == 1)
+        continue;
+      if (size != 1) {
+        char sa[256], sb[256];
+        clt__format_shape(sa, sizeof sa, in[0]->ndim, in[0]->shape);
+        clt__format_shape(sb, sizeof sb, in[k]->ndim, in[k]->shape);
+        return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                          "shapes %s (argument 1) and %s (argument %d) cannot be broadcast: "
+                          "dimension %d is %lld in one and %lld in the other",
+                          sa, sb, k + 1, d, (long long)size, (long long)nk);
+      }
+      size = nk;
     }
-    int64_t n = na == 1 ? nb : na;
-    bc->shape[d] = n;
-    bc->sa[d] = (na == 1 && n != 1) ? 0 : stride_a;
-    bc->sb[d] = (nb == 1 && n != 1) ? 0 : stride_b;
-    stride_a *= na;
-    stride_b *= nb;
+    bc->shape[d] = size;
   }
-  bc->same = a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * a->ndim) == 0;
+  bc->same = true;
+  for (int k = 0; k < n; k++) {
+    int64_t stride = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+      int dk = d - (nd - in[k]->ndim);
+      int64_t nk = dk >= 0 ? in[k]->shape[dk] : 1;
+      bc->s[k][d] = (nk == 1 && bc->shape[d] != 1) ? 0 : stride;
+      stride *= nk;
+    }
+    if (in[k]->ndim != nd || memcmp(in[k]->shape, bc->shape, sizeof(int64_t) * nd) != 0)
+      bc->same = false;
+  }
   return CLT_OK;
 }
 
-static clt_status binary(const clt_binop *op, clt_tensor *a, clt_tensor *b, clt_tensor **out) {
+static const char *const arg_names[3][3] = {{"t"}, {"a", "b"}, {"cond", "a", "b"}};
+
+/* Every elementwise operation comes through here: arguments, the same-device rule, dtypes,
+ * broadcasting, then the device's backend. dst, when given, receives the result (the _out and
+ * in-place forms); otherwise a new tensor goes to *out. */
+static clt_status elementwise(const clt_op *op, clt_tensor *const *in, clt_dtype given,
+                              clt_tensor *dst, clt_tensor **out) {
   const char *fn = op->fn;
+  int n = op->arity;
   clt_status s;
-  if ((s = clt__check_tensor(a, fn, "a")) != CLT_OK ||
-      (s = clt__check_tensor(b, fn, "b")) != CLT_OK)
-    return s;
-  if (!out)
+  for (int k = 0; k < n; k++)
+    if ((s = clt__check_tensor(in[k], fn, arg_names[n - 1][k])) != CLT_OK)
+      return s;
+  if (!dst && !out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  clt_tensor *operands[2] = {a, b};
-  if ((s = check_same_device(fn, 2, operands)) != CLT_OK)
+  clt_tensor *all[4] = {in[0], n > 1 ? in[1] : NULL, n > 2 ? in[2] : NULL, NULL};
+  all[n] = dst;
+  if ((s = check_same_device(fn, dst ? n + 1 : n, all)) != CLT_OK)
     return s;
+  clt_dtype compute = in[0]->dtype;
+  if (n == 2)
+    compute = promote(in[0]->dtype, in[1]->dtype);
+  if (n == 3) {
+    if (in[0]->dtype != CLT_BOOL)
+      return clt__error(CLT_ERR_DTYPE, fn,
+                        "cond must be a bool tensor, not %s; compare first (clt_ne(x, zero)) or "
+                        "cast it",
+                        clt_dtype_name(in[0]->dtype));
+    compute = promote(in[1]->dtype, in[2]->dtype);
+  }
   clt_dtype rt;
-  if ((s = result_dtype(op, a->dtype, b->dtype, fn, &rt)) != CLT_OK)
+  if ((s = result_dtype(op, compute, given, fn, &rt)) != CLT_OK)
     return s;
+  if (op->result == CLT__RESULT_PROMOTE || op->result == CLT__RESULT_FLOAT)
+    compute = rt; /* e.g. i32 / i32 computes in f32 */
   clt_bcast bc;
-  if ((s = broadcast(a, b, fn, &bc)) != CLT_OK)
+  if ((s = broadcast(in, n, fn, &bc)) != CLT_OK)
     return s;
-  clt_device *dev = a->storage->dev;
+  clt_device *dev = in[0]->storage->dev;
   clt_tensor *r;
-  if ((s = clt__tensor_new(rt, bc.ndim, bc.shape, dev, fn, &r)) != CLT_OK)
-    return s;
-  if (r->numel > 0 && (s = dev->backend->binary(op, r, a, b, &bc)) != CLT_OK) {
-    clt_tensor_release(r);
+  if (dst) {
+    char want[256], got[256];
+    clt__format_shape(want, sizeof want, bc.ndim, bc.shape);
+    clt__format_shape(got, sizeof got, dst->ndim, dst->shape);
+    if (dst->ndim != bc.ndim || memcmp(dst->shape, bc.shape, sizeof(int64_t) * bc.ndim) != 0)
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "out has shape %s but the result has shape %s",
+                        got, want);
+    if (dst->dtype != rt)
+      return clt__error(CLT_ERR_DTYPE, fn, "out is %s but the result is %s",
+                        clt_dtype_name(dst->dtype), clt_dtype_name(rt));
+    for (int k = 0; k < n; k++)
+      if (in[k]->storage == dst->storage && (!bc.same || in[k]->offset != dst->offset))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "out overlaps %s, which is broadcast or offset: the result would read "
+                          "its own output; use a separate out",
+                          arg_names[n - 1][k]);
+    r = dst;
+  } else if ((s = clt__tensor_new(rt, bc.ndim, bc.shape, dev, fn, &r)) != CLT_OK) {
     return s;
   }
-  *out = r;
+  if (r->numel > 0 && (s = dev->backend->elementwise(op, r, in, compute, &bc)) != CLT_OK) {
+    if (!dst)
+      clt_tensor_release(r);
+    return s;
+  }
+  if (!dst)
+    *out = r;
   return CLT_OK;
 }
 
-clt_status clt_add(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
-  return binary(&binops[CLT__OP_ADD], a, b, out);
+/* The 0-d tensor a scalar operand becomes, following PyTorch: a scalar does not widen a tensor of
+ * its own kind (f32 + 2.5 stays f32; i32 + 7 stays i32, and a value the integer dtype cannot
+ * hold is refused rather than wrapped), a fractional scalar makes an integer or bool tensor's
+ * result f32, and an integer scalar makes a bool tensor's result i64. */
+static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_tensor **out) {
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "a")) != CLT_OK)
+    return s;
+  clt_dtype dt = t->dtype;
+  if (!clt__dtype_is_float(dt)) {
+    bool integral = v == floor(v) && v >= -9.2e18 && v <= 9.2e18;
+    if (!integral)
+      dt = CLT_F32;
+    else if (dt == CLT_BOOL)
+      dt = CLT_I64;
+  }
+  s = clt_full(dt, 0, NULL, v, t->storage->dev, out);
+  if (s != CLT_OK)
+    return clt__error(s, fn, "the scalar %g does not fit a %s tensor: %s", v,
+                      clt_dtype_name(t->dtype), clt_last_error());
+  return CLT_OK;
 }
-clt_status clt_sub(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
-  return binary(&binops[CLT__OP_SUB], a, b, out);
+
+#define BINARY_API(name, K)                                                                    \
+  clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out) {                      \
+    clt_tensor *in[2] = {a, b};                                                                \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                             \
+  }                                                                                            \
+  clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out) {                 \
+    clt_tensor *in[2] = {a, b};                                                                \
+    if (!out)                                                                                  \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "out is NULL");         \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, out, NULL);                             \
+  }                                                                                            \
+  clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out) {                  \
+    const char *fn = ops[CLT__OP_##K].fn;                                                      \
+    clt_tensor *bt;                                                                            \
+    if (!out)                                                                                  \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");                          \
+    clt_status s = scalar_tensor(a, b, fn, &bt);                                               \
+    if (s != CLT_OK)                                                                           \
+      return s;                                                                                \
+    clt_tensor *in[2] = {a, bt};                                                               \
+    s = elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                \
+    clt_tensor_release(bt);                                                                    \
+    return s;                                                                                  \
+  }
+
+BINARY_API(add, ADD)
+BINARY_API(sub, SUB)
+BINARY_API(mul, MUL)
+BINARY_API(div, DIV)
+BINARY_API(pow, POW)
+BINARY_API(maximum, MAXIMUM)
+BINARY_API(minimum, MINIMUM)
+BINARY_API(eq, EQ)
+BINARY_API(ne, NE)
+BINARY_API(lt, LT)
+BINARY_API(le, LE)
+BINARY_API(gt, GT)
+BINARY_API(ge, GE)
+
+#define INPLACE_API(name, K)                                                                   \
+  clt_status clt_##name##_(clt_tensor *a, clt_tensor *b) {                                     \
+    clt_tensor *in[2] = {a, b};                                                                \
+    if (!a)                                                                                    \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "a is NULL");           \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, a, NULL);                               \
+  }
+INPLACE_API(add, ADD)
+INPLACE_API(sub, SUB)
+INPLACE_API(mul, MUL)
+INPLACE_API(div, DIV)
+
+#define UNARY_API(name, K)                                                                     \
+  clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                     \
+    clt_tensor *in[1] = {t};                                                                   \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                             \
+  }
+UNARY_API(neg, NEG)
+UNARY_API(abs, ABS)
+UNARY_API(exp, EXP)
+UNARY_API(log, LOG)
+UNARY_API(sqrt, SQRT)
+UNARY_API(sin, SIN)
+UNARY_API(cos, COS)
+UNARY_API(tanh, TANH)
+UNARY_API(sigmoid, SIGMOID)
+UNARY_API(relu, RELU)
+
+clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out) {
+  clt_status s = clt__check_dtype(dtype, "clt_cast", "dtype");
+  if (s != CLT_OK)
+    return s;
+  clt_tensor *in[1] = {t};
+  return elementwise(&ops[CLT__OP_CAST], in, dtype, NULL, out);
 }
-clt_status clt_mul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
-  return binary(&binops[CLT__OP_MUL], a, b, out);
-}
-clt_status clt_div(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
-  return binary(&binops[CLT__OP_DIV], a, b, out);
+
+clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor **out) {
+  clt_tensor *in[3] = {cond, a, b};
+  return elementwise(&ops[CLT__OP_WHERE], in, CLT_F32, NULL, out);
 }
 
 clt_status clt_sum(clt_tensor *t, clt_tensor **out) {

@@ -47,6 +47,6 @@ const struct clt_backend clt__host_backend = {
     .name = "host",
     .fill = host_fill,
     .upload = host_upload,
-    .binary = clt__host_binary,
+    .elementwise = clt__host_elementwise,
     .sum = clt__host_sum,
 };

@@ -1,4 +1,4 @@
-/* opencl/elementwise.c - launches kernels/elementwise.cl. */
+/* opencl/elementwise.c - launches kernels/elementwise.cl for every elementwise op. */
 #include "backend.h"
 
 #include <stdio.h>
@@ -7,86 +7,106 @@
 /* Mirrors clt_bcast_t in kernels/common.cl. */
 typedef struct clt_cl_bcast {
   cl_long shape[CLT_MAX_DIMS];
-  cl_long sa[CLT_MAX_DIMS];
-  cl_long sb[CLT_MAX_DIMS];
+  cl_long s[3][CLT_MAX_DIMS];
 } clt_cl_bcast;
 
-/* The type an integer expression is computed in, so that overflow wraps. */
-static const char *compute_type(clt_dtype dt) {
+static const char *unsigned_twin(clt_dtype dt) {
   switch (dt) {
   case CLT_I32:
     return "uint";
   case CLT_I64:
     return "ulong";
-  case CLT_U8:
-  case CLT_BOOL:
-    return "uint";
   default:
-    return clt__dtype_cl_type(dt);
+    return "uint"; /* u8 and bool compute in uint (C promotion), then wrap on store */
   }
 }
 
-clt_status clt__cl_binary(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
-                          const clt_tensor *b, const clt_bcast *bc) {
+/* How the result is stored: saturating float-to-integer, x != 0 for bool, a plain cast else. */
+static void store_macro(clt_dtype compute, clt_dtype out, char *buf, size_t size) {
+  if (out == CLT_BOOL && compute != CLT_BOOL)
+    snprintf(buf, size, "((uchar)((x)!=0))");
+  else if (clt__dtype_is_float(compute) && !clt__dtype_is_float(out))
+    snprintf(buf, size, "convert_%s_sat_rtz(x)", clt__dtype_cl_type(out));
+  else
+    snprintf(buf, size, "((TO)(x))");
+}
+
+clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                               clt_dtype compute, const clt_bcast *bc) {
   const char *fn = op->fn;
   clt_device *d = out->storage->dev;
-  bool fp64 = a->dtype == CLT_F64 || b->dtype == CLT_F64 || out->dtype == CLT_F64;
-  char name[64], options[512];
+  int n = op->arity;
+  bool fp64 = out->dtype == CLT_F64 || compute == CLT_F64;
+  for (int k = 0; k < n; k++)
+    fp64 = fp64 || in[k]->dtype == CLT_F64;
+  bool is_float = clt__dtype_is_float(compute);
+  bool wraps = op->wraps && !is_float;
+  const char *tc = wraps ? unsigned_twin(compute) : clt__dtype_cl_type(compute);
+  const char *expr = compute == CLT_BOOL && op->bool_expr ? op->bool_expr : op->expr;
+  /* where's operands are the condition, a, b: TK, TA, TB */
+  const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
+  char name[64], store[64], defines[1024];
   snprintf(name, sizeof name, "%s_%s", op->name, clt_dtype_name(out->dtype));
-  snprintf(options, sizeof options,
-           "%s#define NAME %s\n#define TA %s\n#define TB %s\n#define TO %s\n#define TC %s\n"
-           "#define OP(a,b) %s\n",
-           clt__cl_base_options(d, fp64), name, clt__dtype_cl_type(a->dtype),
-           clt__dtype_cl_type(b->dtype), clt__dtype_cl_type(out->dtype), compute_type(out->dtype),
-           out->dtype == CLT_BOOL ? op->bool_expr : op->expr);
+  store_macro(compute, out->dtype, store, sizeof store);
+  snprintf(defines, sizeof defines,
+           "%s#define NAME %s\n#define ARITY %d\n#define TA %s\n#define TB %s\n#define TK uchar\n"
+           "#define TP %s\n#define TC %s\n#define UTC %s\n#define CLT_FLOAT %d\n#define TO %s\n"
+           "#define STORE(x) %s\n#define OP(a,b) %s\n",
+           clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
+           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(compute), tc,
+           unsigned_twin(compute), is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr);
+  bool broadcast = n == 3 || (n == 2 && !bc->same);
   char kname[80];
-  snprintf(kname, sizeof kname, bc->same ? "%s" : "%s_bcast", name);
-  cl_kernel k;
-  clt_status st = clt__get_kernel(d, "elementwise", options, kname, fn, &k);
+  snprintf(kname, sizeof kname, broadcast ? "%s_bcast" : "%s", name);
+  cl_kernel kern;
+  clt_status st = clt__get_kernel(d, "elementwise", defines, kname, fn, &kern);
   if (st != CLT_OK)
     return st;
 
   clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_add(&wl, a->storage, false, d->context, fn)) != CLT_OK ||
-      (st = clt__waitlist_add(&wl, b->storage, false, d->context, fn)) != CLT_OK ||
-      (st = clt__waitlist_add(&wl, out->storage, true, d->context, fn)) != CLT_OK) {
+  for (int k = 0; k < n && st == CLT_OK; k++)
+    st = clt__waitlist_add(&wl, in[k]->storage, false, d->context, fn);
+  if (st == CLT_OK)
+    st = clt__waitlist_add(&wl, out->storage, true, d->context, fn);
+  if (st != CLT_OK) {
     clt__waitlist_clear(&wl);
     return st;
   }
   clt_launch l = clt__cl_launch_1d(d, out->numel);
-  cl_ulong n = (cl_ulong)out->numel, step = l.chunk;
+  cl_ulong count = (cl_ulong)out->numel, step = l.chunk;
   cl_event ev = NULL;
+  cl_uint arg = 0;
   pthread_mutex_lock(&d->lock);
-  cl_int err = clSetKernelArg(k, 0, sizeof(cl_mem), &out->storage->mem);
-  err |= clSetKernelArg(k, 1, sizeof(cl_mem), &a->storage->mem);
-  err |= clSetKernelArg(k, 2, sizeof(cl_mem), &b->storage->mem);
-  err |= clSetKernelArg(k, 3, sizeof n, &n);
-  err |= clSetKernelArg(k, 4, sizeof step, &step);
-  if (!bc->same) {
+  cl_int err = clSetKernelArg(kern, arg++, sizeof(cl_mem), &out->storage->mem);
+  for (int k = 0; k < n; k++)
+    err |= clSetKernelArg(kern, arg++, sizeof(cl_mem), &in[k]->storage->mem);
+  err |= clSetKernelArg(kern, arg++, sizeof count, &count);
+  err |= clSetKernelArg(kern, arg++, sizeof step, &step);
+  if (broadcast) {
     clt_cl_bcast g;
     memset(&g, 0, sizeof g);
     for (int i = 0; i < bc->ndim; i++) {
       g.shape[i] = bc->shape[i];
-      g.sa[i] = bc->sa[i];
-      g.sb[i] = bc->sb[i];
+      for (int k = 0; k < n; k++)
+        g.s[k][i] = bc->s[k][i];
     }
     cl_int nd = bc->ndim;
-    err |= clSetKernelArg(k, 5, sizeof nd, &nd);
-    err |= clSetKernelArg(k, 6, sizeof g, &g);
+    err |= clSetKernelArg(kern, arg++, sizeof nd, &nd);
+    err |= clSetKernelArg(kern, arg++, sizeof g, &g);
   }
   if (err != CL_SUCCESS) {
     pthread_mutex_unlock(&d->lock);
     clt__waitlist_clear(&wl);
-    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed", kname,
-                      d->name);
+    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed",
+                      kname, d->name);
   }
-  st = clt__cl_enqueue(d, k, &l, &wl, fn, &ev);
+  st = clt__cl_enqueue(d, kern, &l, &wl, fn, &ev);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  clt__storage_note(a->storage, ev, d->queue, false);
-  clt__storage_note(b->storage, ev, d->queue, false);
+  for (int k = 0; k < n; k++)
+    clt__storage_note(in[k]->storage, ev, d->queue, false);
   clt__storage_note(out->storage, ev, d->queue, true);
   st = clt__maybe_sync(ev, d, fn);
   clReleaseEvent(ev);

@@ -97,6 +97,6 @@ const struct clt_backend clt__opencl_backend = {
     .name = "opencl",
     .fill = cl_fill,
     .upload = cl_upload,
-    .binary = clt__cl_binary,
+    .elementwise = clt__cl_elementwise,
     .sum = clt__cl_sum,
 };
