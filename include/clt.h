@@ -338,9 +338,24 @@ clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
  *  the promoted dtype of a and b. */
 clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor **out);
 
-/** The sum of all elements as a 0-dimensional tensor on t's device. Floats sum in their own
- *  dtype (pairwise/tree order); integers and bool sum to i64. */
+/* Reductions, over the whole tensor (a 0-d result) or along one dimension (dim may be negative,
+ * counting from the end; keepdim nonzero keeps it with size 1). On t's device.
+ *   sum      floats in their own dtype (pairwise on the host, a tree on devices, so 16M ones sum
+ *            to exactly 16777216); integers and bool to i64, wrapping around
+ *   mean     floats only (CLT_ERR_DTYPE otherwise: cast first); NaN for an empty reduction
+ *   max, min the input's dtype; NaN propagates; an empty reduction is CLT_ERR_INVALID_ARGUMENT
+ *   argmax   i64 index of the first maximum (over the flattened tensor for the whole-tensor
+ *            form); NaN counts as the maximum */
 clt_status clt_sum(clt_tensor *t, clt_tensor **out);
+clt_status clt_sum_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+clt_status clt_mean(clt_tensor *t, clt_tensor **out);
+clt_status clt_mean_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+clt_status clt_max(clt_tensor *t, clt_tensor **out);
+clt_status clt_max_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+clt_status clt_min(clt_tensor *t, clt_tensor **out);
+clt_status clt_min_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+clt_status clt_argmax(clt_tensor *t, clt_tensor **out);
+clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 
 /** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the
  *  operation's name without prefix: "add", "sub", "mul", "div", "pow", "maximum", "minimum",

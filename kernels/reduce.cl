@@ -1,18 +1,81 @@
-/* reduce.cl - whole-tensor reductions in two passes: per-work-group partials, then one group
- * combines them. Tree order within a group keeps rounding error low.
+/* reduce.cl - reductions: sum, mean, max, min, argmax.
  *
- * Defines, set by lib/opencl/reduce.c: NAME (sum_f32), T (input type), ACC (accumulator: the
- * float type itself, ulong for integers so that overflow wraps), TO (result type).
- * Both kernels need a power-of-two local size.
+ * Whole tensor: two passes, per-work-group partials then one group combining them, in tree
+ * order (rounding error grows slowly). Along a dimension (the input seen as (outer, r, inner)):
+ * one work-item per result element.
+ *
+ * Defines, set by lib/opencl/reduce.c: NAME (sum_f32), T (input type), ACC (accumulator: T,
+ * or ulong for integer sums so that overflow wraps), TO (result type), RED_KIND (0 sum, 1 mean,
+ * 2 max, 3 min, 4 argmax), CLT_FLOAT (T is a float type), RED_INIT (the identity as ACC).
+ * The whole-tensor kernels need a power-of-two local size.
  */
 #define CLT_BLOCK 128
 
+#if RED_KIND <= 1
+#define RED_STEP(acc, ai, x, i) acc += (ACC)(x)
+#define RED_MERGE(acc, ai, b, bi) acc += (b)
+#else
+#if RED_KIND == 3
+#define RED_WINS(x, y) ((x) < (y))
+#else
+#define RED_WINS(x, y) ((x) > (y))
+#endif
+#if CLT_FLOAT
+/* NaN beats everything; among equals (NaN included) the first index wins. */
+#define RED_BETTER(x, xi, y, yi)                                                                   \
+  (RED_WINS(x, y) || (isnan(x) && !isnan(y)) || (((x) == (y) || (isnan(x) && isnan(y))) && (xi) < (yi)))
+#else
+#define RED_BETTER(x, xi, y, yi) (RED_WINS(x, y) || ((x) == (y) && (xi) < (yi)))
+#endif
+#define RED_STEP(acc, ai, x, i)                                                                    \
+  if (RED_BETTER((ACC)(x), (long)(i), acc, ai)) {                                                  \
+    acc = (ACC)(x);                                                                                \
+    ai = (long)(i);                                                                                \
+  }
+#define RED_MERGE(acc, ai, b, bi)                                                                  \
+  if (RED_BETTER(b, bi, acc, ai)) {                                                                \
+    acc = (b);                                                                                     \
+    ai = (bi);                                                                                     \
+  }
+#endif
+
+/* The result from the accumulator, its index and the reduced count. */
+#if RED_KIND == 1
+#define RED_RESULT(acc, ai, count) ((TO)((acc) / (ACC)(count)))
+#elif RED_KIND == 4
+#define RED_RESULT(acc, ai, count) ((TO)(ai))
+#else
+#define RED_RESULT(acc, ai, count) ((TO)(acc))
+#endif
+
+/* Indices start past every real one, so that a real element always beats the identity. */
+#define RED_NO_INDEX ((long)0x7fffffffffffffffL)
+
+/* Combines a work-group's (value, index) pairs in local memory; the result lands in slot 0. */
+void clt_reduce_group(__local ACC *sv, __local long *si) {
+  size_t lid = get_local_id(0);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {
+    if (lid < s) {
+      ACC acc = sv[lid];
+      long ai = si[lid];
+      RED_MERGE(acc, ai, sv[lid + s], si[lid + s]);
+      sv[lid] = acc;
+      si[lid] = ai;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
 __kernel void CLT_CAT(NAME, _partial)(__global const T *restrict in, ulong n, ulong step,
-                                      __global ACC *restrict partial, __local ACC *scratch) {
-  ACC acc = 0;
+                                      __global ACC *restrict pv, __global long *restrict pi,
+                                      __local ACC *sv, __local long *si) {
+  ACC acc = RED_INIT;
+  long ai = RED_NO_INDEX;
 #if CLT_CHUNKED
-  /* Sum the chunk in blocks so that rounding error grows with the number of blocks only. */
   ulong start = (ulong)get_global_id(0) * step, end = min(start + step, n);
+#if RED_KIND <= 1
+  /* Sum the chunk in blocks so that rounding error grows with the number of blocks only. */
   for (ulong b = start; b < end; b += CLT_BLOCK) {
     ACC s = 0;
     ulong e = min(b + CLT_BLOCK, end);
@@ -21,33 +84,61 @@ __kernel void CLT_CAT(NAME, _partial)(__global const T *restrict in, ulong n, ul
     acc += s;
   }
 #else
-  CLT_FOR_EACH(i, n, step) acc += (ACC)in[i];
+  for (ulong i = start; i < end; i++) {
+    RED_STEP(acc, ai, in[i], i);
+  }
+#endif
+#else
+  CLT_FOR_EACH(i, n, step) { RED_STEP(acc, ai, in[i], i); }
 #endif
   size_t lid = get_local_id(0);
-  scratch[lid] = acc;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {
-    if (lid < s)
-      scratch[lid] += scratch[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
+  sv[lid] = acc;
+  si[lid] = ai;
+  clt_reduce_group(sv, si);
+  if (lid == 0) {
+    pv[get_group_id(0)] = sv[0];
+    pi[get_group_id(0)] = si[0];
   }
-  if (lid == 0)
-    partial[get_group_id(0)] = scratch[0];
 }
 
-__kernel void CLT_CAT(NAME, _final)(__global const ACC *restrict partial, uint np,
-                                    __global TO *restrict out, __local ACC *scratch) {
+__kernel void CLT_CAT(NAME, _final)(__global const ACC *restrict pv, __global const long *restrict pi,
+                                    uint np, ulong count, __global TO *restrict out,
+                                    __local ACC *sv, __local long *si) {
   size_t lid = get_local_id(0), lsz = get_local_size(0);
-  ACC acc = 0;
-  for (uint i = lid; i < np; i += lsz)
-    acc += partial[i];
-  scratch[lid] = acc;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (size_t s = lsz / 2; s > 0; s >>= 1) {
-    if (lid < s)
-      scratch[lid] += scratch[lid + s];
-    barrier(CLK_LOCAL_MEM_FENCE);
+  ACC acc = RED_INIT;
+  long ai = RED_NO_INDEX;
+  for (uint i = lid; i < np; i += lsz) {
+    RED_MERGE(acc, ai, pv[i], pi[i]);
   }
+  sv[lid] = acc;
+  si[lid] = ai;
+  clt_reduce_group(sv, si);
   if (lid == 0)
-    out[0] = (TO)scratch[0];
+    out[0] = RED_RESULT(sv[0], si[0], count);
+}
+
+/* Along a dimension: result element g = (o, j) reduces in[o][0..r)[j]. */
+__kernel void CLT_CAT(NAME, _axis)(__global const T *restrict in, __global TO *restrict out,
+                                   ulong outer, ulong r, ulong inner) {
+  ulong g = get_global_id(0);
+  if (g >= outer * inner)
+    return;
+  ulong o = g / inner, j = g % inner;
+  __global const T *p = in + o * r * inner + j;
+  ACC acc = RED_INIT;
+  long ai = RED_NO_INDEX;
+#if RED_KIND <= 1
+  for (ulong b = 0; b < r; b += CLT_BLOCK) {
+    ACC s = 0;
+    ulong e = min(b + CLT_BLOCK, r);
+    for (ulong k = b; k < e; k++)
+      s += (ACC)p[k * inner];
+    acc += s;
+  }
+#else
+  for (ulong k = 0; k < r; k++) {
+    RED_STEP(acc, ai, p[k * inner], k);
+  }
+#endif
+  out[g] = RED_RESULT(acc, ai, r);
 }

@@ -8,11 +8,31 @@
 
 typedef enum clt_op_kind {
   /* binary */
-  CLT__OP_ADD, CLT__OP_SUB, CLT__OP_MUL, CLT__OP_DIV, CLT__OP_POW, CLT__OP_MAXIMUM,
-  CLT__OP_MINIMUM, CLT__OP_EQ, CLT__OP_NE, CLT__OP_LT, CLT__OP_LE, CLT__OP_GT, CLT__OP_GE,
+  CLT__OP_ADD,
+  CLT__OP_SUB,
+  CLT__OP_MUL,
+  CLT__OP_DIV,
+  CLT__OP_POW,
+  CLT__OP_MAXIMUM,
+  CLT__OP_MINIMUM,
+  CLT__OP_EQ,
+  CLT__OP_NE,
+  CLT__OP_LT,
+  CLT__OP_LE,
+  CLT__OP_GT,
+  CLT__OP_GE,
   /* unary */
-  CLT__OP_NEG, CLT__OP_ABS, CLT__OP_EXP, CLT__OP_LOG, CLT__OP_SQRT, CLT__OP_SIN, CLT__OP_COS,
-  CLT__OP_TANH, CLT__OP_SIGMOID, CLT__OP_RELU, CLT__OP_CAST,
+  CLT__OP_NEG,
+  CLT__OP_ABS,
+  CLT__OP_EXP,
+  CLT__OP_LOG,
+  CLT__OP_SQRT,
+  CLT__OP_SIN,
+  CLT__OP_COS,
+  CLT__OP_TANH,
+  CLT__OP_SIGMOID,
+  CLT__OP_RELU,
+  CLT__OP_CAST,
   /* ternary */
   CLT__OP_WHERE,
   CLT__OP_COUNT
@@ -37,8 +57,8 @@ typedef struct clt_op {
                           * #define); may use the CLT_* helpers of kernels/elementwise.cl */
   const char *bool_expr; /* the same when computing in bool, or NULL: bool is refused */
   clt_result_rule result;
-  bool wraps;            /* integers compute in their unsigned twin, so overflow wraps */
-  bool float_only;       /* integer operands are refused (none for now; see result rule) */
+  bool wraps;      /* integers compute in their unsigned twin, so overflow wraps */
+  bool float_only; /* integer operands are refused (none for now; see result rule) */
 } clt_op;
 
 /* How the operands of an elementwise op map onto its result, prepared by the dispatcher: the
@@ -50,6 +70,22 @@ typedef struct clt_bcast {
   bool same; /* no broadcasting: every operand has the result's shape */
 } clt_bcast;
 
+typedef enum clt_reduce_kind {
+  CLT__RED_SUM,
+  CLT__RED_MEAN,
+  CLT__RED_MAX,
+  CLT__RED_MIN,
+  CLT__RED_ARGMAX
+} clt_reduce_kind;
+
+/* A reduction prepared by the dispatcher. */
+typedef struct clt_reduce {
+  clt_reduce_kind kind;
+  const char *name; /* "sum": kernels are named <name>_<input dtype> */
+  const char *fn;   /* for messages */
+  int64_t outer, r, inner;
+} clt_reduce;
+
 struct clt_backend {
   const char *name;
   /* Fills out with one element's bytes (pattern has clt_dtype_size(out->dtype) bytes). */
@@ -60,8 +96,9 @@ struct clt_backend {
    * dtype; for where, of in[1] and in[2]), the result stored as out's dtype. */
   clt_status (*elementwise)(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                             clt_dtype compute, const clt_bcast *bc);
-  /* out (0-d; the input's float dtype, else i64) = sum of all elements of in. */
-  clt_status (*sum)(clt_tensor *out, const clt_tensor *in, const char *fn);
+  /* out = the reduction of in viewed as (outer, r, inner) over r: out has outer * inner
+   * elements (one, for a whole-tensor reduction, where outer = inner = 1). */
+  clt_status (*reduce)(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
 };
 
 extern const struct clt_backend clt__host_backend;
@@ -70,12 +107,12 @@ extern const struct clt_backend clt__opencl_backend;
 /* Host backend pieces (lib/host/). */
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                  clt_dtype compute, const clt_bcast *bc);
-clt_status clt__host_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
+clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
 
 /* OpenCL backend pieces (lib/opencl/). */
 clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                clt_dtype compute, const clt_bcast *bc);
-clt_status clt__cl_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
+clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {

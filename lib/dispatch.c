@@ -5,8 +5,10 @@
 #include <math.h>
 #include <string.h>
 
-#define BIN(k, n, e, be, r, w) {CLT__OP_##k, #n, "clt_" #n, 2, e, be, CLT__RESULT_##r, w, false}
-#define UN(k, n, e, be, r, w) {CLT__OP_##k, #n, "clt_" #n, 1, e, be, CLT__RESULT_##r, w, false}
+#define BIN(k, n, e, be, r, w)                                                                     \
+  { CLT__OP_##k, #n, "clt_" #n, 2, e, be, CLT__RESULT_##r, w, false }
+#define UN(k, n, e, be, r, w)                                                                      \
+  { CLT__OP_##k, #n, "clt_" #n, 1, e, be, CLT__RESULT_##r, w, false }
 static const clt_op ops[CLT__OP_COUNT] = {
     [CLT__OP_ADD] = BIN(ADD, add, "((a)+(b))", "((a)|(b))", PROMOTE, true),
     [CLT__OP_SUB] = BIN(SUB, sub, "((a)-(b))", NULL, PROMOTE, true),
@@ -68,8 +70,8 @@ static clt_dtype promote(clt_dtype a, clt_dtype b) {
 }
 
 /* The result dtype of op over operands whose promoted dtype is `compute`. */
-static clt_status result_dtype(const clt_op *op, clt_dtype compute, clt_dtype given,
-                               const char *fn, clt_dtype *out) {
+static clt_status result_dtype(const clt_op *op, clt_dtype compute, clt_dtype given, const char *fn,
+                               clt_dtype *out) {
   clt_dtype r = compute;
   switch (op->result) {
   case CLT__RESULT_PROMOTE:
@@ -253,29 +255,29 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
   return CLT_OK;
 }
 
-#define BINARY_API(name, K)                                                                    \
-  clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out) {                      \
-    clt_tensor *in[2] = {a, b};                                                                \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                             \
-  }                                                                                            \
-  clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out) {                 \
-    clt_tensor *in[2] = {a, b};                                                                \
-    if (!out)                                                                                  \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "out is NULL");         \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, out, NULL);                             \
-  }                                                                                            \
-  clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out) {                  \
-    const char *fn = ops[CLT__OP_##K].fn;                                                      \
-    clt_tensor *bt;                                                                            \
-    if (!out)                                                                                  \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");                          \
-    clt_status s = scalar_tensor(a, b, fn, &bt);                                               \
-    if (s != CLT_OK)                                                                           \
-      return s;                                                                                \
-    clt_tensor *in[2] = {a, bt};                                                               \
-    s = elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                \
-    clt_tensor_release(bt);                                                                    \
-    return s;                                                                                  \
+#define BINARY_API(name, K)                                                                        \
+  clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out) {                          \
+    clt_tensor *in[2] = {a, b};                                                                    \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                 \
+  }                                                                                                \
+  clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out) {                     \
+    clt_tensor *in[2] = {a, b};                                                                    \
+    if (!out)                                                                                      \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "out is NULL");             \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, out, NULL);                                 \
+  }                                                                                                \
+  clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out) {                      \
+    const char *fn = ops[CLT__OP_##K].fn;                                                          \
+    clt_tensor *bt;                                                                                \
+    if (!out)                                                                                      \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");                              \
+    clt_status s = scalar_tensor(a, b, fn, &bt);                                                   \
+    if (s != CLT_OK)                                                                               \
+      return s;                                                                                    \
+    clt_tensor *in[2] = {a, bt};                                                                   \
+    s = elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                    \
+    clt_tensor_release(bt);                                                                        \
+    return s;                                                                                      \
   }
 
 BINARY_API(add, ADD)
@@ -292,22 +294,22 @@ BINARY_API(le, LE)
 BINARY_API(gt, GT)
 BINARY_API(ge, GE)
 
-#define INPLACE_API(name, K)                                                                   \
-  clt_status clt_##name##_(clt_tensor *a, clt_tensor *b) {                                     \
-    clt_tensor *in[2] = {a, b};                                                                \
-    if (!a)                                                                                    \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "a is NULL");           \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, a, NULL);                               \
+#define INPLACE_API(name, K)                                                                       \
+  clt_status clt_##name##_(clt_tensor *a, clt_tensor *b) {                                         \
+    clt_tensor *in[2] = {a, b};                                                                    \
+    if (!a)                                                                                        \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "a is NULL");               \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, a, NULL);                                   \
   }
 INPLACE_API(add, ADD)
 INPLACE_API(sub, SUB)
 INPLACE_API(mul, MUL)
 INPLACE_API(div, DIV)
 
-#define UNARY_API(name, K)                                                                     \
-  clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                     \
-    clt_tensor *in[1] = {t};                                                                   \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                             \
+#define UNARY_API(name, K)                                                                         \
+  clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                         \
+    clt_tensor *in[1] = {t};                                                                       \
+    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                 \
   }
 UNARY_API(neg, NEG)
 UNARY_API(abs, ABS)
@@ -333,22 +335,88 @@ clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor 
   return elementwise(&ops[CLT__OP_WHERE], in, CLT_F32, NULL, out);
 }
 
-clt_status clt_sum(clt_tensor *t, clt_tensor **out) {
-  static const char fn[] = "clt_sum";
+static const char *const reduce_names[] = {"sum", "mean", "max", "min", "argmax"};
+
+/* Every reduction comes through here: dim < 0 means the whole tensor. */
+static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bool whole, int dim,
+                         int keepdim, clt_tensor **out) {
   clt_status s;
   if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
     return s;
   if (!out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  clt_dtype rt = clt__dtype_is_float(t->dtype) ? t->dtype : CLT_I64;
+  clt_reduce red = {kind, reduce_names[kind], fn, 1, t->numel, 1};
+  int64_t shape[CLT_MAX_DIMS];
+  int ndim = 0;
+  if (!whole) {
+    int nd = t->ndim;
+    if (dim < -(nd ? nd : 1) || dim >= (nd ? nd : 1))
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "dim = %d is out of range for a tensor of %d dimensions (expected %d..%d)",
+                        dim, nd, -(nd ? nd : 1), (nd ? nd : 1) - 1);
+    if (nd > 0) {
+      if (dim < 0)
+        dim += nd;
+      red.outer = 1;
+      red.inner = 1;
+      for (int d = 0; d < dim; d++)
+        red.outer *= t->shape[d];
+      for (int d = dim + 1; d < nd; d++)
+        red.inner *= t->shape[d];
+      red.r = t->shape[dim];
+      for (int d = 0; d < nd; d++)
+        if (d != dim)
+          shape[ndim++] = t->shape[d];
+        else if (keepdim)
+          shape[ndim++] = 1;
+    }
+  }
+  clt_dtype rt = t->dtype;
+  switch (kind) {
+  case CLT__RED_SUM:
+    if (!clt__dtype_is_float(rt))
+      rt = CLT_I64;
+    break;
+  case CLT__RED_MEAN:
+    if (!clt__dtype_is_float(rt))
+      return clt__error(CLT_ERR_DTYPE, fn,
+                        "mean needs a float tensor, not %s; cast it with clt_cast(t, CLT_F32, "
+                        "&f) first",
+                        clt_dtype_name(rt));
+    break;
+  case CLT__RED_MAX:
+  case CLT__RED_MIN:
+    break;
+  case CLT__RED_ARGMAX:
+    rt = CLT_I64;
+    break;
+  }
+  if (red.r == 0 && (kind == CLT__RED_MAX || kind == CLT__RED_MIN || kind == CLT__RED_ARGMAX) &&
+      red.outer * red.inner > 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "%s of an empty %s has no value: the reduced size is 0", red.name,
+                      whole ? "tensor" : "dimension");
   clt_device *dev = t->storage->dev;
   clt_tensor *r;
-  if ((s = clt__tensor_new(rt, 0, NULL, dev, fn, &r)) != CLT_OK)
+  if ((s = clt__tensor_new(rt, ndim, shape, dev, fn, &r)) != CLT_OK)
     return s;
-  if ((s = dev->backend->sum(r, t, fn)) != CLT_OK) {
+  if (r->numel > 0 && (s = dev->backend->reduce(&red, r, t)) != CLT_OK) {
     clt_tensor_release(r);
     return s;
   }
   *out = r;
   return CLT_OK;
 }
+
+#define REDUCE_API(name, K)                                                                        \
+  clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                         \
+    return reduce(CLT__RED_##K, "clt_" #name, t, true, 0, 0, out);                                 \
+  }                                                                                                \
+  clt_status clt_##name##_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out) {             \
+    return reduce(CLT__RED_##K, "clt_" #name "_dim", t, false, dim, keepdim, out);                 \
+  }
+REDUCE_API(sum, SUM)
+REDUCE_API(mean, MEAN)
+REDUCE_API(max, MAX)
+REDUCE_API(min, MIN)
+REDUCE_API(argmax, ARGMAX)

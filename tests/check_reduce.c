@@ -216,6 +216,174 @@ START_TEST(test_sum_scalar) {
 }
 END_TEST
 
+/* An independent oracle for every reduction along every dim of a 3-D tensor: plain loops in
+ * double / int64 over the flat data. */
+typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_ARGMAX } rkind;
+
+static double oracle(const void *buf, clt_dtype dt, const int64_t *shape, int dim, int64_t o,
+                     int64_t j, rkind k) {
+  int64_t inner = 1, r = shape[dim];
+  for (int d = dim + 1; d < 3; d++)
+    inner *= shape[d];
+  double acc = (k == R_SUM || k == R_MEAN) ? 0 : NAN;
+  int64_t at = 0;
+  for (int64_t q = 0; q < r; q++) {
+    double x = cu_get(buf, dt, (o * r + q) * inner + j);
+    if (k == R_SUM || k == R_MEAN) {
+      acc += x;
+    } else if (q == 0 || (isnan(x) && !isnan(acc)) ||
+               (!isnan(acc) && (k == R_MIN ? x < acc : x > acc))) {
+      acc = x;
+      at = q;
+    }
+  }
+  if (k == R_MEAN)
+    return acc / (double)r;
+  return k == R_ARGMAX ? (double)at : acc;
+}
+
+typedef clt_status (*dimfn)(clt_tensor *, int, int, clt_tensor **);
+
+START_TEST(test_reduce_dims) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  const int64_t shape[3] = {3, 17, 5};
+  const int64_t n = 3 * 17 * 5;
+  static const dimfn fns[5] = {clt_sum_dim, clt_mean_dim, clt_max_dim, clt_min_dim, clt_argmax_dim};
+  static const char *names[5] = {"sum", "mean", "max", "min", "argmax"};
+  const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL};
+  cu_rng rng;
+  cu_rng_seed(&rng, 99);
+  for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+    clt_dtype dt = dts[t];
+    void *buf = cu_malloc((size_t)n * clt_dtype_size(dt));
+    cu_fill(buf, dt, n, &rng, -50, 50, 0);
+    if (dt == CLT_U8)
+      cu_fill(buf, dt, n, &rng, 0, 200, 0);
+    if (cu_is_float(dt)) /* ties, to check that argmax picks the first */
+      cu_set(buf, dt, 7, cu_get(buf, dt, 2));
+    for (int k = 0; k < 5; k++) {
+      if (k == R_MEAN && !cu_is_float(dt))
+        continue;
+      for (int dim = -3; dim < 3; dim++) {
+        int pd = dim < 0 ? dim + 3 : dim;
+        for (int keep = 0; keep < 2; keep++) {
+          double *first = NULL;
+          for (int v = 0; v < nd; v++) {
+            if (!cu_dtype_ok("test_reduce_dims", devs[v], dt))
+              continue;
+            clt_tensor *x = cu_tensor(buf, dt, 3, shape, devs[v]), *r;
+            CU_OK(fns[k](x, dim, keep, &r));
+            ck_assert_int_eq(clt_tensor_ndim(r), keep ? 3 : 2);
+            if (keep)
+              ck_assert_int_eq(clt_tensor_shape(r)[pd], 1);
+            double *got = cu_read_double(r);
+            int64_t outer = 1, inner = 1;
+            for (int d = 0; d < pd; d++)
+              outer *= shape[d];
+            for (int d = pd + 1; d < 3; d++)
+              inner *= shape[d];
+            for (int64_t o = 0; o < outer; o++)
+              for (int64_t j = 0; j < inner; j++) {
+                double want = oracle(buf, dt, shape, pd, o, j, (rkind)k);
+                double g = got[o * inner + j];
+                double tol = dt == CLT_F32 ? 1e-5 : 1e-12;
+                ck_assert_msg(cu_close(g, want, tol, tol),
+                              "%s_dim %s dim %d on %s: [%lld][%lld] %g, want %g", names[k],
+                              cu_dt_name(dt), dim, cu_dev_name(devs[v]), (long long)o, (long long)j,
+                              g, want);
+                if (first && (k >= R_MAX || !cu_is_float(dt)))
+                  ck_assert_msg(
+                      g == first[o * inner + j] || (isnan(g) && isnan(first[o * inner + j])),
+                      "%s %s: %s differs from cpu", names[k], cu_dt_name(dt), cu_dev_name(devs[v]));
+              }
+            if (!first)
+              first = got;
+            else
+              free(got);
+            clt_tensor_release(r);
+            clt_tensor_release(x);
+          }
+          free(first);
+        }
+      }
+    }
+    free(buf);
+  }
+}
+END_TEST
+
+START_TEST(test_reduce_whole_extremes) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  int64_t n = 1000003;
+  float *buf = cu_malloc((size_t)n * sizeof(float));
+  cu_rng rng;
+  cu_rng_seed(&rng, 5);
+  cu_fill(buf, CLT_F32, n, &rng, -1000, 1000, 0);
+  buf[777777] = 5000; /* the maximum, twice: argmax is the first */
+  buf[999999] = 5000;
+  buf[123] = -7000;
+  for (int v = 0; v < nd; v++) {
+    clt_tensor *x = cu_tensor(buf, CLT_F32, 1, &n, devs[v]), *mx, *mn, *am, *me;
+    double a, b, m;
+    int64_t i;
+    CU_OK(clt_max(x, &mx));
+    CU_OK(clt_min(x, &mn));
+    CU_OK(clt_argmax(x, &am));
+    CU_OK(clt_mean(x, &me));
+    CU_OK(clt_item(mx, &a));
+    CU_OK(clt_item(mn, &b));
+    CU_OK(clt_item_i64(am, &i));
+    CU_OK(clt_item(me, &m));
+    ck_assert_msg(a == 5000 && b == -7000 && i == 777777, "%s: max %g min %g argmax %lld",
+                  cu_dev_name(devs[v]), a, b, (long long)i);
+    ck_assert_int_eq(clt_tensor_dtype(am), CLT_I64);
+    double want = 0;
+    for (int64_t k = 0; k < n; k++)
+      want += buf[k];
+    want /= (double)n;
+    ck_assert_msg(fabs(m - want) < 1e-3, "%s: mean %g want %g", cu_dev_name(devs[v]), m, want);
+    buf[4242] = NAN;
+    clt_tensor *y = cu_tensor(buf, CLT_F32, 1, &n, devs[v]), *ymx, *yam;
+    CU_OK(clt_max(y, &ymx));
+    CU_OK(clt_argmax(y, &yam));
+    CU_OK(clt_item(ymx, &a));
+    CU_OK(clt_item_i64(yam, &i));
+    ck_assert_msg(isnan(a) && i == 4242, "%s: NaN: max %g argmax %lld", cu_dev_name(devs[v]), a,
+                  (long long)i);
+    buf[4242] = 1;
+    clt_tensor *outs[] = {x, mx, mn, am, me, y, ymx, yam};
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
+      clt_tensor_release(outs[k]);
+  }
+  free(buf);
+}
+END_TEST
+
+START_TEST(test_reduce_errors) {
+  int64_t shape[2] = {0, 3};
+  clt_tensor *e, *i, *r = CU_SENTINEL;
+  CU_OK(clt_zeros(CLT_F32, 2, shape, clt_cpu(), &e));
+  CU_FAILS(clt_max(e, &r), CLT_ERR_INVALID_ARGUMENT, "clt_max");
+  CU_FAILS(clt_argmax_dim(e, 0, 0, &r), CLT_ERR_INVALID_ARGUMENT, "clt_argmax_dim");
+  ck_assert_ptr_eq(r, CU_SENTINEL);
+  CU_OK(clt_max_dim(e, 1, 0, &r)); /* reducing a non-empty dim of an empty tensor is fine */
+  ck_assert_int_eq(clt_tensor_numel(r), 0);
+  clt_tensor_release(r);
+  r = CU_SENTINEL;
+  CU_FAILS(clt_sum_dim(e, 2, 0, &r), CLT_ERR_INVALID_ARGUMENT, "clt_sum_dim");
+  CU_FAILS(clt_sum_dim(e, -3, 0, &r), CLT_ERR_INVALID_ARGUMENT, "clt_sum_dim");
+  CU_OK(clt_ones(CLT_I32, 2, (int64_t[]){2, 2}, clt_cpu(), &i));
+  CU_FAILS(clt_mean(i, &r), CLT_ERR_DTYPE, "clt_mean");
+  CU_FAILS(clt_sum(NULL, &r), CLT_ERR_INVALID_ARGUMENT, "clt_sum");
+  CU_FAILS(clt_sum(i, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_sum");
+  ck_assert_ptr_eq(r, CU_SENTINEL);
+  clt_tensor_release(e);
+  clt_tensor_release(i);
+}
+END_TEST
+
 Suite *reduce_suite(void) {
   Suite *s = suite_create("reduce");
   TCase *tc = cu_tcase("sum");
@@ -225,6 +393,9 @@ Suite *reduce_suite(void) {
   tcase_add_test(tc, test_sum_odd_sizes);
   tcase_add_test(tc, test_sum_large_random);
   tcase_add_test(tc, test_sum_scalar);
+  tcase_add_test(tc, test_reduce_dims);
+  tcase_add_test(tc, test_reduce_whole_extremes);
+  tcase_add_test(tc, test_reduce_errors);
   suite_add_tcase(s, tc);
   return s;
 }

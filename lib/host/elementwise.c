@@ -13,7 +13,7 @@
 #define IPOW(name, T, UT)                                                                          \
   static inline T name(T a, T b) {                                                                 \
     if (b < 0)                                                                                     \
-      return a == (T)1 ? (T)1 : a == (T)-1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0;                     \
+      return a == (T)1 ? (T)1 : a == (T)-1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0;                      \
     UT r = 1, x = (UT)a;                                                                           \
     while (b > 0) {                                                                                \
       if (b & 1)                                                                                   \
@@ -48,7 +48,7 @@ typedef void (*unary_fn)(void *, const void *, int64_t);
 
 /* TP: operand type; TC: computed in; TO: stored as; EXPR in x and y. */
 #define BIN(name, TP, TC, TO, EXPR)                                                                \
-  static void name(void *o_, const void *a_, const void *b_, int64_t n, int64_t sa, int64_t sb) { \
+  static void name(void *o_, const void *a_, const void *b_, int64_t n, int64_t sa, int64_t sb) {  \
     TO *restrict o = o_;                                                                           \
     const TP *a = a_, *b = b_;                                                                     \
     if (sa == 1 && sb == 1) {                                                                      \
@@ -144,27 +144,30 @@ UN(sigmoid_f32, float, float, float, 1.0f / (1.0f + expf(-x)))
 UN(sigmoid_f64, double, double, double, 1.0 / (1.0 + exp(-x)))
 
 #define ROW6(op)                                                                                   \
-  {[CLT_F32] = op##_f32, [CLT_F64] = op##_f64, [CLT_I32] = op##_i32, [CLT_I64] = op##_i64,        \
-   [CLT_U8] = op##_u8, [CLT_BOOL] = op##_bool}
+  {                                                                                                \
+    [CLT_F32] = op##_f32, [CLT_F64] = op##_f64, [CLT_I32] = op##_i32, [CLT_I64] = op##_i64,        \
+    [CLT_U8] = op##_u8, [CLT_BOOL] = op##_bool                                                     \
+  }
 #define ROW5(op)                                                                                   \
-  {[CLT_F32] = op##_f32, [CLT_F64] = op##_f64, [CLT_I32] = op##_i32, [CLT_I64] = op##_i64,        \
-   [CLT_U8] = op##_u8}
-#define ROW2(op) {[CLT_F32] = op##_f32, [CLT_F64] = op##_f64}
+  {                                                                                                \
+    [CLT_F32] = op##_f32, [CLT_F64] = op##_f64, [CLT_I32] = op##_i32, [CLT_I64] = op##_i64,        \
+    [CLT_U8] = op##_u8                                                                             \
+  }
+#define ROW2(op)                                                                                   \
+  { [CLT_F32] = op##_f32, [CLT_F64] = op##_f64 }
 
 static const binary_fn binary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
-    [CLT__OP_ADD] = ROW6(add),         [CLT__OP_SUB] = ROW5(sub),
-    [CLT__OP_MUL] = ROW6(mul),         [CLT__OP_DIV] = ROW2(div),
-    [CLT__OP_POW] = ROW5(pow),         [CLT__OP_MAXIMUM] = ROW6(maximum),
-    [CLT__OP_MINIMUM] = ROW6(minimum), [CLT__OP_EQ] = ROW6(eq),
-    [CLT__OP_NE] = ROW6(ne),           [CLT__OP_LT] = ROW6(lt),
-    [CLT__OP_LE] = ROW6(le),           [CLT__OP_GT] = ROW6(gt),
+    [CLT__OP_ADD] = ROW6(add),         [CLT__OP_SUB] = ROW5(sub), [CLT__OP_MUL] = ROW6(mul),
+    [CLT__OP_DIV] = ROW2(div),         [CLT__OP_POW] = ROW5(pow), [CLT__OP_MAXIMUM] = ROW6(maximum),
+    [CLT__OP_MINIMUM] = ROW6(minimum), [CLT__OP_EQ] = ROW6(eq),   [CLT__OP_NE] = ROW6(ne),
+    [CLT__OP_LT] = ROW6(lt),           [CLT__OP_LE] = ROW6(le),   [CLT__OP_GT] = ROW6(gt),
     [CLT__OP_GE] = ROW6(ge),
 };
 
 static const unary_fn unary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
-    [CLT__OP_NEG] = ROW5(neg),   [CLT__OP_ABS] = ROW5(abs),       [CLT__OP_RELU] = ROW5(relu),
-    [CLT__OP_EXP] = ROW2(exp),   [CLT__OP_LOG] = ROW2(log),       [CLT__OP_SQRT] = ROW2(sqrt),
-    [CLT__OP_SIN] = ROW2(sin),   [CLT__OP_COS] = ROW2(cos),       [CLT__OP_TANH] = ROW2(tanh),
+    [CLT__OP_NEG] = ROW5(neg),         [CLT__OP_ABS] = ROW5(abs), [CLT__OP_RELU] = ROW5(relu),
+    [CLT__OP_EXP] = ROW2(exp),         [CLT__OP_LOG] = ROW2(log), [CLT__OP_SQRT] = ROW2(sqrt),
+    [CLT__OP_SIN] = ROW2(sin),         [CLT__OP_COS] = ROW2(cos), [CLT__OP_TANH] = ROW2(tanh),
     [CLT__OP_SIGMOID] = ROW2(sigmoid),
 };
 
@@ -254,9 +257,8 @@ static const void *as_dtype(const clt_tensor *t, clt_dtype to, void **tmp, const
 }
 
 /* Runs a strided inner loop over every row of the broadcast result. */
-static void over_rows(const clt_bcast *bc, int64_t numel, void (*row)(void *ctx, int64_t o,
-                                                                       const int64_t *off,
-                                                                       int64_t inner),
+static void over_rows(const clt_bcast *bc, int64_t numel,
+                      void (*row)(void *ctx, int64_t o, const int64_t *off, int64_t inner),
                       void *ctx, int nops) {
   int nd = bc->ndim;
   int64_t inner = nd ? bc->shape[nd - 1] : 1;
@@ -313,8 +315,7 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   if (st != CLT_OK)
     return st;
   if (op->kind == CLT__OP_CAST) {
-    convert(clt__host_ptr(out), out->dtype, clt__host_ptr(in[0]), in[0]->dtype,
-                      out->numel);
+    convert(clt__host_ptr(out), out->dtype, clt__host_ptr(in[0]), in[0]->dtype, out->numel);
     return CLT_OK;
   }
   void *tmp[3] = {NULL, NULL, NULL};

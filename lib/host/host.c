@@ -48,5 +48,5 @@ const struct clt_backend clt__host_backend = {
     .fill = host_fill,
     .upload = host_upload,
     .elementwise = clt__host_elementwise,
-    .sum = clt__host_sum,
+    .reduce = clt__host_reduce,
 };

@@ -1,6 +1,10 @@
-/* host/reduce.c - whole-tensor sums on the host: pairwise summation for floats (error grows
- * with log n, as in NumPy), exact wrapping integer sums. */
+/* host/reduce.c - reductions on the host: pairwise summation for floats (error grows with
+ * log n, as in NumPy), wrapping integer sums, max/min/argmax with NaN propagation; the same
+ * results as kernels/reduce.cl. The input is seen as (outer, r, inner), reduced over r. */
 #include "backend.h"
+
+#include <math.h>
+#include <stdlib.h>
 
 #define PAIRWISE(name, T)                                                                          \
   static T name(const T *x, int64_t n) {                                                           \
@@ -18,44 +22,123 @@
     int64_t half = n / 2 / 8 * 8;                                                                  \
     return name(x, half) + name(x + half, n - half);                                               \
   }
-PAIRWISE(sum_f32, float)
-PAIRWISE(sum_f64, double)
+PAIRWISE(pairwise_f32, float)
+PAIRWISE(pairwise_f64, double)
+
+/* Sums over r of a (outer, r, inner) block: pairwise when contiguous, rows otherwise. */
+#define FLOAT_SUM(name, T, PW)                                                                     \
+  static void name(const T *p, T *out, int64_t outer, int64_t r, int64_t inner, bool mean) {       \
+    for (int64_t o = 0; o < outer; o++) {                                                          \
+      const T *b = p + o * r * inner;                                                              \
+      T *dst = out + o * inner;                                                                    \
+      if (inner == 1) {                                                                            \
+        dst[0] = PW(b, r);                                                                         \
+      } else {                                                                                     \
+        for (int64_t j = 0; j < inner; j++)                                                        \
+          dst[j] = 0;                                                                              \
+        for (int64_t k = 0; k < r; k++)                                                            \
+          for (int64_t j = 0; j < inner; j++)                                                      \
+            dst[j] += b[k * inner + j];                                                            \
+      }                                                                                            \
+      if (mean)                                                                                    \
+        for (int64_t j = 0; j < inner; j++)                                                        \
+          dst[j] = dst[j] / (T)r;                                                                  \
+    }                                                                                              \
+  }
+FLOAT_SUM(sum_f32, float, pairwise_f32)
+FLOAT_SUM(sum_f64, double, pairwise_f64)
 
 #define INT_SUM(name, T)                                                                           \
-  static uint64_t name(const T *x, int64_t n) {                                                    \
-    uint64_t s = 0;                                                                                \
-    for (int64_t i = 0; i < n; i++)                                                                \
-      s += (uint64_t)x[i];                                                                         \
-    return s;                                                                                      \
+  static void name(const T *p, int64_t *out, int64_t outer, int64_t r, int64_t inner) {            \
+    for (int64_t o = 0; o < outer; o++)                                                            \
+      for (int64_t j = 0; j < inner; j++) {                                                        \
+        uint64_t s = 0;                                                                            \
+        for (int64_t k = 0; k < r; k++)                                                            \
+          s += (uint64_t)p[(o * r + k) * inner + j];                                               \
+        out[o * inner + j] = (int64_t)s;                                                           \
+      }                                                                                            \
   }
-INT_SUM(sum_i32, int32_t)
-INT_SUM(sum_i64, int64_t)
-INT_SUM(sum_u8, uint8_t)
+INT_SUM(isum_i32, int32_t)
+INT_SUM(isum_i64, int64_t)
+INT_SUM(isum_u8, uint8_t)
 
-clt_status clt__host_sum(clt_tensor *out, const clt_tensor *in, const char *fn) {
+/* max (sign 1), min (sign -1), argmax: the first winner; NaN wins. */
+#define EXTREME(name, T, ISNAN)                                                                    \
+  static void name(const T *p, void *out, int64_t outer, int64_t r, int64_t inner, int sign,       \
+                   bool arg) {                                                                     \
+    for (int64_t o = 0; o < outer; o++)                                                            \
+      for (int64_t j = 0; j < inner; j++) {                                                        \
+        const T *b = p + o * r * inner + j;                                                        \
+        T best = b[0];                                                                             \
+        int64_t at = 0;                                                                            \
+        for (int64_t k = 1; k < r && !ISNAN(best); k++) {                                          \
+          T x = b[k * inner];                                                                      \
+          if (ISNAN(x) || (sign > 0 ? x > best : x < best)) {                                      \
+            best = x;                                                                              \
+            at = k;                                                                                \
+          }                                                                                        \
+        }                                                                                          \
+        if (arg)                                                                                   \
+          ((int64_t *)out)[o * inner + j] = at;                                                    \
+        else                                                                                       \
+          ((T *)out)[o * inner + j] = best;                                                        \
+      }                                                                                            \
+  }
+#define NEVER_NAN(x) 0
+EXTREME(ext_f32, float, isnan)
+EXTREME(ext_f64, double, isnan)
+EXTREME(ext_i32, int32_t, NEVER_NAN)
+EXTREME(ext_i64, int64_t, NEVER_NAN)
+EXTREME(ext_u8, uint8_t, NEVER_NAN)
+
+clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in) {
   clt_status st;
-  if ((st = clt__storage_host_wait(in->storage, false, fn)) != CLT_OK ||
-      (st = clt__storage_host_wait(out->storage, true, fn)) != CLT_OK)
+  if ((st = clt__storage_host_wait(in->storage, false, red->fn)) != CLT_OK ||
+      (st = clt__storage_host_wait(out->storage, true, red->fn)) != CLT_OK)
     return st;
   const void *p = clt__host_ptr(in);
   void *o = clt__host_ptr(out);
-  int64_t n = in->numel;
+  int64_t outer = red->outer, r = red->r, inner = red->inner;
+  if (red->kind == CLT__RED_SUM || red->kind == CLT__RED_MEAN) {
+    bool mean = red->kind == CLT__RED_MEAN;
+    switch (in->dtype) {
+    case CLT_F32:
+      sum_f32(p, o, outer, r, inner, mean);
+      break;
+    case CLT_F64:
+      sum_f64(p, o, outer, r, inner, mean);
+      break;
+    case CLT_I32:
+      isum_i32(p, o, outer, r, inner);
+      break;
+    case CLT_I64:
+      isum_i64(p, o, outer, r, inner);
+      break;
+    case CLT_U8:
+    case CLT_BOOL:
+      isum_u8(p, o, outer, r, inner);
+      break;
+    }
+    return CLT_OK;
+  }
+  int sign = red->kind == CLT__RED_MIN ? -1 : 1;
+  bool arg = red->kind == CLT__RED_ARGMAX;
   switch (in->dtype) {
   case CLT_F32:
-    *(float *)o = sum_f32(p, n);
+    ext_f32(p, o, outer, r, inner, sign, arg);
     break;
   case CLT_F64:
-    *(double *)o = sum_f64(p, n);
+    ext_f64(p, o, outer, r, inner, sign, arg);
     break;
   case CLT_I32:
-    *(int64_t *)o = (int64_t)sum_i32(p, n);
+    ext_i32(p, o, outer, r, inner, sign, arg);
     break;
   case CLT_I64:
-    *(int64_t *)o = (int64_t)sum_i64(p, n);
+    ext_i64(p, o, outer, r, inner, sign, arg);
     break;
   case CLT_U8:
   case CLT_BOOL:
-    *(int64_t *)o = (int64_t)sum_u8(p, n);
+    ext_u8(p, o, outer, r, inner, sign, arg);
     break;
   }
   return CLT_OK;

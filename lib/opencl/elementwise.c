@@ -53,8 +53,8 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
            "#define TP %s\n#define TC %s\n#define UTC %s\n#define CLT_FLOAT %d\n#define TO %s\n"
            "#define STORE(x) %s\n#define OP(a,b) %s\n",
            clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
-           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(compute), tc,
-           unsigned_twin(compute), is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr);
+           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(compute), tc, unsigned_twin(compute),
+           is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr);
   bool broadcast = n == 3 || (n == 2 && !bc->same);
   char kname[80];
   snprintf(kname, sizeof kname, broadcast ? "%s_bcast" : "%s", name);
@@ -97,8 +97,8 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   if (err != CL_SUCCESS) {
     pthread_mutex_unlock(&d->lock);
     clt__waitlist_clear(&wl);
-    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed",
-                      kname, d->name);
+    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed", kname,
+                      d->name);
   }
   st = clt__cl_enqueue(d, kern, &l, &wl, fn, &ev);
   pthread_mutex_unlock(&d->lock);

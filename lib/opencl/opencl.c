@@ -98,5 +98,5 @@ const struct clt_backend clt__opencl_backend = {
     .fill = cl_fill,
     .upload = cl_upload,
     .elementwise = clt__cl_elementwise,
-    .sum = clt__cl_sum,
+    .reduce = clt__cl_reduce,
 };
