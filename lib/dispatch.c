@@ -212,8 +212,13 @@ static clt_status elementwise(const clt_op *op, clt_tensor *const *in, clt_dtype
     if (dst->dtype != rt)
       return clt__error(CLT_ERR_DTYPE, fn, "out is %s but the result is %s",
                         clt_dtype_name(dst->dtype), clt_dtype_name(rt));
+    /* out may be an operand of the result's own shape (each element is read once, before it is
+     * written, at the same index: a += b); an operand that is broadcast or offset would read
+     * elements already overwritten. */
     for (int k = 0; k < n; k++)
-      if (in[k]->storage == dst->storage && (!bc.same || in[k]->offset != dst->offset))
+      if (in[k]->storage == dst->storage &&
+          (in[k]->offset != dst->offset || in[k]->ndim != bc.ndim ||
+           memcmp(in[k]->shape, bc.shape, sizeof(int64_t) * bc.ndim) != 0))
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "out overlaps %s, which is broadcast or offset: the result would read "
                           "its own output; use a separate out",
