@@ -41,6 +41,11 @@ struct clt_backend {
                        const clt_tensor *b, const clt_bcast *bc);
   /* out (0-d; the input's float dtype, else i64) = sum of all elements of in. */
   clt_status (*sum)(clt_tensor *out, const clt_tensor *in, const char *fn);
+  /* Fills out (f32 or f64, numel > 0) with Philox4x32-10 numbers of seed from the counters
+   * offset, offset + 1, ...: uniform in [0, 1), or standard normal if normal is set. Every backend
+   * must give the same bits (kernels/random.cl is the one definition). */
+  clt_status (*fill_random)(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                            const char *fn);
 };
 
 extern const struct clt_backend clt__host_backend;
@@ -50,11 +55,15 @@ extern const struct clt_backend clt__opencl_backend;
 clt_status clt__host_binary(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
                             const clt_tensor *b, const clt_bcast *bc);
 clt_status clt__host_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
+clt_status clt__host_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                                 const char *fn);
 
 /* OpenCL backend pieces (lib/opencl/). */
 clt_status clt__cl_binary(const clt_binop *op, clt_tensor *out, const clt_tensor *a,
                           const clt_tensor *b, const clt_bcast *bc);
 clt_status clt__cl_sum(clt_tensor *out, const clt_tensor *in, const char *fn);
+clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                               const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {

@@ -49,4 +49,5 @@ const struct clt_backend clt__host_backend = {
     .upload = host_upload,
     .binary = clt__host_binary,
     .sum = clt__host_sum,
+    .fill_random = clt__host_fill_random,
 };

@@ -99,4 +99,5 @@ const struct clt_backend clt__opencl_backend = {
     .upload = cl_upload,
     .binary = clt__cl_binary,
     .sum = clt__cl_sum,
+    .fill_random = clt__cl_fill_random,
 };
