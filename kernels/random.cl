@@ -9,7 +9,8 @@
  * whose OpenCL versions are not correctly rounded and differ from glibc's: log, the reciprocal,
  * the square root and sincos are built here from + - * (range reduction, Newton steps,
  * polynomials). Two more things would change bits: contracting a*b+c into an fma (turned off by
- * the FP_CONTRACT pragmas below; gcc in -std=c11 mode does not contract), and excess precision
+ * the FP_CONTRACT pragmas below, and -ffp-contract=off from configure.ac for gcc, which
+ * ignores the pragma and contracts by default in its GNU dialects), and excess precision
  * (x87: FLT_EVAL_METHOD must be 0, which it is on x86-64 and AArch64; checked on the host).
  * No intermediate is subnormal, so flushing subnormals to zero changes nothing either.
  *
@@ -314,9 +315,14 @@ RNG_FN void rng_randn_f64(rng_u64 seed, rng_u64 ctr, double *out) {
       T v[PER];                                                                                    \
       BLOCK(seed, offset + c, v);                                                                  \
       ulong base = c * PER;                                                                        \
-      for (int j = 0; j < PER; j++)                                                                \
-        if (base + j < n)                                                                          \
+      if (base + PER <= n) { /* all but the last counter: no bounds check */                       \
+        for (int j = 0; j < PER; j++)                                                              \
           out[base + j] = v[j];                                                                    \
+      } else {                                                                                     \
+        for (int j = 0; j < PER; j++)                                                              \
+          if (base + j < n)                                                                        \
+            out[base + j] = v[j];                                                                  \
+      }                                                                                            \
     }                                                                                              \
   }
 
