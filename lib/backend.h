@@ -99,6 +99,11 @@ struct clt_backend {
   /* out = the reduction of in viewed as (outer, r, inner) over r: out has outer * inner
    * elements (one, for a whole-tensor reduction, where outer = inner = 1). */
   clt_status (*reduce)(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+  /* Fills out (f32 or f64, numel > 0) with Philox4x32-10 numbers of seed from the counters
+   * offset, offset + 1, ...: uniform in [0, 1), or standard normal if normal is set. Every backend
+   * must give the same bits (kernels/random.cl is the one definition). */
+  clt_status (*fill_random)(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                            const char *fn);
 };
 
 extern const struct clt_backend clt__host_backend;
@@ -108,11 +113,15 @@ extern const struct clt_backend clt__opencl_backend;
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                  clt_dtype compute, const clt_bcast *bc);
 clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+clt_status clt__host_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                                 const char *fn);
 
 /* OpenCL backend pieces (lib/opencl/). */
 clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                clt_dtype compute, const clt_bcast *bc);
 clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                               const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {

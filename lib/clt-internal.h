@@ -160,4 +160,12 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
                            const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
 
+/* ---- random numbers (random.c, host/random.c) ------------------------------------------- */
+
+/* The raw generator: out = Philox4x32-10(counter ctr, key key), as the kernels compute it
+ * (exported for the known-answer test). */
+void clt__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Counters (128 random bits each) that a random tensor of numel elements of dtype consumes. */
+uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
+
 #endif /* CLT_INTERNAL_H */

@@ -99,4 +99,5 @@ const struct clt_backend clt__opencl_backend = {
     .upload = cl_upload,
     .elementwise = clt__cl_elementwise,
     .reduce = clt__cl_reduce,
+    .fill_random = clt__cl_fill_random,
 };
