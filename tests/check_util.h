@@ -24,6 +24,7 @@ Suite *print_suite(void);
 Suite *event_suite(void);
 Suite *program_suite(void);
 Suite *memory_suite(void);
+Suite *matmul_suite(void);
 
 /* 1 when Check runs each test in its own child process (the default); set by check_main.c
  * before any test runs. Tests that need a fresh process (environment variables read once at

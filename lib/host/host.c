@@ -49,4 +49,7 @@ const struct clt_backend clt__host_backend = {
     .upload = host_upload,
     .binary = clt__host_binary,
     .sum = clt__host_sum,
+    .matmul = clt__host_matmul,
+    .matmul_path = clt__host_matmul_path,
+    .transpose = clt__host_transpose,
 };

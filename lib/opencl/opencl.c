@@ -99,4 +99,7 @@ const struct clt_backend clt__opencl_backend = {
     .upload = cl_upload,
     .binary = clt__cl_binary,
     .sum = clt__cl_sum,
+    .matmul = clt__cl_matmul,
+    .matmul_path = clt__cl_matmul_path,
+    .transpose = clt__cl_transpose,
 };
