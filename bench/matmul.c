@@ -51,7 +51,7 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void die(const char *what) {
+_Noreturn static void die(const char *what) {
   fprintf(stderr, "bench/matmul: %s: %s\n", what, clt_last_error());
   exit(1);
 }
