@@ -35,11 +35,13 @@
 
 enum { RUNS = 5 };
 
+#if defined(HAVE_CBLAS) || defined(HAVE_CLBLAST)
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+#endif
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
