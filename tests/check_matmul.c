@@ -246,6 +246,29 @@ START_TEST(test_matmul_async_chain) {
 }
 END_TEST
 
+/* Products in flight on every device at once (cl:0 and cl:1 run the host's BLAS in their
+ * queues' threads while the host runs it in this one), then read back. */
+START_TEST(test_matmul_concurrent) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  int64_t s[2] = {96, 96};
+  clt_tensor *a[CU_MAX_DEVICES], *c[CU_MAX_DEVICES];
+  for (int d = ndev - 1; d >= 0; d--) { /* OpenCL devices first: they run while cpu computes */
+    CU_OK(clt_full(CLT_F32, 2, s, 0.25 * (d + 1), devs[d], &a[d]));
+    CU_OK(clt_matmul(a[d], a[d], &c[d])); /* the same buffer twice */
+  }
+  for (int d = 0; d < ndev; d++) {
+    double *v = cu_read_double(c[d]), want = 96 * 0.0625 * (d + 1) * (d + 1);
+    for (int i = 0; i < 96 * 96; i++)
+      ck_assert_msg(v[i] == want, "%s: element %d is %g, expected %g", cu_dev_name(devs[d]), i,
+                    v[i], want);
+    free(v);
+    clt_tensor_release(a[d]);
+    clt_tensor_release(c[d]);
+  }
+}
+END_TEST
+
 /* ---- transpose ---------------------------------------------------------------------------- */
 
 static void check_transpose(clt_device *dev, clt_dtype dt, int nd, const int64_t *shape, int d0,
@@ -341,6 +364,7 @@ Suite *matmul_suite(void) {
   tcase_add_test(tc, test_matmul_errors);
   tcase_add_test(tc, test_matmul_path_names);
   tcase_add_test(tc, test_matmul_async_chain);
+  tcase_add_test(tc, test_matmul_concurrent);
   tcase_add_test(tc, test_matmul_forced_kernel);
   tcase_add_test(tc, test_matmul_forced_native);
   tcase_add_test(tc, test_matmul_forced_clblast);
