@@ -357,6 +357,35 @@ clt_status clt_min_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 clt_status clt_argmax(clt_tensor *t, clt_tensor **out);
 clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 
+/** Matrix product, as torch.matmul for 2-D and 3-D operands: (m,k) x (k,n) gives (m,n);
+ *  (B,m,k) x (B,k,n) gives (B,m,n) (one product per batch entry); (B,m,k) x (k,n) and
+ *  (m,k) x (B,k,n) use the 2-D operand for every batch entry. Both operands must be f32 or both
+ *  f64 (CLT_ERR_DTYPE otherwise: cast first); the result has their dtype and lives on their
+ *  device. k = 0 gives zeros. f32 products accumulate in f32 (BLAS order), so results differ
+ *  between devices by rounding only. How it is computed depends on the device (see
+ *  clt_matmul_path). The caller releases *out.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
+ *  CLT_ERR_SHAPE_MISMATCH (not 2-D/3-D, inner dimensions or batch sizes differ; the message
+ *  names both shapes), CLT_ERR_UNSUPPORTED (a path forced by CLT_MATMUL that this device or
+ *  build lacks), CLT_ERR_OPENCL. */
+clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+
+/** Which implementation clt_matmul uses on d: "blas" (the host's CBLAS), "loop" (the host's
+ *  own blocked loops, built without CBLAS), "clblast" (CLBlast on the device's queue), "native"
+ *  (the host's CBLAS run as an OpenCL native kernel in the device's queue: OpenCL CPU devices
+ *  such as PoCL, where it is several times faster than CLBlast), "kernel" (clt's tiled kernel,
+ *  kernels/matmul.cl). The environment variable CLT_MATMUL=auto|clblast|native|kernel, read at
+ *  each call, forces a path on OpenCL devices (the host ignores it). Returns NULL, with the last
+ *  error set (CLT_ERR_UNSUPPORTED), when the forced path is not available on d. Static
+ *  storage. */
+const char *clt_matmul_path(clt_device *d);
+
+/** A new contiguous tensor holding t with dimensions dim0 and dim1 swapped (torch.transpose,
+ *  materialized). Any dtype, any device. Negative dimensions count from the end (-1 is the
+ *  last); a 0-d tensor accepts 0 and -1. The caller releases *out.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, a dimension out of range), CLT_ERR_OPENCL. */
+clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
+
 /** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the
  *  operation's name without prefix: "add", "sub", "mul", "div", "pow", "maximum", "minimum",
  *  "eq", "ne", "lt", "le", "gt" or "ge". */
