@@ -159,6 +159,12 @@ extern const size_t clt__kernel_source_count;
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
+/* The directory of the on-disk program cache ($CLT_CACHE_DIR, else $XDG_CACHE_HOME/clt, else
+ * $HOME/.cache/clt, else $TMPDIR/clt-<uid>), or NULL when it is off (CLT_CACHE=0) or no directory
+ * is usable. Read from the environment once; the string is static. */
+const char *clt__cache_dir(void);
+/* How many programs this process has loaded from the disk cache (for tests and tools). */
+long clt__cache_hits(void);
 
 /* ---- random numbers (random.c, host/random.c) ------------------------------------------- */
 
