@@ -357,10 +357,97 @@ clt_status clt_min_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 clt_status clt_argmax(clt_tensor *t, clt_tensor **out);
 clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 
+/** Matrix product, as torch.matmul for 2-D and 3-D operands: (m,k) x (k,n) gives (m,n);
+ *  (B,m,k) x (B,k,n) gives (B,m,n) (one product per batch entry); (B,m,k) x (k,n) and
+ *  (m,k) x (B,k,n) use the 2-D operand for every batch entry. Both operands must be f32 or both
+ *  f64 (CLT_ERR_DTYPE otherwise: cast first); the result has their dtype and lives on their
+ *  device. k = 0 gives zeros. f32 products accumulate in f32 (BLAS order), so results differ
+ *  between devices by rounding only. How it is computed depends on the device (see
+ *  clt_matmul_path). The caller releases *out.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
+ *  CLT_ERR_SHAPE_MISMATCH (not 2-D/3-D, inner dimensions or batch sizes differ; the message
+ *  names both shapes), CLT_ERR_UNSUPPORTED (a path forced by CLT_MATMUL that this device or
+ *  build lacks), CLT_ERR_OPENCL. */
+clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+
+/** Which implementation clt_matmul uses on d: "blas" (the host's CBLAS), "loop" (the host's
+ *  own blocked loops, built without CBLAS), "clblast" (CLBlast on the device's queue), "native"
+ *  (the host's CBLAS run as an OpenCL native kernel in the device's queue: OpenCL CPU devices
+ *  such as PoCL, where it is several times faster than CLBlast), "kernel" (clt's tiled kernel,
+ *  kernels/matmul.cl). The environment variable CLT_MATMUL=auto|clblast|native|kernel, read at
+ *  each call, forces a path on OpenCL devices (the host ignores it). Returns NULL, with the last
+ *  error set (CLT_ERR_UNSUPPORTED), when the forced path is not available on d. Static
+ *  storage. */
+const char *clt_matmul_path(clt_device *d);
+
+/** A new contiguous tensor holding t with dimensions dim0 and dim1 swapped (torch.transpose,
+ *  materialized). Any dtype, any device. Negative dimensions count from the end (-1 is the
+ *  last); a 0-d tensor accepts 0 and -1. The caller releases *out.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, a dimension out of range), CLT_ERR_OPENCL. */
+clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
+
 /** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the
  *  operation's name without prefix: "add", "sub", "mul", "div", "pow", "maximum", "minimum",
  *  "eq", "ne", "lt", "le", "gt" or "ge". */
 clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Random numbers                                                                            */
+/*
+ * Philox4x32-10, a counter-based generator: 128 random bits per 128-bit counter under a 64-bit
+ * key (the seed). A generator is a seed and an offset, the next unused counter. Each call draws
+ * the counters offset, offset + 1, ... and advances the offset by the number it used:
+ * ceil(numel / 4) for f32, ceil(numel / 2) for f64 (a counter gives 4 f32 or 2 f64 elements,
+ * uniform or normal alike). The numbers depend on nothing else, so the same seed and the same
+ * sequence of calls give bit-identical tensors on cpu and on every OpenCL device (DESIGN.md rule
+ * 9). Consequently, two consecutive calls of n elements equal the halves of one call of 2n
+ * elements when n is a multiple of 4 (f32) or 2 (f64); otherwise the unused rest of the last
+ * counter is skipped. A failing call may still consume its counters. The arithmetic (and the
+ * exact mapping of bits to numbers) is written down in kernels/random.cl:
+ *   uniform f32: a 32-bit word w gives (w >> 8) * 2^-24, exactly, in [0, 1);
+ *   uniform f64: two words give 53 bits times 2^-53, exactly, in [0, 1);
+ *   normal: Box-Muller, r = sqrt(-2 ln u1), u1 in (0, 1]; (r cos 2 pi u2, r sin 2 pi u2), with
+ *   log, sqrt and sincos computed from + - * only, so that every device rounds them alike;
+ *   within about 3e-7 (f32) and 1e-15 (f64) of r times the exact value.
+ * The default generator, used by clt_rand and clt_randn, starts with seed 67280421310721 (as
+ * PyTorch's does); it is shared by all threads (calls are serialized on its offset), so for
+ * reproducible results with several threads give each its own clt_generator.
+ */
+
+/** Reseeds the default generator: its seed becomes seed and its offset 0. Thread-safe.
+ *  Always returns CLT_OK. */
+clt_status clt_manual_seed(uint64_t seed);
+
+/** A new dtype tensor of the given shape on dev (see clt_empty), filled from the default
+ *  generator with numbers uniform in [0, 1). The caller releases *out.
+ *  Errors: CLT_ERR_DTYPE (dtype is not CLT_F32 or CLT_F64), CLT_ERR_INVALID_ARGUMENT (NULL out,
+ *  bad dtype value, ndim or shape, NULL dev), CLT_ERR_UNSUPPORTED (f64 on a device without
+ *  fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
+clt_status clt_rand(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                    clt_tensor **out);
+
+/** Like clt_rand, with standard normal numbers (mean 0, variance 1). */
+clt_status clt_randn(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                     clt_tensor **out);
+
+/** A generator of its own: a seed and an offset (see above). Not tied to a device. */
+typedef struct clt_generator clt_generator;
+
+/** Creates a generator with this seed and offset 0. The caller releases *out with
+ *  clt_generator_release. Errors: CLT_ERR_INVALID_ARGUMENT (NULL out), CLT_ERR_OUT_OF_MEMORY. */
+clt_status clt_generator_create(uint64_t seed, clt_generator **out);
+
+/** Frees g. It must not be in use by another thread. NULL-safe. */
+void clt_generator_release(clt_generator *g);
+
+/** Like clt_rand, drawing from g (thread-safe: concurrent calls get disjoint counters, in the
+ *  order they take them). Errors: those of clt_rand, and CLT_ERR_INVALID_ARGUMENT for NULL g. */
+clt_status clt_generator_rand(clt_generator *g, clt_dtype dtype, int ndim, const int64_t *shape,
+                              clt_device *dev, clt_tensor **out);
+
+/** Like clt_randn, drawing from g. */
+clt_status clt_generator_randn(clt_generator *g, clt_dtype dtype, int ndim, const int64_t *shape,
+                               clt_device *dev, clt_tensor **out);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Printing: the only implicit device-to-host copy.                                          */

@@ -86,6 +86,28 @@ typedef struct clt_reduce {
   int64_t outer, r, inner;
 } clt_reduce;
 
+/* A matmul prepared by the dispatcher: batch products of (m,k) x (k,n), all row-major and
+ * contiguous; each operand's element stride between batch entries (0: one matrix for all). */
+typedef struct clt_matmul_desc {
+  int64_t batch, m, k, n;
+  int64_t sa, sb; /* batch strides of a and b in elements; the result's is m * n */
+} clt_matmul_desc;
+
+/* A transpose prepared by the dispatcher: the input viewed as (outer, n0, mid, n1, inner) and
+ * the result as (outer, n1, mid, n0, inner), both contiguous. */
+typedef struct clt_transpose_desc {
+  int64_t outer, n0, mid, n1, inner;
+} clt_transpose_desc;
+
+/* The ways clt_matmul can run on a device (clt_matmul_path names them). */
+typedef enum clt_matmul_kind {
+  CLT__MM_BLAS,    /* host CBLAS */
+  CLT__MM_LOOP,    /* host blocked loops */
+  CLT__MM_CLBLAST, /* CLBlast on the device's queue */
+  CLT__MM_NATIVE,  /* host CBLAS as an OpenCL native kernel (CPU devices) */
+  CLT__MM_KERNEL   /* kernels/matmul.cl */
+} clt_matmul_kind;
+
 struct clt_backend {
   const char *name;
   /* Fills out with one element's bytes (pattern has clt_dtype_size(out->dtype) bytes). */
@@ -99,6 +121,19 @@ struct clt_backend {
   /* out = the reduction of in viewed as (outer, r, inner) over r: out has outer * inner
    * elements (one, for a whole-tensor reduction, where outer = inner = 1). */
   clt_status (*reduce)(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+  /* Fills out (f32 or f64, numel > 0) with Philox4x32-10 numbers of seed from the counters
+   * offset, offset + 1, ...: uniform in [0, 1), or standard normal if normal is set. Every backend
+   * must give the same bits (kernels/random.cl is the one definition). */
+  clt_status (*fill_random)(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                            const char *fn);
+  /* out = a x b as described (k > 0 and out non-empty; the dispatcher handles the rest). */
+  clt_status (*matmul)(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
+                       const clt_matmul_desc *g, const char *fn);
+  /* The path matmul takes on dev, or an error (a forced path dev lacks). */
+  clt_status (*matmul_path)(clt_device *dev, const char *fn, clt_matmul_kind *out);
+  /* out = in with two dimensions swapped (numel > 0); element bytes only matter. */
+  clt_status (*transpose)(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
+                          const char *fn);
 };
 
 extern const struct clt_backend clt__host_backend;
@@ -108,11 +143,30 @@ extern const struct clt_backend clt__opencl_backend;
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                  clt_dtype compute, const clt_bcast *bc);
 clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+clt_status clt__host_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                                 const char *fn);
+clt_status clt__host_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
+                            const clt_matmul_desc *g, const char *fn);
+clt_status clt__host_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
+clt_status clt__host_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
+                               const char *fn);
+/* The products g describes on host memory (a, b, c: the operands' first elements), with CBLAS
+ * when built with it, else blocked loops. Used by the host backend and by the OpenCL
+ * native-kernel path, which runs it in a CPU device's queue. */
+void clt__host_matmul_run(clt_dtype dt, const clt_matmul_desc *g, const void *a, const void *b,
+                          void *c);
 
 /* OpenCL backend pieces (lib/opencl/). */
 clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                clt_dtype compute, const clt_bcast *bc);
 clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                               const char *fn);
+clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
+                          const clt_matmul_desc *g, const char *fn);
+clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
+clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
+                             const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {

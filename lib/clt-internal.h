@@ -159,5 +159,19 @@ extern const size_t clt__kernel_source_count;
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
+/* The directory of the on-disk program cache ($CLT_CACHE_DIR, else $XDG_CACHE_HOME/clt, else
+ * $HOME/.cache/clt, else $TMPDIR/clt-<uid>), or NULL when it is off (CLT_CACHE=0) or no directory
+ * is usable. Read from the environment once; the string is static. */
+const char *clt__cache_dir(void);
+/* How many programs this process has loaded from the disk cache (for tests and tools). */
+long clt__cache_hits(void);
+
+/* ---- random numbers (random.c, host/random.c) ------------------------------------------- */
+
+/* The raw generator: out = Philox4x32-10(counter ctr, key key), as the kernels compute it
+ * (exported for the known-answer test). */
+void clt__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Counters (128 random bits each) that a random tensor of numel elements of dtype consumes. */
+uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
 
 #endif /* CLT_INTERNAL_H */

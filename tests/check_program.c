@@ -1,10 +1,15 @@
-/* check_program.c - run-time kernel builds: CLT_KERNEL_PATH and build failures. */
+/* check_program.c - run-time kernel builds: CLT_KERNEL_PATH, build failures and the disk cache. */
 #define _POSIX_C_SOURCE 200809L
 #include "check_util.h"
+#include "clt-internal.h" /* clt__cache_dir, clt__cache_hits */
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Makes a temp directory holding the given kernel files; returns its path (static storage). */
@@ -141,12 +146,273 @@ START_TEST(test_kernel_path_missing_file) {
 }
 END_TEST
 
+/* ---- the disk cache ------------------------------------------------------------------------
+ * The cache is set up from the environment once per process, and OpenCL does not survive a
+ * fork, so each "process" below is a child forked before any clt call (the test's own process
+ * makes none), and reports through its exit status. */
+
+/* Exit statuses of cache_child. */
+enum {
+  CHILD_OK = 0,
+  CHILD_CLT = 1,
+  CHILD_WRONG = 2,
+  CHILD_HITS = 3,
+  CHILD_DIR = 4,
+  CHILD_NO_CL = 5
+};
+
+/* In a child: clt_add of two 1000-element f32 tensors of ones on cl:0, checks the result, that
+ * the disk cache gave want_hits programs (-1: any) and is in dir (NULL: off). */
+static int cache_child(long want_hits, const char *dir) {
+  if (clt_device_count() < 1)
+    return CHILD_NO_CL;
+  clt_device *d = clt_device_at(0);
+  if (!d)
+    return CHILD_CLT;
+  int64_t shape[1] = {1000};
+  clt_tensor *a, *c;
+  float out[1000];
+  if (clt_ones(CLT_F32, 1, shape, d, &a) != CLT_OK || clt_add(a, a, &c) != CLT_OK ||
+      clt_tensor_read(c, out, sizeof out) != CLT_OK)
+    return CHILD_CLT;
+  for (int i = 0; i < 1000; i++)
+    if (out[i] != 2.0f)
+      return CHILD_WRONG;
+  if (want_hits >= 0 && clt__cache_hits() != want_hits)
+    return CHILD_HITS;
+  const char *got = clt__cache_dir();
+  if (dir ? !got || strcmp(got, dir) != 0 : got != NULL)
+    return CHILD_DIR;
+  clt_tensor_release(a);
+  clt_tensor_release(c);
+  return CHILD_OK;
+}
+
+/* Runs cache_child in a fresh child process and asserts it succeeded. Returns 0 (after printing
+ * a skip for test) when there is no OpenCL device, else 1. The test's own process must not call
+ * clt (not even cu_need_cl): a child forked after OpenCL started would hang in PoCL. */
+static int run_child(const char *test, long want_hits, const char *dir, const char *what) {
+  static const char *why[] = {"ok",
+                              "a clt call failed",
+                              "a wrong result",
+                              "the wrong number of cache hits",
+                              "the wrong cache directory",
+                              "no OpenCL device"};
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0)
+    _exit(cache_child(want_hits, dir));
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status), "%s: the child died (status %d)", what, status);
+  int code = WEXITSTATUS(status);
+  if (code == CHILD_NO_CL) {
+    cu_skip(test, "needs an OpenCL device (set POCL_DEVICES=\"pthread pthread\")");
+    return 0;
+  }
+  ck_assert_msg(code == CHILD_OK, "%s: the child reported %s (expected %ld hits)", what,
+                code < 5 ? why[code] : "?", want_hits);
+  return 1;
+}
+
+/* A new empty directory for a cache; returns its path (static storage). */
+static const char *cache_tmpdir(void) {
+  static char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/clt-cache-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  return dir;
+}
+
+/* How many files dir holds; the name of the last ".bin" one goes to entry (if not NULL). Any
+ * other file (a temp file left behind) counts as well. */
+static int count_files(const char *dir, char *entry, size_t size) {
+  DIR *dp = opendir(dir);
+  ck_assert_ptr_nonnull(dp);
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(dp)) != NULL) {
+    if (de->d_name[0] == '.')
+      continue;
+    n++;
+    size_t len = strlen(de->d_name);
+    if (entry && len > 4 && strcmp(de->d_name + len - 4, ".bin") == 0)
+      snprintf(entry, size, "%s/%s", dir, de->d_name);
+  }
+  closedir(dp);
+  return n;
+}
+
+/* Removes dir and what it holds (one level, plus one level of subdirectories). */
+static void remove_cache(const char *dir) {
+  DIR *dp = opendir(dir);
+  if (!dp)
+    return;
+  struct dirent *de;
+  char path[512];
+  while ((de = readdir(dp)) != NULL) {
+    if (de->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (unlink(path) != 0)
+      remove_cache(path);
+  }
+  closedir(dp);
+  rmdir(dir);
+}
+
+START_TEST(test_cache_fills_and_second_process_loads) {
+  if (!cu_forked) {
+    cu_skip("test_cache_fills_and_second_process_loads", "needs CK_FORK (sets CLT_CACHE_DIR)");
+    return;
+  }
+  const char *dir = cache_tmpdir();
+  setenv("CLT_CACHE_DIR", dir, 1);
+  unsetenv("CLT_CACHE");
+  if (!run_child("test_cache_fills_and_second_process_loads", 0, dir,
+                 "first process (cold cache)")) {
+    remove_cache(dir);
+    return;
+  }
+  char entry[512] = "";
+  int n = count_files(dir, entry, sizeof entry);
+  ck_assert_msg(n == 1 && entry[0], "the first process left %d files in %s, expected one .bin", n,
+                dir);
+  struct stat before, after;
+  ck_assert_int_eq(stat(entry, &before), 0);
+  ck_assert_msg(before.st_size > 64, "the entry has only %lld bytes", (long long)before.st_size);
+  run_child("test_cache_fills_and_second_process_loads", 1, dir, "second process (warm cache)");
+  ck_assert_int_eq(stat(entry, &after), 0);
+  ck_assert_msg(before.st_ino == after.st_ino && before.st_mtime == after.st_mtime,
+                "the second process rewrote the entry instead of loading it");
+  ck_assert_int_eq(count_files(dir, NULL, 0), 1);
+  remove_cache(dir);
+}
+END_TEST
+
+/* Damages the entry at path: kind 0 flips bytes in the middle, 1 truncates to half, 2 truncates
+ * into the header, 3 overwrites the magic. */
+static void damage(const char *path, int kind) {
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  if (kind == 1 || kind == 2) {
+    ck_assert_int_eq(truncate(path, kind == 1 ? st.st_size / 2 : 10), 0);
+    return;
+  }
+  int fd = open(path, O_RDWR);
+  ck_assert_int_ge(fd, 0);
+  unsigned char junk[16];
+  off_t at = kind == 0 ? st.st_size / 2 : 0;
+  ck_assert_int_eq(pread(fd, junk, sizeof junk, at), (ssize_t)sizeof junk);
+  for (size_t i = 0; i < sizeof junk; i++)
+    junk[i] ^= 0x5a;
+  ck_assert_int_eq(pwrite(fd, junk, sizeof junk, at), (ssize_t)sizeof junk);
+  close(fd);
+}
+
+START_TEST(test_cache_damaged_entry_rebuilt) {
+  if (!cu_forked) {
+    cu_skip("test_cache_damaged_entry_rebuilt", "needs CK_FORK (sets CLT_CACHE_DIR)");
+    return;
+  }
+  const char *dir = cache_tmpdir();
+  setenv("CLT_CACHE_DIR", dir, 1);
+  unsetenv("CLT_CACHE");
+  static const char *kinds[] = {"bytes flipped in the middle", "truncated to half",
+                                "truncated into the header", "wrong magic"};
+  if (!run_child("test_cache_damaged_entry_rebuilt", 0, dir, "filling the cache")) {
+    remove_cache(dir);
+    return;
+  }
+  char entry[512] = "";
+  ck_assert_int_eq(count_files(dir, entry, sizeof entry), 1);
+  for (int kind = 0; kind < 4; kind++) {
+    struct stat good;
+    ck_assert_int_eq(stat(entry, &good), 0);
+    damage(entry, kind);
+    char what[128];
+    snprintf(what, sizeof what, "entry %s: rebuilt from source", kinds[kind]);
+    run_child("test_cache_damaged_entry_rebuilt", 0, dir, what);
+    struct stat now;
+    ck_assert_int_eq(stat(entry, &now), 0);
+    ck_assert_msg(now.st_size == good.st_size, "entry %s: rewritten with %lld bytes, not %lld",
+                  kinds[kind], (long long)now.st_size, (long long)good.st_size);
+    snprintf(what, sizeof what, "entry %s: loaded after the rewrite", kinds[kind]);
+    run_child("test_cache_damaged_entry_rebuilt", 1, dir, what);
+    ck_assert_int_eq(count_files(dir, NULL, 0), 1);
+  }
+  remove_cache(dir);
+}
+END_TEST
+
+START_TEST(test_cache_unusable_dir) {
+  if (!cu_forked) {
+    cu_skip("test_cache_unusable_dir", "needs CK_FORK (sets CLT_CACHE_DIR)");
+    return;
+  }
+  unsetenv("CLT_CACHE");
+  /* A path under a regular file cannot be a directory, even for root. */
+  setenv("CLT_CACHE_DIR", "/dev/null/clt", 1);
+  if (!run_child("test_cache_unusable_dir", 0, NULL, "CLT_CACHE_DIR under /dev/null"))
+    return;
+  /* A usable directory where the entry cannot be written: its name is taken by a directory. */
+  const char *dir = cache_tmpdir();
+  setenv("CLT_CACHE_DIR", dir, 1);
+  run_child("test_cache_unusable_dir", 0, dir, "filling the cache");
+  char entry[512] = "";
+  ck_assert_int_eq(count_files(dir, entry, sizeof entry), 1);
+  ck_assert_int_eq(unlink(entry), 0);
+  ck_assert_int_eq(mkdir(entry, 0700), 0);
+  run_child("test_cache_unusable_dir", 0, dir, "the entry's name taken by a directory");
+  ck_assert_int_eq(count_files(dir, NULL, 0), 1); /* no temp file left behind */
+  remove_cache(dir);
+}
+END_TEST
+
+START_TEST(test_cache_off_writes_nothing) {
+  if (!cu_forked) {
+    cu_skip("test_cache_off_writes_nothing", "needs CK_FORK (sets CLT_CACHE)");
+    return;
+  }
+  const char *dir = cache_tmpdir();
+  char home[128];
+  snprintf(home, sizeof home, "%s", dir);
+  dir = cache_tmpdir();
+  setenv("CLT_CACHE_DIR", dir, 1);
+  setenv("HOME", home, 1);
+  setenv("XDG_CACHE_HOME", home, 1);
+  setenv("CLT_CACHE", "0", 1);
+  if (!run_child("test_cache_off_writes_nothing", 0, NULL, "CLT_CACHE=0")) {
+    remove_cache(dir);
+    remove_cache(home);
+    return;
+  }
+  ck_assert_msg(count_files(dir, NULL, 0) == 0, "CLT_CACHE=0 wrote into CLT_CACHE_DIR");
+  /* PoCL keeps its own cache under $XDG_CACHE_HOME/pocl: only clt's is looked at. */
+  char clt_home[160];
+  snprintf(clt_home, sizeof clt_home, "%s/clt", home);
+  ck_assert_msg(access(clt_home, F_OK) != 0, "CLT_CACHE=0 created %s", clt_home);
+  /* The same with the cache on fills it: the test above can fail. */
+  setenv("CLT_CACHE", "1", 1);
+  run_child("test_cache_off_writes_nothing", 0, dir, "CLT_CACHE=1");
+  ck_assert_int_eq(count_files(dir, NULL, 0), 1);
+  remove_cache(dir);
+  remove_cache(home);
+}
+END_TEST
+
 Suite *program_suite(void) {
   Suite *s = suite_create("program");
   TCase *tc = cu_tcase("kernel sources");
   tcase_add_test(tc, test_kernel_path_loads_from_disk);
   tcase_add_test(tc, test_build_failure_reports_log);
   tcase_add_test(tc, test_kernel_path_missing_file);
+  suite_add_tcase(s, tc);
+  tc = cu_tcase("disk cache");
+  tcase_add_test(tc, test_cache_fills_and_second_process_loads);
+  tcase_add_test(tc, test_cache_damaged_entry_rebuilt);
+  tcase_add_test(tc, test_cache_unusable_dir);
+  tcase_add_test(tc, test_cache_off_writes_nothing);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -49,4 +49,8 @@ const struct clt_backend clt__host_backend = {
     .upload = host_upload,
     .elementwise = clt__host_elementwise,
     .reduce = clt__host_reduce,
+    .fill_random = clt__host_fill_random,
+    .matmul = clt__host_matmul,
+    .matmul_path = clt__host_matmul_path,
+    .transpose = clt__host_transpose,
 };

@@ -99,4 +99,8 @@ const struct clt_backend clt__opencl_backend = {
     .upload = cl_upload,
     .elementwise = clt__cl_elementwise,
     .reduce = clt__cl_reduce,
+    .fill_random = clt__cl_fill_random,
+    .matmul = clt__cl_matmul,
+    .matmul_path = clt__cl_matmul_path,
+    .transpose = clt__cl_transpose,
 };

@@ -1,0 +1,92 @@
+/* host/matmul.c - matrix products on the host: CBLAS (OpenBLAS) when configure found one, else
+ * cache-blocked loops of ours. clt__host_gemm is also what the OpenCL native-kernel path runs
+ * (lib/opencl/matmul.c). */
+#include "backend.h"
+
+#include <string.h>
+
+#ifdef HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+#ifndef HAVE_CBLAS
+/* C = A x B in blocks of BM x BK x BN, the innermost loop running along rows of B and C so that
+ * it vectorizes; a row of C accumulates in place (C is zeroed first). */
+enum { BM = 64, BK = 128, BN = 256 };
+#define BLOCKED_GEMM(name, T)                                                                      \
+  static void name(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,           \
+                   int64_t ldb, T *c, int64_t ldc) {                                               \
+    for (int64_t i = 0; i < m; i++)                                                                \
+      memset(c + i * ldc, 0, (size_t)n * sizeof(T));                                               \
+    for (int64_t i0 = 0; i0 < m; i0 += BM)                                                         \
+      for (int64_t p0 = 0; p0 < k; p0 += BK)                                                       \
+        for (int64_t j0 = 0; j0 < n; j0 += BN) {                                                   \
+          int64_t i1 = i0 + BM < m ? i0 + BM : m, p1 = p0 + BK < k ? p0 + BK : k;                  \
+          int64_t j1 = j0 + BN < n ? j0 + BN : n;                                                  \
+          for (int64_t i = i0; i < i1; i++) {                                                      \
+            T *restrict crow = c + i * ldc;                                                        \
+            for (int64_t p = p0; p < p1; p++) {                                                    \
+              T av = a[i * lda + p];                                                               \
+              const T *restrict brow = b + p * ldb;                                                \
+              for (int64_t j = j0; j < j1; j++)                                                    \
+                crow[j] += av * brow[j];                                                           \
+            }                                                                                      \
+          }                                                                                        \
+        }                                                                                          \
+  }
+BLOCKED_GEMM(gemm_f32, float)
+BLOCKED_GEMM(gemm_f64, double)
+#endif
+
+static void gemm(clt_dtype dt, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                 const void *b, int64_t ldb, void *c, int64_t ldc) {
+#ifdef HAVE_CBLAS
+  if (dt == CLT_F32)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
+                (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+  else
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a, (int)lda,
+                b, (int)ldb, 0.0, c, (int)ldc);
+#else
+  if (dt == CLT_F32)
+    gemm_f32(m, n, k, a, lda, b, ldb, c, ldc);
+  else
+    gemm_f64(m, n, k, a, lda, b, ldb, c, ldc);
+#endif
+}
+
+void clt__host_matmul_run(clt_dtype dt, const clt_matmul_desc *g, const void *a, const void *b,
+                          void *c) {
+  size_t es = clt_dtype_size(dt);
+  const char *pa = a, *pb = b;
+  char *pc = c;
+  if (g->sb == 0) { /* one B for every batch entry: a single (batch*m, k) x (k, n) product */
+    gemm(dt, g->batch * g->m, g->n, g->k, pa, g->k, pb, g->n, pc, g->n);
+    return;
+  }
+  for (int64_t i = 0; i < g->batch; i++)
+    gemm(dt, g->m, g->n, g->k, pa + (size_t)(i * g->sa) * es, g->k, pb + (size_t)(i * g->sb) * es,
+         g->n, pc + (size_t)(i * g->m * g->n) * es, g->n);
+}
+
+clt_status clt__host_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out) {
+  (void)dev;
+  (void)fn;
+#ifdef HAVE_CBLAS
+  *out = CLT__MM_BLAS;
+#else
+  *out = CLT__MM_LOOP;
+#endif
+  return CLT_OK;
+}
+
+clt_status clt__host_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
+                            const clt_matmul_desc *g, const char *fn) {
+  clt_status st;
+  if ((st = clt__storage_host_wait(a->storage, false, fn)) != CLT_OK ||
+      (st = clt__storage_host_wait(b->storage, false, fn)) != CLT_OK ||
+      (st = clt__storage_host_wait(out->storage, true, fn)) != CLT_OK)
+    return st;
+  clt__host_matmul_run(out->dtype, g, clt__host_ptr(a), clt__host_ptr(b), clt__host_ptr(out));
+  return CLT_OK;
+}

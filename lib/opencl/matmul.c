@@ -1,0 +1,318 @@
+/* opencl/matmul.c - matrix products on OpenCL devices, by one of three paths (clt_matmul_path):
+ *   clblast  CLBlast's GEMM on the device's queue (GPUs: tuned kernels);
+ *   native   the host's CBLAS as an OpenCL native kernel in the device's queue, for CPU devices
+ *            (PoCL), whose buffers are host memory: OpenBLAS on the same cores is an order of
+ *            magnitude faster than CLBlast's kernels there (bench/matmul.c), and running it as a
+ *            command keeps the call asynchronous and ordered by events like any kernel;
+ *   kernel   kernels/matmul.cl, local-memory tiles, when neither applies.
+ * CLT_MATMUL=auto|clblast|native|kernel forces one. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
+
+static bool has_native_kernels(const clt_device *d) {
+  cl_device_exec_capabilities caps = 0;
+  if (clGetDeviceInfo(d->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) !=
+      CL_SUCCESS)
+    return false;
+  return (caps & CL_EXEC_NATIVE_KERNEL) != 0;
+}
+
+clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out) {
+  const char *env = getenv("CLT_MATMUL");
+  bool native = has_native_kernels(dev);
+  if (!env || !*env || strcmp(env, "auto") == 0) {
+#ifdef HAVE_CBLAS
+    if (dev->kind == CLT_DEVICE_CL_CPU && native) {
+      *out = CLT__MM_NATIVE;
+      return CLT_OK;
+    }
+#endif
+#ifdef HAVE_CLBLAST
+    *out = CLT__MM_CLBLAST;
+#else
+    *out = CLT__MM_KERNEL;
+#endif
+    return CLT_OK;
+  }
+  if (strcmp(env, "kernel") == 0) {
+    *out = CLT__MM_KERNEL;
+    return CLT_OK;
+  }
+  if (strcmp(env, "clblast") == 0) {
+#ifdef HAVE_CLBLAST
+    *out = CLT__MM_CLBLAST;
+    return CLT_OK;
+#else
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "CLT_MATMUL=clblast, but clt was built without CLBlast; use auto, native "
+                      "or kernel");
+#endif
+  }
+  if (strcmp(env, "native") == 0) {
+    if (!native)
+      return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                        "CLT_MATMUL=native, but %s cannot run native kernels "
+                        "(CL_EXEC_NATIVE_KERNEL); use auto, clblast or kernel",
+                        dev->name);
+    *out = CLT__MM_NATIVE;
+    return CLT_OK;
+  }
+  return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                    "CLT_MATMUL is '%s'; expected auto, clblast, native or kernel", env);
+}
+
+/* ---- native: the host's BLAS as a command in the device's queue -------------------------- */
+
+/* The OpenCL way to hand buffers to a native kernel is mem_list + args_mem_loc: the runtime
+ * writes each buffer's host address into the argument block. PoCL 3.1 writes them in its own
+ * order of the buffers, not the order of mem_list (a, b, c can arrive as c, a, b), and drops
+ * duplicates (a x a). So each buffer's address is learned by a one-buffer native kernel (no
+ * order to get wrong) that stores it into a context block; the product, enqueued after them on
+ * the in-order queue, lists all buffers (so the runtime migrates and orders them) but reads the
+ * addresses from the context. The context is freed when the product's event completes. */
+typedef struct native_ctx {
+  void *ptr[3]; /* a, b, c: filled by the probes */
+  size_t off[3];
+  clt_dtype dtype;
+  clt_matmul_desc g;
+} native_ctx;
+
+typedef struct probe_args {
+  union {
+    cl_mem mem;
+    void *ptr;
+  } buf;
+  void **dst;
+} probe_args;
+
+typedef struct gemm_args {
+  native_ctx *ctx;
+  union {
+    cl_mem mem;
+    void *ptr;
+  } buf[3]; /* replaced by the runtime, in its order: unused */
+} gemm_args;
+
+static void CL_CALLBACK run_probe(void *p) {
+  probe_args *x = p;
+  *x->dst = x->buf.ptr;
+}
+
+static void CL_CALLBACK run_native(void *p) {
+  native_ctx *c = ((gemm_args *)p)->ctx;
+  clt__host_matmul_run(c->dtype, &c->g, (char *)c->ptr[0] + c->off[0],
+                       (char *)c->ptr[1] + c->off[1], (char *)c->ptr[2] + c->off[2]);
+}
+
+static void CL_CALLBACK free_ctx(cl_event ev, cl_int status, void *p) {
+  (void)ev;
+  (void)status;
+  free(p);
+}
+
+static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tensor *a,
+                                 const clt_tensor *b, const clt_matmul_desc *g, clt_waitlist *wl,
+                                 const char *fn, cl_event *ev) {
+  native_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  const clt_tensor *ts[3] = {a, b, out};
+  gemm_args ga = {.ctx = ctx};
+  cl_mem mems[3];
+  const void *locs[3];
+  cl_uint nmem = 0;
+  for (int i = 0; i < 3; i++) {
+    ctx->off[i] = ts[i]->offset;
+    bool dup = false;
+    for (cl_uint j = 0; j < nmem; j++)
+      dup = dup || mems[j] == ts[i]->storage->mem;
+    if (!dup) {
+      mems[nmem] = ga.buf[nmem].mem = ts[i]->storage->mem;
+      locs[nmem] = &ga.buf[nmem].mem;
+      nmem++;
+    }
+  }
+  ctx->dtype = out->dtype;
+  ctx->g = *g;
+  cl_int err = CL_SUCCESS;
+  const char *what = "clEnqueueNativeKernel";
+  for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+    probe_args pa = {.dst = &ctx->ptr[i]};
+    pa.buf.mem = ts[i]->storage->mem;
+    const void *loc = &pa.buf.mem;
+    err = clEnqueueNativeKernel(d->queue, run_probe, &pa, sizeof pa, 1, &pa.buf.mem, &loc,
+                                i == 0 ? wl->n : 0, i == 0 && wl->n ? wl->ev : NULL, NULL);
+  }
+  if (err == CL_SUCCESS)
+    err =
+        clEnqueueNativeKernel(d->queue, run_native, &ga, sizeof ga, nmem, mems, locs, 0, NULL, ev);
+  if (err == CL_SUCCESS) {
+    what = "clSetEventCallback";
+    if ((err = clSetEventCallback(*ev, CL_COMPLETE, free_ctx, ctx)) != CL_SUCCESS) {
+      clWaitForEvents(1, ev);
+      free(ctx);
+    }
+    return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, what, d);
+  }
+  clFinish(d->queue); /* probes may be pending: they write into ctx */
+  free(ctx);
+  return clt__cl_error(err, fn, what, d);
+}
+
+/* ---- clblast ------------------------------------------------------------------------------ */
+
+#ifdef HAVE_CLBLAST
+static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tensor *a,
+                                  const clt_tensor *b, const clt_matmul_desc *g, clt_waitlist *wl,
+                                  const char *fn, cl_event *ev) {
+  /* CLBlast takes no wait list: a barrier makes the in-order queue wait for other queues'
+   * work on the operands first. */
+  if (wl->n) {
+    cl_int err = clEnqueueBarrierWithWaitList(d->queue, wl->n, wl->ev, NULL);
+    if (err != CL_SUCCESS)
+      return clt__cl_error(err, fn, "clEnqueueBarrierWithWaitList", d);
+  }
+  size_t es = clt_dtype_size(out->dtype);
+  size_t oa = a->offset / es, ob = b->offset / es, oc = out->offset / es;
+  size_t m = (size_t)g->m, n = (size_t)g->n, k = (size_t)g->k, nb = (size_t)g->batch;
+  bool f32 = out->dtype == CLT_F32;
+  CLBlastStatusCode cs;
+  const char *what;
+  cl_mem am = a->storage->mem, bm = b->storage->mem, cm = out->storage->mem;
+  if (g->sb == 0 || nb == 1) { /* one B for all: a single (batch*m, k) x (k, n) product */
+    what = f32 ? "CLBlastSgemm" : "CLBlastDgemm";
+    if (f32)
+      cs = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, nb * m, n, k,
+                        1.0f, am, oa, k, bm, ob, n, 0.0f, cm, oc, n, &d->queue, ev);
+    else
+      cs = CLBlastDgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, nb * m, n, k,
+                        1.0, am, oa, k, bm, ob, n, 0.0, cm, oc, n, &d->queue, ev);
+  } else {
+    what = f32 ? "CLBlastSgemmStridedBatched" : "CLBlastDgemmStridedBatched";
+    if (f32)
+      cs = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
+                                      m, n, k, 1.0f, am, oa, k, (size_t)g->sa, bm, ob, n,
+                                      (size_t)g->sb, 0.0f, cm, oc, n, m * n, nb, &d->queue, ev);
+    else
+      cs = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
+                                      m, n, k, 1.0, am, oa, k, (size_t)g->sa, bm, ob, n,
+                                      (size_t)g->sb, 0.0, cm, oc, n, m * n, nb, &d->queue, ev);
+  }
+  if (cs != CLBlastSuccess) {
+    if (cs > -1000) /* an OpenCL error code */
+      return clt__cl_error((cl_int)cs, fn, what, d);
+    return clt__error(CLT_ERR_OPENCL, fn, "%s failed on %s: CLBlast status %d", what, d->name,
+                      (int)cs);
+  }
+  return CLT_OK;
+}
+#endif
+
+/* ---- kernel: kernels/matmul.cl ------------------------------------------------------------ */
+
+/* The tile edge and rows per work-item for d: 32 x 32 tiles of 256 work-items where the
+ * device allows, smaller ones otherwise. */
+static void tile_shape(const clt_device *d, int *ts, int *wpt) {
+  *ts = 32;
+  *wpt = 4;
+  while (*ts > 4 && (size_t)(*ts * *ts / *wpt) > d->max_work_group)
+    *ts /= 2;
+  if (*wpt > *ts)
+    *wpt = *ts;
+}
+
+static clt_status get_tiled_kernel(clt_device *d, clt_dtype dt, const char *fn, cl_kernel *k) {
+  int ts, wpt;
+  tile_shape(d, &ts, &wpt);
+  bool f64 = dt == CLT_F64;
+  char name[32], kname[48], options[256];
+  snprintf(name, sizeof name, "matmul_%s", clt_dtype_name(dt));
+  snprintf(kname, sizeof kname, "%s_tiled", name);
+  snprintf(options, sizeof options,
+           "%s#define NAME %s\n#define T %s\n#define TS %d\n#define WPT %d\n",
+           clt__cl_base_options(d, f64), name, f64 ? "double" : "float", ts, wpt);
+  return clt__get_kernel(d, "matmul", options, kname, fn, k);
+}
+
+/* Launches the tiled kernel k (from get_tiled_kernel); the device lock is held. */
+static clt_status enqueue_kernel(clt_device *d, cl_kernel k, clt_tensor *out, const clt_tensor *a,
+                                 const clt_tensor *b, const clt_matmul_desc *g, clt_waitlist *wl,
+                                 const char *fn, cl_event *ev) {
+  int ts, wpt;
+  tile_shape(d, &ts, &wpt);
+  cl_mem am = a->storage->mem, bm = b->storage->mem, cm = out->storage->mem;
+  if (a->offset || b->offset || out->offset)
+    return clt__error(CLT_ERR_INTERNAL, fn, "the matmul kernel takes tensors at offset 0");
+  cl_int m = (cl_int)g->m, n = (cl_int)g->n, kk = (cl_int)g->k;
+  cl_long sa = g->sa, sb = g->sb;
+  size_t local[3] = {(size_t)ts, (size_t)(ts / wpt), 1};
+  size_t global[3] = {((size_t)n + ts - 1) / ts * ts, ((size_t)m + ts - 1) / ts * local[1],
+                      (size_t)g->batch};
+  cl_int err = clSetKernelArg(k, 0, sizeof(cl_mem), &am);
+  err |= clSetKernelArg(k, 1, sizeof(cl_mem), &bm);
+  err |= clSetKernelArg(k, 2, sizeof(cl_mem), &cm);
+  err |= clSetKernelArg(k, 3, sizeof m, &m);
+  err |= clSetKernelArg(k, 4, sizeof n, &n);
+  err |= clSetKernelArg(k, 5, sizeof kk, &kk);
+  err |= clSetKernelArg(k, 6, sizeof sa, &sa);
+  err |= clSetKernelArg(k, 7, sizeof sb, &sb);
+  if (err != CL_SUCCESS)
+    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of the matmul kernel on %s failed",
+                      d->name);
+  err =
+      clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, wl->n, wl->n ? wl->ev : NULL, ev);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clEnqueueNDRangeKernel", d);
+  return CLT_OK;
+}
+
+clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
+                          const clt_matmul_desc *g, const char *fn) {
+  clt_device *d = out->storage->dev;
+  clt_matmul_kind kind;
+  clt_status st = clt__cl_matmul_path(d, fn, &kind);
+  if (st != CLT_OK)
+    return st;
+  cl_kernel k = NULL;
+  if (kind == CLT__MM_KERNEL && (st = get_tiled_kernel(d, out->dtype, fn, &k)) != CLT_OK)
+    return st;
+  clt_waitlist wl = {.n = 0};
+  if ((st = clt__waitlist_add(&wl, a->storage, false, d->context, fn)) != CLT_OK ||
+      (st = clt__waitlist_add(&wl, b->storage, false, d->context, fn)) != CLT_OK ||
+      (st = clt__waitlist_add(&wl, out->storage, true, d->context, fn)) != CLT_OK) {
+    clt__waitlist_clear(&wl);
+    return st;
+  }
+  cl_event ev = NULL;
+  pthread_mutex_lock(&d->lock);
+  switch (kind) {
+  case CLT__MM_NATIVE:
+    st = enqueue_native(d, out, a, b, g, &wl, fn, &ev);
+    break;
+#ifdef HAVE_CLBLAST
+  case CLT__MM_CLBLAST:
+    st = enqueue_clblast(d, out, a, b, g, &wl, fn, &ev);
+    break;
+#endif
+  default:
+    st = enqueue_kernel(d, k, out, a, b, g, &wl, fn, &ev);
+    break;
+  }
+  pthread_mutex_unlock(&d->lock);
+  clt__waitlist_clear(&wl);
+  if (st != CLT_OK)
+    return st;
+  clt__storage_note(a->storage, ev, d->queue, false);
+  clt__storage_note(b->storage, ev, d->queue, false);
+  clt__storage_note(out->storage, ev, d->queue, true);
+  st = clt__maybe_sync(ev, d, fn);
+  clReleaseEvent(ev);
+  return st;
+}
