@@ -386,6 +386,15 @@ const char *clt_matmul_path(clt_device *d);
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, a dimension out of range), CLT_ERR_OPENCL. */
 clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
 
+/** A view of t with another shape and the same elements in the same (C) order: it shares t's
+ *  memory, so writes through one are seen through the other (torch.reshape on a contiguous
+ *  tensor). One dimension may be -1 and is then inferred. The caller releases *out; the memory
+ *  lives while either tensor does.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, ndim outside 0..8, more than one -1, another
+ *  negative dimension), CLT_ERR_SHAPE_MISMATCH (the element counts differ; the message names
+ *  both shapes). */
+clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out);
+
 /** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the
  *  operation's name without prefix: "add", "sub", "mul", "div", "pow", "maximum", "minimum",
  *  "eq", "ne", "lt", "le", "gt" or "ge". */

@@ -442,3 +442,66 @@ clt_status clt_item_i64(const clt_tensor *t, int64_t *out) {
     *out = i;
   return s;
 }
+
+clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
+  static const char fn[] = "clt_reshape";
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if (ndim < 0 || ndim > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", ndim,
+                      CLT_MAX_DIMS);
+  if (ndim > 0 && !shape)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
+  int64_t dims[CLT_MAX_DIMS], known = 1;
+  int infer = -1;
+  for (int i = 0; i < ndim; i++) {
+    dims[i] = shape[i];
+    if (shape[i] == -1) {
+      if (infer >= 0)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "shape[%d] and shape[%d] are both -1; only one dimension can be "
+                          "inferred",
+                          infer, i);
+      infer = i;
+    } else if (shape[i] < 0) {
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
+                        (long long)shape[i]);
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      known = -1; /* cannot match any numel */
+      break;
+    }
+  }
+  char want[256], have[256];
+  if (infer >= 0) {
+    if (known > 0 && t->numel % known == 0)
+      dims[infer] = t->numel / known;
+    else if (known == 0 && t->numel == 0)
+      dims[infer] = 0; /* ambiguous in principle; 0 is what NumPy refuses and PyTorch too */
+    else
+      dims[infer] = -1;
+    if (known == 0)
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                        "cannot infer the -1 dimension when another dimension is 0");
+  }
+  int64_t n = 1;
+  bool bad = false;
+  for (int i = 0; i < ndim && !bad; i++)
+    if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n))
+      bad = true;
+  if (bad || n != t->numel) {
+    clt__format_shape(want, sizeof want, ndim, shape);
+    clt__format_shape(have, sizeof have, t->ndim, t->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "cannot view a tensor of shape %s (%lld elements) as shape %s", have,
+                      (long long)t->numel, want);
+  }
+  clt_tensor *v;
+  if ((s = clt__tensor_wrap(t->dtype, ndim, dims, t->storage, fn, &v)) != CLT_OK)
+    return s;
+  v->offset = t->offset;
+  *out = v;
+  return CLT_OK;
+}

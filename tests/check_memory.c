@@ -104,12 +104,67 @@ START_TEST(test_cache_off) {
 }
 END_TEST
 
+/* Asking a device for more memory than it has is a clean error, and the library still works. */
+START_TEST(test_out_of_memory) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int v = 1; v < nd; v++) {
+    clt_device_info info;
+    CU_OK(clt_device_info_get(devs[v], &info));
+    int64_t n = (int64_t)(info.memory_bytes / 4) * 2; /* twice the device's memory in f32 */
+    clt_tensor *t = CU_SENTINEL;
+    CU_FAILS(clt_empty(CLT_F32, 1, &n, devs[v], &t), CLT_ERR_OUT_OF_MEMORY, "clt_empty");
+    ck_assert_ptr_eq(t, CU_SENTINEL);
+    ck_assert_msg(strstr(clt_last_error(), cu_dev_name(devs[v])) != NULL,
+                  "the message names no device: %s", clt_last_error());
+    int64_t small = 1000;
+    clt_tensor *a, *s;
+    CU_OK(clt_ones(CLT_F32, 1, &small, devs[v], &a));
+    CU_OK(clt_sum(a, &s));
+    double total;
+    CU_OK(clt_item(s, &total));
+    ck_assert(total == 1000.0);
+    clt_tensor_release(a);
+    clt_tensor_release(s);
+  }
+}
+END_TEST
+
+/* A tensor released while a kernel still reads it: the memory returns to the cache and is
+ * reused at once by a tensor written on the same queue; the kernel's result must not see it. */
+START_TEST(test_reuse_while_kernel_runs) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  int64_t n = 2 << 20;
+  for (int v = 0; v < nd; v++) {
+    for (int round = 0; round < 3; round++) {
+      clt_tensor *a, *b, *c, *d;
+      CU_OK(clt_arange(0, (double)n, 1, CLT_F32, devs[v], &a));
+      CU_OK(clt_ones(CLT_F32, 1, &n, devs[v], &b));
+      CU_OK(clt_add(a, b, &c)); /* enqueued; a and b may still be read */
+      clt_tensor_release(a);
+      clt_tensor_release(b);
+      CU_OK(clt_full(CLT_F32, 1, &n, -7.0, devs[v], &d)); /* reuses a's or b's memory */
+      float *got = cu_read(c);
+      for (int64_t i = 0; i < n; i += 1021)
+        ck_assert_msg(got[i] == (float)i + 1.0f, "%s round %d: c[%lld] = %g", cu_dev_name(devs[v]),
+                      round, (long long)i, got[i]);
+      free(got);
+      clt_tensor_release(c);
+      clt_tensor_release(d);
+    }
+  }
+}
+END_TEST
+
 Suite *memory_suite(void) {
   Suite *s = suite_create("memory");
   TCase *tc = cu_tcase("caching allocator");
   tcase_add_test(tc, test_reuse_and_stats);
   tcase_add_test(tc, test_reuse_waits_for_other_queue);
   tcase_add_test(tc, test_cache_off);
+  tcase_add_test(tc, test_out_of_memory);
+  tcase_add_test(tc, test_reuse_while_kernel_runs);
   suite_add_tcase(s, tc);
   return s;
 }

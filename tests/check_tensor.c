@@ -642,6 +642,63 @@ START_TEST(test_no_fp64_env) {
 }
 END_TEST
 
+/* reshape is a view: same memory, new shape; -1 inferred; errors name both shapes. */
+START_TEST(test_reshape_view) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int v = 0; v < nd; v++) {
+    clt_tensor *t, *r, *r2, *one, *sum;
+    CU_OK(clt_arange(0, 24, 1, CLT_I32, devs[v], &t));
+    int64_t s1[3] = {2, -1, 4};
+    CU_OK(clt_reshape(t, 3, s1, &r));
+    ck_assert_int_eq(clt_tensor_ndim(r), 3);
+    ck_assert_int_eq(clt_tensor_shape(r)[1], 3);
+    ck_assert_ptr_eq(clt_tensor_device(r), devs[v]);
+    int32_t got[24];
+    CU_OK(clt_tensor_read(r, got, sizeof got));
+    for (int i = 0; i < 24; i++)
+      ck_assert_int_eq(got[i], i);
+    /* A write through the view is seen through the original: they share memory. */
+    CU_OK(clt_ones(CLT_I32, 0, NULL, devs[v], &one));
+    CU_OK(clt_add_(r, one));
+    CU_OK(clt_tensor_read(t, got, sizeof got));
+    for (int i = 0; i < 24; i++)
+      ck_assert_msg(got[i] == i + 1, "%s: t[%d] = %d after r += 1", cu_dev_name(devs[v]), i,
+                    got[i]);
+    int64_t s0[1] = {-1};
+    CU_OK(clt_reshape(r, 1, s0, &r2));
+    ck_assert_int_eq(clt_tensor_numel(r2), 24);
+    CU_OK(clt_sum(r2, &sum));
+    int64_t total;
+    CU_OK(clt_item_i64(sum, &total));
+    ck_assert_int_eq(total, 300); /* 1 + ... + 24 */
+    clt_tensor *bad = CU_SENTINEL;
+    int64_t s5[2] = {5, 5}, s2[2] = {-1, -1}, sneg[2] = {-2, 12};
+    CU_FAILS(clt_reshape(t, 2, s5, &bad), CLT_ERR_SHAPE_MISMATCH, "clt_reshape");
+    ck_assert_msg(strstr(clt_last_error(), "[24]") && strstr(clt_last_error(), "[5, 5]"), "%s",
+                  clt_last_error());
+    CU_FAILS(clt_reshape(t, 2, s2, &bad), CLT_ERR_INVALID_ARGUMENT, "clt_reshape");
+    CU_FAILS(clt_reshape(t, 2, sneg, &bad), CLT_ERR_INVALID_ARGUMENT, "clt_reshape");
+    CU_FAILS(clt_reshape(t, 9, s5, &bad), CLT_ERR_INVALID_ARGUMENT, "clt_reshape");
+    CU_FAILS(clt_reshape(NULL, 1, s0, &bad), CLT_ERR_INVALID_ARGUMENT, "clt_reshape");
+    ck_assert_ptr_eq(bad, CU_SENTINEL);
+    /* The view keeps the memory alive after the original is released. */
+    clt_tensor_release(t);
+    CU_OK(clt_tensor_read(r2, got, sizeof got));
+    ck_assert_int_eq(got[23], 24);
+    clt_tensor *scalar;
+    int64_t s1x1[2] = {1, 1};
+    CU_OK(clt_reshape(one, 2, s1x1, &scalar));
+    ck_assert_int_eq(clt_tensor_numel(scalar), 1);
+    clt_tensor_release(scalar);
+    clt_tensor_release(r);
+    clt_tensor_release(r2);
+    clt_tensor_release(one);
+    clt_tensor_release(sum);
+  }
+}
+END_TEST
+
 Suite *tensor_suite(void) {
   Suite *s = suite_create("tensor");
   TCase *tc = cu_tcase("create");
@@ -655,6 +712,7 @@ Suite *tensor_suite(void) {
   tcase_add_test(tc, test_scalar_and_ndim8);
   tcase_add_test(tc, test_no_fp64);
   tcase_add_test(tc, test_no_fp64_env);
+  tcase_add_test(tc, test_reshape_view);
   suite_add_tcase(s, tc);
   tc = cu_tcase("access");
   tcase_add_test(tc, test_item);
