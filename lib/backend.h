@@ -136,6 +136,32 @@ struct clt_backend {
                           const char *fn);
 };
 
+/* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
+ * per thread (OpenMP, when configure found it); smaller ones stay on the calling thread, where
+ * starting threads would cost more than it saves. clt__host_parts(n) is the number of parts;
+ * CLT__PARALLEL_FOR runs the following for loop over them in parallel. */
+#define CLT__PAR_MIN ((int64_t)1 << 16)
+#ifdef _OPENMP
+#include <omp.h>
+#define CLT__PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
+static inline int64_t clt__host_parts(int64_t n) {
+  int t = omp_get_max_threads();
+  return (n < CLT__PAR_MIN || t < 2) ? 1 : t;
+}
+#else
+#define CLT__PARALLEL_FOR
+static inline int64_t clt__host_parts(int64_t n) {
+  (void)n;
+  return 1;
+}
+#endif
+/* The bounds of part k of parts over n elements, aligned to 64 elements. */
+static inline void clt__part(int64_t n, int64_t parts, int64_t k, int64_t *lo, int64_t *hi) {
+  int64_t step = ((n + parts - 1) / parts + 63) / 64 * 64;
+  *lo = k * step < n ? k * step : n;
+  *hi = (k + 1) * step < n ? (k + 1) * step : n;
+}
+
 extern const struct clt_backend clt__host_backend;
 extern const struct clt_backend clt__opencl_backend;
 

@@ -314,8 +314,17 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     st = clt__storage_host_wait(out->storage, true, fn);
   if (st != CLT_OK)
     return st;
+  int64_t parts = clt__host_parts(out->numel);
   if (op->kind == CLT__OP_CAST) {
-    convert(clt__host_ptr(out), out->dtype, clt__host_ptr(in[0]), in[0]->dtype, out->numel);
+    size_t ei = clt_dtype_size(in[0]->dtype), eo = clt_dtype_size(out->dtype);
+    char *po = clt__host_ptr(out);
+    const char *pi = clt__host_ptr(in[0]);
+    CLT__PARALLEL_FOR
+    for (int64_t k = 0; k < parts; k++) {
+      int64_t lo, hi;
+      clt__part(out->numel, parts, k, &lo, &hi);
+      convert(po + (size_t)lo * eo, out->dtype, pi + (size_t)lo * ei, in[0]->dtype, hi - lo);
+    }
     return CLT_OK;
   }
   void *tmp[3] = {NULL, NULL, NULL};
@@ -331,7 +340,15 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    f(clt__host_ptr(out), p[0], out->numel);
+    size_t ei = clt_dtype_size(compute), eo = clt_dtype_size(out->dtype);
+    char *po = clt__host_ptr(out);
+    const char *pi = p[0];
+    CLT__PARALLEL_FOR
+    for (int64_t k = 0; k < parts; k++) {
+      int64_t lo, hi;
+      clt__part(out->numel, parts, k, &lo, &hi);
+      f(po + (size_t)lo * eo, pi + (size_t)lo * ei, hi - lo);
+    }
     goto done;
   }
   rowctx c = {.o = clt__host_ptr(out), .eo = clt_dtype_size(out->dtype)};
@@ -346,9 +363,15 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    if (bc->same)
-      c.f(c.o, p[0], p[1], out->numel, 1, 1);
-    else
+    if (bc->same) {
+      CLT__PARALLEL_FOR
+      for (int64_t k = 0; k < parts; k++) {
+        int64_t lo, hi;
+        clt__part(out->numel, parts, k, &lo, &hi);
+        c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0], c.p[1] + (size_t)lo * c.es[1],
+            hi - lo, 1, 1);
+      }
+    } else
       over_rows(bc, out->numel, binary_row, &c, 2);
   } else {
     over_rows(bc, out->numel, where_row, &c, 3);

@@ -25,6 +25,29 @@
 PAIRWISE(pairwise_f32, float)
 PAIRWISE(pairwise_f64, double)
 
+/* Large contiguous sums: fixed blocks summed pairwise in parallel, then the block sums pairwise.
+ * The blocks do not depend on the number of threads, so neither does the result. */
+#define SUM_BLOCK ((int64_t)1 << 16)
+#define BLOCKED(name, T, PW)                                                                       \
+  static T name(const T *x, int64_t n) {                                                           \
+    if (n <= SUM_BLOCK || clt__host_parts(n) == 1)                                                 \
+      return PW(x, n);                                                                             \
+    int64_t nb = (n + SUM_BLOCK - 1) / SUM_BLOCK;                                                  \
+    T local[256];                                                                                  \
+    T *part = nb <= 256 ? local : malloc((size_t)nb * sizeof(T));                                  \
+    if (!part)                                                                                     \
+      return PW(x, n);                                                                             \
+    CLT__PARALLEL_FOR                                                                              \
+    for (int64_t b = 0; b < nb; b++)                                                               \
+      part[b] = PW(x + b * SUM_BLOCK, b == nb - 1 ? n - b * SUM_BLOCK : SUM_BLOCK);                \
+    T r = PW(part, nb);                                                                            \
+    if (part != local)                                                                             \
+      free(part);                                                                                  \
+    return r;                                                                                      \
+  }
+BLOCKED(blocked_f32, float, pairwise_f32)
+BLOCKED(blocked_f64, double, pairwise_f64)
+
 /* Sums over r of a (outer, r, inner) block: pairwise when contiguous, rows otherwise. */
 #define FLOAT_SUM(name, T, PW)                                                                     \
   static void name(const T *p, T *out, int64_t outer, int64_t r, int64_t inner, bool mean) {       \
@@ -45,11 +68,32 @@ PAIRWISE(pairwise_f64, double)
           dst[j] = dst[j] / (T)r;                                                                  \
     }                                                                                              \
   }
-FLOAT_SUM(sum_f32, float, pairwise_f32)
-FLOAT_SUM(sum_f64, double, pairwise_f64)
+FLOAT_SUM(sum_f32, float, blocked_f32)
+FLOAT_SUM(sum_f64, double, blocked_f64)
 
+/* Integer sums wrap around (unsigned arithmetic), so any order gives the same result. */
 #define INT_SUM(name, T)                                                                           \
   static void name(const T *p, int64_t *out, int64_t outer, int64_t r, int64_t inner) {            \
+    if (outer == 1 && inner == 1 && clt__host_parts(r) > 1) {                                      \
+      int64_t parts = clt__host_parts(r);                                                          \
+      uint64_t part[64] = {0};                                                                     \
+      if (parts > 64)                                                                              \
+        parts = 64;                                                                                \
+      CLT__PARALLEL_FOR                                                                            \
+      for (int64_t k = 0; k < parts; k++) {                                                        \
+        int64_t lo, hi;                                                                            \
+        clt__part(r, parts, k, &lo, &hi);                                                          \
+        uint64_t s = 0;                                                                            \
+        for (int64_t i = lo; i < hi; i++)                                                          \
+          s += (uint64_t)p[i];                                                                     \
+        part[k] = s;                                                                               \
+      }                                                                                            \
+      uint64_t s = 0;                                                                              \
+      for (int64_t k = 0; k < parts; k++)                                                          \
+        s += part[k];                                                                              \
+      out[0] = (int64_t)s;                                                                         \
+      return;                                                                                      \
+    }                                                                                              \
     for (int64_t o = 0; o < outer; o++)                                                            \
       for (int64_t j = 0; j < inner; j++) {                                                        \
         uint64_t s = 0;                                                                            \
