@@ -91,7 +91,8 @@ struct clt_tensor {
   int64_t shape[CLT_MAX_DIMS];
   int64_t numel;
   size_t nbytes;
-  size_t offset; /* byte offset into storage (views; 0 for now) */
+  size_t offset; /* byte offset into storage: 0 for every tensor so far (reshape views share
+                  * their parent's); kernels do not add it yet, transfers and the host do */
   clt_storage *storage;
 };
 
