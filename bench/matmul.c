@@ -1,6 +1,6 @@
 /* matmul.c - what clt_matmul reaches, per path, against the libraries it builds on.
  *
- *   $ POCL_DEVICES="pthread pthread" ./bench/matmul [--full]
+ *   $ POCL_DEVICES="pthread pthread" ./bench/matmul [--full] [--runs N]
  *
  * f32 products of n x n matrices, n = 256, 512, 1024 (and 2048 with --full), on cpu and cl:0:
  *   - clt_matmul on cpu (CBLAS or clt's loops) and on cl:0 by every path this build and device
@@ -8,8 +8,9 @@
  *   - CLBlastSgemm called directly on a context and queue of our own for the same device (the
  *     first device of the first platform), buffers resident;
  *   - cblas_sgemm (OpenBLAS) on host memory.
- * Medians of 5 runs after one warm-up, wall clock, each run ending when the device is done
- * (clt_timer_stop / clFinish). GFLOP/s = 2 n^3 / s / 1e9; "vs blas" divides by host OpenBLAS.
+ * Medians of 5 runs (--runs N: N, at most 64) after one warm-up, wall clock, each run ending
+ * when the device is done (clt_timer_stop / clFinish). GFLOP/s = 2 n^3 / s / 1e9; "vs blas" divides
+ * by host OpenBLAS.
  */
 #define _POSIX_C_SOURCE 200809L
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -33,7 +34,8 @@
 #include <clblast_c.h>
 #endif
 
-enum { RUNS = 5 };
+enum { MAX_RUNS = 64 };
+static int runs = 5;
 
 #if defined(HAVE_CBLAS) || defined(HAVE_CLBLAST)
 static double now(void) {
@@ -60,8 +62,8 @@ _Noreturn static void die(const char *what) {
 
 /* Median seconds of clt_matmul(a, b) on dev; -1 if the path fails. */
 static double time_clt(clt_device *dev, clt_tensor *a, clt_tensor *b) {
-  double t[RUNS];
-  for (int r = -1; r < RUNS; r++) {
+  double t[MAX_RUNS];
+  for (int r = -1; r < runs; r++) {
     clt_timer *tm;
     clt_tensor *c;
     if (clt_timer_start(dev, &tm) != CLT_OK)
@@ -79,19 +81,19 @@ static double time_clt(clt_device *dev, clt_tensor *a, clt_tensor *b) {
     if (r >= 0)
       t[r] = ms / 1e3;
   }
-  return median(t, RUNS);
+  return median(t, runs);
 }
 
 #ifdef HAVE_CBLAS
 static double time_cblas(int n, const float *a, const float *b, float *c) {
-  double t[RUNS];
-  for (int r = -1; r < RUNS; r++) {
+  double t[MAX_RUNS];
+  for (int r = -1; r < runs; r++) {
     double t0 = now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
     if (r >= 0)
       t[r] = now() - t0;
   }
-  return median(t, RUNS);
+  return median(t, runs);
 }
 #endif
 
@@ -112,8 +114,8 @@ static double time_clblast(int n, const float *a, const float *b) {
   cl_mem ma = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, (void *)a, &err);
   cl_mem mb = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, (void *)b, &err);
   cl_mem mc = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-  double t[RUNS], result = 0;
-  for (int r = -1; r < RUNS && result == 0; r++) {
+  double t[MAX_RUNS], result = 0;
+  for (int r = -1; r < runs && result == 0; r++) {
     clFinish(q);
     double t0 = now();
     cl_event ev = NULL;
@@ -132,7 +134,7 @@ static double time_clblast(int n, const float *a, const float *b) {
   clReleaseMemObject(mc);
   clReleaseCommandQueue(q);
   clReleaseContext(ctx);
-  return result < 0 ? -1 : median(t, RUNS);
+  return result < 0 ? -1 : median(t, runs);
 }
 #endif
 
@@ -152,12 +154,26 @@ static void row(int n, const char *dev, const char *what, double s) {
 }
 
 int main(int argc, char **argv) {
-  int full = argc > 1 && strcmp(argv[1], "--full") == 0;
+  int full = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--full") == 0) {
+      full = 1;
+    } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+      runs = atoi(argv[++i]);
+      if (runs < 1 || runs > MAX_RUNS) {
+        fprintf(stderr, "bench/matmul: --runs takes 1 to %d\n", MAX_RUNS);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "usage: %s [--full] [--runs N]\n", argv[0]);
+      return 2;
+    }
+  }
   int sizes[4] = {256, 512, 1024, 2048};
   int nsizes = full ? 4 : 3;
   clt_device *cl0 = clt_device_count() > 0 ? clt_device_at(0) : NULL;
   const char *saved = getenv("CLT_MATMUL");
-  printf("clt %s bench/matmul: f32 n x n x n, median of %d after 1 warm-up\n", clt_version(), RUNS);
+  printf("clt %s bench/matmul: f32 n x n x n, median of %d after 1 warm-up\n", clt_version(), runs);
   printf("cpu: clt_matmul path %s; cl:0: %s, default path %s\n", clt_matmul_path(clt_cpu()),
          cl0 ? clt_device_description(cl0) : "absent", cl0 ? clt_matmul_path(cl0) : "n/a");
   printf("%6s  %-5s  %-24s  %10s  %9s  %8s\n", "n", "dev", "what", "ms", "GFLOP/s", "vs blas");
