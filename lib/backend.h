@@ -137,9 +137,10 @@ struct clt_backend {
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
- * per thread (OpenMP, when configure found it); smaller ones stay on the calling thread, where
- * starting threads would cost more than it saves. clt__host_parts(n) is the number of parts;
- * CLT__PARALLEL_FOR runs the following for loop over them in parallel. */
+ * per thread (OpenMP, when configure found it); smaller ones run on the calling thread without
+ * entering a parallel region at all (one costs about a microsecond even for one thread).
+ * CLT__FOR_PARTS(n, lo, hi, body) runs body once per part with lo and hi its bounds; parts are
+ * aligned to 64 elements. clt__host_parts(n) is the number of parts. */
 #define CLT__PAR_MIN ((int64_t)1 << 16)
 #ifdef _OPENMP
 #include <omp.h>
@@ -161,6 +162,21 @@ static inline void clt__part(int64_t n, int64_t parts, int64_t k, int64_t *lo, i
   *lo = k * step < n ? k * step : n;
   *hi = (k + 1) * step < n ? (k + 1) * step : n;
 }
+#define CLT__FOR_PARTS(n, lo, hi, ...)                                                             \
+  do {                                                                                             \
+    int64_t clt_n_ = (n), clt_parts_ = clt__host_parts(clt_n_);                                    \
+    if (clt_parts_ == 1) {                                                                         \
+      int64_t lo = 0, hi = clt_n_;                                                                 \
+      __VA_ARGS__;                                                                                 \
+    } else {                                                                                       \
+      CLT__PARALLEL_FOR                                                                            \
+      for (int64_t clt_k_ = 0; clt_k_ < clt_parts_; clt_k_++) {                                    \
+        int64_t lo, hi;                                                                            \
+        clt__part(clt_n_, clt_parts_, clt_k_, &lo, &hi);                                           \
+        __VA_ARGS__;                                                                               \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
 
 extern const struct clt_backend clt__host_backend;
 extern const struct clt_backend clt__opencl_backend;

@@ -314,17 +314,13 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     st = clt__storage_host_wait(out->storage, true, fn);
   if (st != CLT_OK)
     return st;
-  int64_t parts = clt__host_parts(out->numel);
   if (op->kind == CLT__OP_CAST) {
     size_t ei = clt_dtype_size(in[0]->dtype), eo = clt_dtype_size(out->dtype);
     char *po = clt__host_ptr(out);
     const char *pi = clt__host_ptr(in[0]);
-    CLT__PARALLEL_FOR
-    for (int64_t k = 0; k < parts; k++) {
-      int64_t lo, hi;
-      clt__part(out->numel, parts, k, &lo, &hi);
-      convert(po + (size_t)lo * eo, out->dtype, pi + (size_t)lo * ei, in[0]->dtype, hi - lo);
-    }
+    CLT__FOR_PARTS(
+        out->numel, lo, hi,
+        convert(po + (size_t)lo * eo, out->dtype, pi + (size_t)lo * ei, in[0]->dtype, hi - lo));
     return CLT_OK;
   }
   void *tmp[3] = {NULL, NULL, NULL};
@@ -343,12 +339,7 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     size_t ei = clt_dtype_size(compute), eo = clt_dtype_size(out->dtype);
     char *po = clt__host_ptr(out);
     const char *pi = p[0];
-    CLT__PARALLEL_FOR
-    for (int64_t k = 0; k < parts; k++) {
-      int64_t lo, hi;
-      clt__part(out->numel, parts, k, &lo, &hi);
-      f(po + (size_t)lo * eo, pi + (size_t)lo * ei, hi - lo);
-    }
+    CLT__FOR_PARTS(out->numel, lo, hi, f(po + (size_t)lo * eo, pi + (size_t)lo * ei, hi - lo));
     goto done;
   }
   rowctx c = {.o = clt__host_ptr(out), .eo = clt_dtype_size(out->dtype)};
@@ -363,15 +354,11 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    if (bc->same) {
-      CLT__PARALLEL_FOR
-      for (int64_t k = 0; k < parts; k++) {
-        int64_t lo, hi;
-        clt__part(out->numel, parts, k, &lo, &hi);
-        c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0], c.p[1] + (size_t)lo * c.es[1],
-            hi - lo, 1, 1);
-      }
-    } else
+    if (bc->same)
+      CLT__FOR_PARTS(out->numel, lo, hi,
+                     c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0],
+                         c.p[1] + (size_t)lo * c.es[1], hi - lo, 1, 1));
+    else
       over_rows(bc, out->numel, binary_row, &c, 2);
   } else {
     over_rows(bc, out->numel, where_row, &c, 3);
