@@ -251,7 +251,8 @@ clt_status clt_tensor_read(const clt_tensor *t, void *dst, size_t dst_bytes);
 
 /** The single element of a one-element tensor as a double (bool gives 0 or 1). Blocks. */
 clt_status clt_item(const clt_tensor *t, double *out);
-/** The same as an int64_t, exact for i64 (floats are truncated toward zero). */
+/** The same as an int64_t, exact for i64 (floats are truncated toward zero and saturate; NaN
+ *  gives 0). */
 clt_status clt_item_i64(const clt_tensor *t, int64_t *out);
 
 /* ---------------------------------------------------------------------------------------- */

@@ -135,6 +135,14 @@ clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_
 void clt__waitlist_clear(clt_waitlist *wl);
 /* Records that the command ev on queue q read (writing=false) or wrote s. */
 void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing);
+/* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
+ * (both lists may hold NULL entries, which are skipped). On failure the list is cleared. */
+clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
+                             clt_storage *const *writes, int nwrites, const char *fn);
+/* Records the enqueued command ev on d's queue as a read of `reads` and a write of `writes`,
+ * waits for it under CLT_SYNC=1, and releases ev. */
+clt_status clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
+                             clt_storage *const *writes, int nwrites, const char *fn);
 /* Keeps s alive until ev completes (for host memory used by an asynchronous copy). */
 clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
 /* Blocks until pending device commands that write s (and, if writing, read s) are done. */

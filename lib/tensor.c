@@ -374,6 +374,18 @@ clt_status clt_tensor_read(const clt_tensor *t, void *dst, size_t dst_bytes) {
   return clt__read_bytes(t, dst, fn);
 }
 
+/* A float as int64_t: truncated toward zero, saturated, NaN as 0 (a plain cast is undefined
+ * outside the range). */
+static int64_t float_to_i64(double v) {
+  if (isnan(v))
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return (int64_t)v;
+}
+
 static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64_t *i) {
   clt_status s;
   if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
@@ -398,11 +410,11 @@ static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64
   switch (t->dtype) {
   case CLT_F32:
     *d = v.f;
-    *i = (int64_t)v.f;
+    *i = float_to_i64(v.f);
     break;
   case CLT_F64:
     *d = v.d;
-    *i = (int64_t)v.d;
+    *i = float_to_i64(v.d);
     break;
   case CLT_I32:
     *d = v.i32;

@@ -88,6 +88,33 @@ clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_
   return st;
 }
 
+clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
+                             clt_storage *const *writes, int nwrites, const char *fn) {
+  clt_status st = CLT_OK;
+  for (int i = 0; i < nreads && st == CLT_OK; i++)
+    if (reads[i])
+      st = clt__waitlist_add(wl, reads[i], false, d->context, fn);
+  for (int i = 0; i < nwrites && st == CLT_OK; i++)
+    if (writes[i])
+      st = clt__waitlist_add(wl, writes[i], true, d->context, fn);
+  if (st != CLT_OK)
+    clt__waitlist_clear(wl);
+  return st;
+}
+
+clt_status clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
+                             clt_storage *const *writes, int nwrites, const char *fn) {
+  for (int i = 0; i < nreads; i++)
+    if (reads[i])
+      clt__storage_note(reads[i], ev, d->queue, false);
+  for (int i = 0; i < nwrites; i++)
+    if (writes[i])
+      clt__storage_note(writes[i], ev, d->queue, true);
+  clt_status st = clt__maybe_sync(ev, d, fn);
+  clReleaseEvent(ev);
+  return st;
+}
+
 void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing) {
   cl_event stale = NULL;
   pthread_mutex_lock(&s->lock);

@@ -63,15 +63,12 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   if (st != CLT_OK)
     return st;
 
+  clt_storage *reads[3] = {NULL, NULL, NULL}, *writes[1] = {out->storage};
+  for (int k = 0; k < n; k++)
+    reads[k] = in[k]->storage;
   clt_waitlist wl = {.n = 0};
-  for (int k = 0; k < n && st == CLT_OK; k++)
-    st = clt__waitlist_add(&wl, in[k]->storage, false, d->context, fn);
-  if (st == CLT_OK)
-    st = clt__waitlist_add(&wl, out->storage, true, d->context, fn);
-  if (st != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  if ((st = clt__waitlist_for(&wl, d, reads, n, writes, 1, fn)) != CLT_OK)
     return st;
-  }
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong count = (cl_ulong)out->numel, step = l.chunk;
   cl_event ev = NULL;
@@ -105,10 +102,5 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  for (int k = 0; k < n; k++)
-    clt__storage_note(in[k]->storage, ev, d->queue, false);
-  clt__storage_note(out->storage, ev, d->queue, true);
-  st = clt__maybe_sync(ev, d, fn);
-  clReleaseEvent(ev);
-  return st;
+  return clt__note_command(ev, d, reads, n, writes, 1, fn);
 }

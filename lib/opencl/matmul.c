@@ -283,13 +283,10 @@ clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor
   cl_kernel k = NULL;
   if (kind == CLT__MM_KERNEL && (st = get_tiled_kernel(d, out->dtype, fn, &k)) != CLT_OK)
     return st;
+  clt_storage *reads[2] = {a->storage, b->storage}, *writes[1] = {out->storage};
   clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_add(&wl, a->storage, false, d->context, fn)) != CLT_OK ||
-      (st = clt__waitlist_add(&wl, b->storage, false, d->context, fn)) != CLT_OK ||
-      (st = clt__waitlist_add(&wl, out->storage, true, d->context, fn)) != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  if ((st = clt__waitlist_for(&wl, d, reads, 2, writes, 1, fn)) != CLT_OK)
     return st;
-  }
   cl_event ev = NULL;
   pthread_mutex_lock(&d->lock);
   switch (kind) {
@@ -309,10 +306,5 @@ clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  clt__storage_note(a->storage, ev, d->queue, false);
-  clt__storage_note(b->storage, ev, d->queue, false);
-  clt__storage_note(out->storage, ev, d->queue, true);
-  st = clt__maybe_sync(ev, d, fn);
-  clReleaseEvent(ev);
-  return st;
+  return clt__note_command(ev, d, reads, 2, writes, 1, fn);
 }

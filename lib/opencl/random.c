@@ -14,11 +14,10 @@ clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, 
   if (st != CLT_OK)
     return st;
 
+  clt_storage *writes[1] = {out->storage};
   clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_add(&wl, out->storage, true, d->context, fn)) != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  if ((st = clt__waitlist_for(&wl, d, NULL, 0, writes, 1, fn)) != CLT_OK)
     return st;
-  }
   /* One work-item per counter (or chunk of counters); each counter fills 4 f32 or 2 f64. */
   clt_launch l = clt__cl_launch_1d(d, (int64_t)clt__random_counters(out->dtype, out->numel));
   cl_ulong n = (cl_ulong)out->numel, step = l.chunk, s = seed, o = offset;
@@ -40,8 +39,5 @@ clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, 
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  clt__storage_note(out->storage, ev, d->queue, true);
-  st = clt__maybe_sync(ev, d, fn);
-  clReleaseEvent(ev);
-  return st;
+  return clt__note_command(ev, d, NULL, 0, writes, 1, fn);
 }

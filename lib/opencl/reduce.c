@@ -55,12 +55,10 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
       (whole && (st = clt__get_kernel(d, "reduce", defines, kf, fn, &kfinal)) != CLT_OK))
     return st;
 
+  clt_storage *reads[1] = {in->storage}, *writes[1] = {out->storage};
   clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_add(&wl, in->storage, false, d->context, fn)) != CLT_OK ||
-      (st = clt__waitlist_add(&wl, out->storage, true, d->context, fn)) != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  if ((st = clt__waitlist_for(&wl, d, reads, 1, writes, 1, fn)) != CLT_OK)
     return st;
-  }
   cl_event ev1 = NULL, ev2 = NULL;
   cl_mem in_mem = in->storage->mem;
   clt_storage *partial = NULL;
@@ -88,13 +86,7 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
       st = clt__cl_enqueue(d, kpartial, &l, &wl, fn, &ev2);
     pthread_mutex_unlock(&d->lock);
     clt__waitlist_clear(&wl);
-    if (ev2) {
-      clt__storage_note(in->storage, ev2, d->queue, false);
-      clt__storage_note(out->storage, ev2, d->queue, true);
-      st = clt__maybe_sync(ev2, d, fn);
-      clReleaseEvent(ev2);
-    }
-    return st;
+    return ev2 ? clt__note_command(ev2, d, reads, 1, writes, 1, fn) : st;
   }
 
   clt_launch l = clt__cl_launch_1d(d, in->numel > 0 ? in->numel : 1);

@@ -16,12 +16,10 @@ clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_tr
   clt_status st = clt__get_kernel(d, "transpose", options, name, fn, &k);
   if (st != CLT_OK)
     return st;
+  clt_storage *reads[1] = {in->storage}, *writes[1] = {out->storage};
   clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_add(&wl, in->storage, false, d->context, fn)) != CLT_OK ||
-      (st = clt__waitlist_add(&wl, out->storage, true, d->context, fn)) != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  if ((st = clt__waitlist_for(&wl, d, reads, 1, writes, 1, fn)) != CLT_OK)
     return st;
-  }
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong args[6] = {(cl_ulong)out->numel, l.chunk,         (cl_ulong)g->n0,
                       (cl_ulong)g->mid,     (cl_ulong)g->n1, (cl_ulong)g->inner};
@@ -40,9 +38,5 @@ clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_tr
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  clt__storage_note(in->storage, ev, d->queue, false);
-  clt__storage_note(out->storage, ev, d->queue, true);
-  st = clt__maybe_sync(ev, d, fn);
-  clReleaseEvent(ev);
-  return st;
+  return clt__note_command(ev, d, reads, 1, writes, 1, fn);
 }
