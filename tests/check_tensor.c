@@ -642,6 +642,25 @@ START_TEST(test_no_fp64_env) {
 }
 END_TEST
 
+/* clt_item_i64 of a float saturates and maps NaN to 0 on every device (no undefined cast). */
+START_TEST(test_item_i64_saturates) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  const double in[] = {NAN, 1e30, -1e30, -3.7, 2.9};
+  const int64_t want[] = {0, INT64_MAX, INT64_MIN, -3, 2};
+  for (int v = 0; v < nd; v++)
+    for (int k = 0; k < 5; k++) {
+      clt_tensor *t;
+      int64_t got = 12345;
+      CU_OK(clt_full(CLT_F32, 0, NULL, in[k], devs[v], &t));
+      CU_OK(clt_item_i64(t, &got));
+      ck_assert_msg(got == want[k], "%s: item_i64(%g) = %lld", cu_dev_name(devs[v]), in[k],
+                    (long long)got);
+      clt_tensor_release(t);
+    }
+}
+END_TEST
+
 /* reshape is a view: same memory, new shape; -1 inferred; errors name both shapes. */
 START_TEST(test_reshape_view) {
   clt_device *devs[CU_MAX_DEVICES];
@@ -713,6 +732,7 @@ Suite *tensor_suite(void) {
   tcase_add_test(tc, test_no_fp64);
   tcase_add_test(tc, test_no_fp64_env);
   tcase_add_test(tc, test_reshape_view);
+  tcase_add_test(tc, test_item_i64_saturates);
   suite_add_tcase(s, tc);
   tc = cu_tcase("access");
   tcase_add_test(tc, test_item);
