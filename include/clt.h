@@ -60,7 +60,8 @@ const char *clt_version(void);
   X(ERR_BUILD, -10, "kernel build failed")                                                         \
   X(ERR_IO, -11, "input/output error")                                                             \
   X(ERR_FORMAT, -12, "malformed file")                                                             \
-  X(ERR_INTERNAL, -13, "internal error")
+  X(ERR_INTERNAL, -13, "internal error")                                                           \
+  X(ERR_TRANSFER_GUARD, -14, "implicit transfer refused by the transfer guard")
 
 typedef enum clt_status {
 #define CLT_STATUS_ENUM_(name, value, msg) CLT_##name = value,
@@ -275,6 +276,40 @@ clt_status clt_move(clt_tensor **t, clt_device *dev);
 clt_status clt_copy(clt_tensor *dst, clt_tensor *src);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Transfer accounting and the transfer guard (DESIGN.md rule 8)                             */
+
+/** Copies between the host and one device, counted on that device. "Explicit" copies are the
+ *  ones the program asked for (clt_to, clt_copy_to, clt_move, clt_copy, clt_from_host,
+ *  clt_tensor_read, clt_item); "implicit" ones are the trips home that printing makes. A loop
+ *  whose d2h_count grows every step ferries data back and forth: this is how to see it. */
+typedef struct clt_transfer_stats {
+  uint64_t h2d_count, h2d_bytes;           /* host to this device */
+  uint64_t d2h_count, d2h_bytes;           /* this device to the host, explicit */
+  uint64_t d2d_in_count, d2d_in_bytes;     /* another device to this one */
+  uint64_t d2d_out_count, d2d_out_bytes;   /* this device to another one */
+  uint64_t implicit_count, implicit_bytes; /* this device to the host, implicit (printing) */
+} clt_transfer_stats;
+
+/** dev's counters since the start or the last reset. The host has none (all zero). */
+clt_status clt_transfer_stats_get(clt_device *dev, clt_transfer_stats *out);
+/** Sets dev's counters to zero (NULL: every device). */
+clt_status clt_transfer_stats_reset(clt_device *dev);
+/** Prints one line per device with non-zero counters (or "no transfers") to f. */
+clt_status clt_transfer_stats_print(FILE *f);
+
+typedef enum clt_transfer_guard {
+  CLT_GUARD_ALLOW = 0, /* implicit transfers happen silently (the default) */
+  CLT_GUARD_LOG,       /* each implicit transfer prints a line on stderr */
+  CLT_GUARD_DISALLOW   /* implicit transfers fail with CLT_ERR_TRANSFER_GUARD */
+} clt_transfer_guard;
+
+/** Sets the process-wide guard for implicit transfers; returns the previous mode (or -1 with
+ *  CLT_ERR_INVALID_ARGUMENT for an unknown mode). The initial mode comes from
+ *  $CLT_TRANSFER_GUARD (allow, log or disallow). Explicit copies are never affected. */
+int clt_transfer_guard_set(clt_transfer_guard mode);
+clt_transfer_guard clt_transfer_guard_get(void);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Operations: all operands on one device (else CLT_ERR_DEVICE_MISMATCH); the result lives there.
  *
  * Type promotion: equal dtypes give that dtype; a float with an integer or bool gives the float
@@ -465,7 +500,9 @@ clt_status clt_generator_randn(clt_generator *g, clt_dtype dtype, int ndim, cons
 /** Formats t as PyTorch does: "tensor([2., 2., 2.], device='cl:0')"; the device is omitted for
  *  host tensors and the dtype shown when it is not f32; tensors of more than 1000 elements are
  *  summarized with "...". Writes at most size bytes including the terminating NUL (size may be
- *  0 and buf NULL to measure); *len (optional) receives the full length, as snprintf returns. */
+ *  0 and buf NULL to measure); *len (optional) receives the full length, as snprintf returns.
+ *  Formatting a device tensor is an implicit device-to-host copy: the transfer guard applies
+ *  (CLT_ERR_TRANSFER_GUARD when it disallows). */
 clt_status clt_format(const clt_tensor *t, char *buf, size_t size, size_t *len);
 
 /** Prints clt_format's text and a newline to stdout. */

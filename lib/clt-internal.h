@@ -54,6 +54,8 @@ struct clt_device {
   pthread_mutex_t cache_lock;
   struct clt_storage *cache; /* released blocks, kept with their pending events */
   clt_memory_stats mem;
+  /* transfer counters (transfer.c), guarded by cache_lock */
+  clt_transfer_stats xfer;
 };
 
 /* Checks that dev is a real device; sets the error for fn and returns the status. */
@@ -147,8 +149,12 @@ clt_status clt__note_command(cl_event ev, clt_device *d, clt_storage *const *rea
 clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
 /* Blocks until pending device commands that write s (and, if writing, read s) are done. */
 clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn);
-/* Blocking copy of a tensor's bytes to host memory. */
+/* Blocking copy of a tensor's bytes to host memory, counted as an explicit transfer. */
 clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn);
+/* The same for an implicit transfer (printing): the transfer guard applies. */
+clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *fn);
+/* Counts an upload of bytes from the host to dev (clt_from_host and friends). */
+void clt__count_h2d(clt_device *dev, size_t bytes);
 /* Waits on ev if CLT_SYNC=1 and reports its failure. */
 clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 

@@ -230,7 +230,7 @@ static clt_status format_all(const clt_tensor *t, sbuf *b, const char *fn) {
     data = malloc(t->nbytes);
     if (!data)
       return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-    clt_status s = clt__read_bytes(t, data, fn); /* the implicit trip home */
+    clt_status s = clt__read_bytes_implicit(t, data, fn); /* the implicit trip home */
     if (s != CLT_OK) {
       free(data);
       return s;

@@ -2,6 +2,7 @@
  * order work on a tensor's memory across queues (DESIGN.md rules 2 and 5). */
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +200,128 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
   return CLT_OK;
 }
 
+/* ---- accounting and the guard ---------------------------------------------------------------- */
+
+static void add(clt_device *d, uint64_t *count_field, uint64_t *bytes_field, size_t bytes) {
+  pthread_mutex_lock(&d->cache_lock);
+  (*count_field)++;
+  *bytes_field += bytes;
+  pthread_mutex_unlock(&d->cache_lock);
+}
+
+/* Counts a copy of bytes from src to dst on the device side(s). */
+static void count(clt_device *src, clt_device *dst, size_t bytes, bool implicit) {
+  if (bytes == 0 || src == dst)
+    return;
+  bool sh = src->kind == CLT_DEVICE_HOST, dh = dst->kind == CLT_DEVICE_HOST;
+  if (sh && dh)
+    return;
+  if (sh) {
+    add(dst, &dst->xfer.h2d_count, &dst->xfer.h2d_bytes, bytes);
+  } else if (dh) {
+    if (implicit)
+      add(src, &src->xfer.implicit_count, &src->xfer.implicit_bytes, bytes);
+    else
+      add(src, &src->xfer.d2h_count, &src->xfer.d2h_bytes, bytes);
+  } else {
+    add(src, &src->xfer.d2d_out_count, &src->xfer.d2d_out_bytes, bytes);
+    add(dst, &dst->xfer.d2d_in_count, &dst->xfer.d2d_in_bytes, bytes);
+  }
+}
+
+void clt__count_h2d(clt_device *dev, size_t bytes) { count(clt_cpu(), dev, bytes, false); }
+
+clt_status clt_transfer_stats_get(clt_device *dev, clt_transfer_stats *out) {
+  static const char fn[] = "clt_transfer_stats_get";
+  clt_status s = clt__check_device(dev, fn, "dev");
+  if (s != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  pthread_mutex_lock(&dev->cache_lock);
+  *out = dev->xfer;
+  pthread_mutex_unlock(&dev->cache_lock);
+  return CLT_OK;
+}
+
+static void reset_one(clt_device *d) {
+  pthread_mutex_lock(&d->cache_lock);
+  memset(&d->xfer, 0, sizeof d->xfer);
+  pthread_mutex_unlock(&d->cache_lock);
+}
+
+clt_status clt_transfer_stats_reset(clt_device *dev) {
+  if (dev) {
+    clt_status s = clt__check_device(dev, "clt_transfer_stats_reset", "dev");
+    if (s != CLT_OK)
+      return s;
+    reset_one(dev);
+    return CLT_OK;
+  }
+  int n;
+  clt_device *list = clt__device_list(&n);
+  for (int i = 0; i < n; i++)
+    reset_one(&list[i]);
+  return CLT_OK;
+}
+
+clt_status clt_transfer_stats_print(FILE *f) {
+  if (!f)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_transfer_stats_print", "f is NULL");
+  int n, shown = 0;
+  clt_device *list = clt__device_list(&n);
+  for (int i = 0; i < n; i++) {
+    clt_transfer_stats x;
+    clt_transfer_stats_get(&list[i], &x);
+    if (!(x.h2d_count | x.d2h_count | x.d2d_in_count | x.d2d_out_count | x.implicit_count))
+      continue;
+    fprintf(f,
+            "%s: host->device %llu (%llu B), device->host %llu (%llu B), from other devices "
+            "%llu (%llu B), to other devices %llu (%llu B), implicit device->host %llu (%llu B)\n",
+            list[i].name, (unsigned long long)x.h2d_count, (unsigned long long)x.h2d_bytes,
+            (unsigned long long)x.d2h_count, (unsigned long long)x.d2h_bytes,
+            (unsigned long long)x.d2d_in_count, (unsigned long long)x.d2d_in_bytes,
+            (unsigned long long)x.d2d_out_count, (unsigned long long)x.d2d_out_bytes,
+            (unsigned long long)x.implicit_count, (unsigned long long)x.implicit_bytes);
+    shown++;
+  }
+  if (!shown)
+    fprintf(f, "no transfers\n");
+  return CLT_OK;
+}
+
+static atomic_int guard_mode;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static void guard_init(void) {
+  const char *e = getenv("CLT_TRANSFER_GUARD");
+  int m = CLT_GUARD_ALLOW;
+  if (e && strcmp(e, "log") == 0)
+    m = CLT_GUARD_LOG;
+  else if (e && strcmp(e, "disallow") == 0)
+    m = CLT_GUARD_DISALLOW;
+  else if (e && *e && strcmp(e, "allow") != 0)
+    fprintf(stderr,
+            "clt: warning: CLT_TRANSFER_GUARD='%s' is not allow, log or disallow; using "
+            "allow\n",
+            e);
+  atomic_store(&guard_mode, m);
+}
+
+int clt_transfer_guard_set(clt_transfer_guard mode) {
+  pthread_once(&guard_once, guard_init);
+  if ((int)mode < CLT_GUARD_ALLOW || (int)mode > CLT_GUARD_DISALLOW) {
+    clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_transfer_guard_set",
+               "mode = %d is not CLT_GUARD_ALLOW, CLT_GUARD_LOG or CLT_GUARD_DISALLOW", (int)mode);
+    return -1;
+  }
+  return atomic_exchange(&guard_mode, (int)mode);
+}
+
+clt_transfer_guard clt_transfer_guard_get(void) {
+  pthread_once(&guard_once, guard_init);
+  return (clt_transfer_guard)atomic_load(&guard_mode);
+}
+
 /* ---- copies --------------------------------------------------------------------------------- */
 
 /* Enqueues a copy of src's bytes into dst (same byte size), ordered after earlier work on both.
@@ -305,6 +428,7 @@ static clt_status copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out, cons
     clt_tensor_release(n);
     return s;
   }
+  count(t->storage->dev, dev, t->nbytes, false);
   *out = n;
   return CLT_OK;
 }
@@ -361,10 +485,13 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src) {
                       clt_dtype_name(dst->dtype), clt_dtype_name(src->dtype));
   if (dst->storage == src->storage && dst->offset == src->offset)
     return CLT_OK;
-  return copy_bytes(dst, src, fn);
+  if ((s = copy_bytes(dst, src, fn)) != CLT_OK)
+    return s;
+  count(src->storage->dev, dst->storage->dev, src->nbytes, false);
+  return CLT_OK;
 }
 
-clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn) {
+static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, bool implicit) {
   clt_storage *s = t->storage;
   clt_status st;
   if (t->nbytes == 0)
@@ -389,5 +516,27 @@ clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn) {
     return clt__cl_error(err, fn, "clEnqueueReadBuffer", d);
   clt__storage_note(s, ev, d->queue, false);
   clReleaseEvent(ev);
+  count(d, clt_cpu(), t->nbytes, implicit);
   return CLT_OK;
+}
+
+clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn) {
+  return read_bytes(t, dst, fn, false);
+}
+
+clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *fn) {
+  clt_device *d = t->storage->dev;
+  if (d->kind != CLT_DEVICE_HOST && t->nbytes > 0) {
+    clt_transfer_guard mode = clt_transfer_guard_get();
+    if (mode == CLT_GUARD_DISALLOW)
+      return clt__error(CLT_ERR_TRANSFER_GUARD, fn,
+                        "implicit transfer of %zu bytes from %s to cpu refused by the transfer "
+                        "guard (disallow); copy the tensor with clt_to(t, clt_cpu(), &h) and use "
+                        "the copy",
+                        t->nbytes, d->name);
+    if (mode == CLT_GUARD_LOG)
+      fprintf(stderr, "clt: implicit transfer: %s copies %zu bytes from %s to cpu\n", fn, t->nbytes,
+              d->name);
+  }
+  return read_bytes(t, dst, fn, true);
 }

@@ -474,6 +474,96 @@ START_TEST(test_cross_context) {
 }
 END_TEST
 
+/* Transfer counters: each explicit copy counted once on the device side, printing counted as
+ * implicit, no-ops not at all. */
+START_TEST(test_transfer_counters) {
+  if (!cu_need_cl("test_transfer_counters", 2))
+    return;
+  clt_device *cpu = clt_cpu(), *d0 = clt_device_at(0), *d1 = clt_device_at(1);
+  CU_OK(clt_transfer_stats_reset(NULL));
+  int64_t n = 1000;
+  size_t bytes = 4000;
+  clt_tensor *h, *a, *same, *b, *back, *s;
+  CU_OK(clt_ones(CLT_F32, 1, &n, cpu, &h));
+  CU_OK(clt_to(h, d0, &a));     /* h2d on cl:0 */
+  CU_OK(clt_to(a, d0, &same));  /* no-op: not counted */
+  CU_OK(clt_to(a, d1, &b));     /* d2d: out of cl:0, into cl:1 */
+  CU_OK(clt_to(b, cpu, &back)); /* d2h on cl:1 */
+  CU_OK(clt_sum(a, &s));
+  double v;
+  CU_OK(clt_item(s, &v)); /* d2h of 4 bytes on cl:0 */
+  char buf[256];
+  CU_OK(clt_format(s, buf, sizeof buf, NULL)); /* implicit, 4 bytes on cl:0 */
+  clt_transfer_stats x0, x1, xh;
+  CU_OK(clt_transfer_stats_get(d0, &x0));
+  CU_OK(clt_transfer_stats_get(d1, &x1));
+  CU_OK(clt_transfer_stats_get(cpu, &xh));
+  ck_assert_msg(x0.h2d_count == 1 && x0.h2d_bytes == bytes, "cl:0 h2d %llu/%llu",
+                (unsigned long long)x0.h2d_count, (unsigned long long)x0.h2d_bytes);
+  ck_assert(x0.d2d_out_count == 1 && x0.d2d_out_bytes == bytes);
+  ck_assert(x1.d2d_in_count == 1 && x1.d2d_in_bytes == bytes);
+  ck_assert(x1.d2h_count == 1 && x1.d2h_bytes == bytes);
+  ck_assert_msg(x0.d2h_count == 1 && x0.d2h_bytes == 4, "cl:0 d2h %llu/%llu",
+                (unsigned long long)x0.d2h_count, (unsigned long long)x0.d2h_bytes);
+  ck_assert(x0.implicit_count == 1 && x0.implicit_bytes == 4);
+  ck_assert(x1.h2d_count == 0 && x1.implicit_count == 0);
+  ck_assert(xh.h2d_count == 0 && xh.d2h_count == 0);
+  clt_tensor *fh;
+  float vals[3] = {1, 2, 3};
+  CU_OK(clt_from_host(vals, CLT_F32, 1, (int64_t[]){3}, d1, &fh));
+  CU_OK(clt_transfer_stats_get(d1, &x1));
+  ck_assert(x1.h2d_count == 1 && x1.h2d_bytes == 12);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  CU_OK(clt_transfer_stats_print(f));
+  fclose(f);
+  ck_assert_msg(strstr(text, "cl:0: host->device 1 (4000 B)") != NULL, "%s", text);
+  free(text);
+  CU_OK(clt_transfer_stats_reset(d0));
+  CU_OK(clt_transfer_stats_get(d0, &x0));
+  ck_assert(x0.h2d_count == 0 && x0.implicit_count == 0);
+  CU_OK(clt_transfer_stats_get(d1, &x1));
+  ck_assert(x1.h2d_count == 1); /* only cl:0 was reset */
+  clt_tensor *ts[] = {h, a, same, b, back, s, fh};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+    clt_tensor_release(ts[i]);
+}
+END_TEST
+
+/* The guard refuses (or logs) printing's implicit copy; explicit copies are never affected. */
+START_TEST(test_transfer_guard) {
+  if (!cu_forked) {
+    cu_skip("test_transfer_guard", "needs CK_FORK (sets CLT_TRANSFER_GUARD)");
+    return;
+  }
+  setenv("CLT_TRANSFER_GUARD", "disallow", 1);
+  ck_assert_int_eq(clt_transfer_guard_get(), CLT_GUARD_DISALLOW);
+  if (!cu_need_cl("test_transfer_guard", 1))
+    return;
+  int64_t n = 3;
+  clt_tensor *d, *h;
+  CU_OK(clt_ones(CLT_F32, 1, &n, clt_device_at(0), &d));
+  char buf[128] = "untouched";
+  size_t len = 77;
+  CU_FAILS(clt_format(d, buf, sizeof buf, &len), CLT_ERR_TRANSFER_GUARD, "clt_format");
+  ck_assert_msg(strstr(clt_last_error(), "cl:0") && strstr(clt_last_error(), "clt_to"), "%s",
+                clt_last_error());
+  ck_assert_int_eq(len, 77);
+  CU_OK(clt_to(d, clt_cpu(), &h)); /* explicit: allowed */
+  CU_OK(clt_format(h, buf, sizeof buf, NULL));
+  ck_assert_str_eq(buf, "tensor([1., 1., 1.])");
+  ck_assert_int_eq(clt_transfer_guard_set(CLT_GUARD_ALLOW), CLT_GUARD_DISALLOW);
+  CU_OK(clt_format(d, buf, sizeof buf, NULL));
+  ck_assert_str_eq(buf, "tensor([1., 1., 1.], device='cl:0')");
+  ck_assert_int_eq(clt_transfer_guard_set((clt_transfer_guard)9), -1);
+  ck_assert_int_eq(clt_last_status(), CLT_ERR_INVALID_ARGUMENT);
+  ck_assert_int_eq(clt_transfer_guard_get(), CLT_GUARD_ALLOW);
+  clt_tensor_release(d);
+  clt_tensor_release(h);
+}
+END_TEST
+
 Suite *transfer_suite(void) {
   Suite *s = suite_create("transfer");
   TCase *tc = cu_tcase("matrix");
@@ -489,6 +579,10 @@ Suite *transfer_suite(void) {
   tcase_add_test(tc, test_write_after_read);
   tcase_add_test(tc, test_chain);
   tcase_add_test(tc, test_cross_context);
+  suite_add_tcase(s, tc);
+  tc = cu_tcase("accounting");
+  tcase_add_test(tc, test_transfer_counters);
+  tcase_add_test(tc, test_transfer_guard);
   suite_add_tcase(s, tc);
   return s;
 }

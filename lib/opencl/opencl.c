@@ -90,6 +90,7 @@ static clt_status cl_upload(clt_tensor *out, const void *src, const char *fn) {
     return clt__cl_error(err, fn, "clEnqueueWriteBuffer", d);
   clt__storage_note(out->storage, ev, d->queue, true);
   clReleaseEvent(ev);
+  clt__count_h2d(d, out->nbytes);
   return CLT_OK;
 }
 
