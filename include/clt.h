@@ -512,6 +512,32 @@ clt_status clt_print(const clt_tensor *t);
 clt_status clt_fprint(FILE *f, const clt_tensor *t);
 
 /* ---------------------------------------------------------------------------------------- */
+/* NumPy .npy files (one tensor)                                                             */
+
+/** Writes t, on any device, to path as a NumPy .npy file (format version 1.0, little-endian,
+ *  C order: descr '<f4', '<f8', '<i4', '<i8', '|u1' or '|b1'; the data starts at a multiple of
+ *  64 bytes). A device tensor is read back explicitly, as clt_tensor_read does (blocking). The
+ *  write is atomic: a temporary file in path's directory, fsync, then a rename over path, so a
+ *  crash leaves either the old file or the new one whole.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_IO (the message names the file and the
+ *  system's reason), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
+clt_status clt_save_npy(const char *path, const clt_tensor *t);
+
+/** Reads the .npy file at path into a new tensor on dev. Versions 1.0, 2.0 and 3.0; the dtypes
+ *  above in either byte order ('>f8' is byte-swapped while loading); Fortran-ordered arrays
+ *  (fortran_order: True) are reordered into C order, so element [i, j] is the same as in NumPy.
+ *  The file is validated entirely before memory is allocated for its data: preamble, header
+ *  length (at most 100000 bytes and within the file), a Python dict with exactly 'descr',
+ *  'fortran_order' and 'shape', non-negative dimensions, at most 8 of them, and the element count
+ *  times the item size equal to the bytes that follow the header (no overflow). The caller
+ *  releases *out.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL path or out, bad dev), CLT_ERR_IO (cannot open or read),
+ *  CLT_ERR_FORMAT (not a well-formed .npy file: the message names the file and the problem),
+ *  CLT_ERR_DTYPE (a dtype clt lacks, such as '<f2', '<c8' or 'O'; the message names it),
+ *  CLT_ERR_UNSUPPORTED (f64 on a device without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
+clt_status clt_load_npy(const char *path, clt_device *dev, clt_tensor **out);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Events and timing                                                                         */
 
 typedef struct clt_event clt_event;

@@ -84,6 +84,11 @@ typedef struct clt_storage {
   cl_command_queue read_q[CLT__MAX_READERS];
   int nreads;
   struct clt_storage *next_free; /* in the device's cache */
+  /* Foreign memory (DLPack imports): clt did not allocate host or mem, so the storage never goes
+   * to the cache nor counts in the allocator's statistics; when it is freed, clt waits for the
+   * device commands using it, releases its own reference to mem and calls release(release_ctx). */
+  void (*release)(void *ctx);
+  void *release_ctx;
 } clt_storage;
 
 struct clt_tensor {
@@ -100,6 +105,12 @@ struct clt_tensor {
 
 clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out);
 clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,
+                                     clt_storage **out);
+/* Storage over foreign memory: host memory at host (dev is the host) or the buffer mem of an
+ * OpenCL device dev (retained here). release(ctx) runs once when the storage is freed, after the
+ * commands that use it have finished; it is not called if this function fails. */
+clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, cl_mem mem, size_t bytes,
+                                     void (*release)(void *ctx), void *ctx, const char *fn,
                                      clt_storage **out);
 clt_storage *clt__storage_retain(clt_storage *s);
 void clt__storage_release(clt_storage *s);

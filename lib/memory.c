@@ -54,11 +54,23 @@ static clt_storage *cache_take(clt_device *dev, size_t bytes) {
 }
 
 static void destroy(clt_storage *s) {
+  if (s->release && s->mem) {
+    /* The owner may reuse its buffer as soon as it hears back: finish our commands first. */
+    if (s->write_ev)
+      clWaitForEvents(1, &s->write_ev);
+    for (int i = 0; i < s->nreads; i++)
+      clWaitForEvents(1, &s->read_ev[i]);
+  }
   if (s->write_ev)
     clReleaseEvent(s->write_ev);
   for (int i = 0; i < s->nreads; i++)
     clReleaseEvent(s->read_ev[i]);
-  if (s->pin_dev) {
+  if (s->release) {
+    /* Host memory has no commands pending here (clt__keep_alive holds a reference). */
+    if (s->mem)
+      clReleaseMemObject(s->mem);
+    s->release(s->release_ctx);
+  } else if (s->pin_dev) {
     clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL);
     clReleaseMemObject(s->mem);
   } else if (s->mem) {
@@ -183,6 +195,28 @@ clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char 
   return CLT_OK;
 }
 
+clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, cl_mem mem, size_t bytes,
+                                     void (*release)(void *ctx), void *ctx, const char *fn,
+                                     clt_storage **out) {
+  clt_storage *s = storage_new(dev, bytes);
+  if (!s)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  if (mem) {
+    cl_int err = clRetainMemObject(mem);
+    if (err != CL_SUCCESS) {
+      pthread_mutex_destroy(&s->lock);
+      free(s);
+      return clt__cl_error(err, fn, "clRetainMemObject", dev);
+    }
+  }
+  s->host = host;
+  s->mem = mem;
+  s->release = release;
+  s->release_ctx = ctx;
+  *out = s;
+  return CLT_OK;
+}
+
 clt_storage *clt__storage_retain(clt_storage *s) {
   if (s)
     atomic_fetch_add(&s->refs, 1);
@@ -195,6 +229,10 @@ void clt__storage_release(clt_storage *s) {
   /* Commands still using host memory hold a reference (clt__keep_alive), so none is pending
    * here; device buffers go to the cache with the events that order their reuse. */
   clt_device *dev = s->dev;
+  if (s->release) { /* foreign memory: neither cached nor counted */
+    destroy(s);
+    return;
+  }
   if (!s->pin_dev && s->bytes > 0 && clt__env_alloc_cache()) {
     pthread_mutex_lock(&dev->cache_lock);
     dev->mem.allocated_bytes -= s->bytes;

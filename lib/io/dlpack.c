@@ -1,0 +1,253 @@
+/* dlpack.c - DLPack export and import (include/clt_dlpack.h). Built only when configure found
+ * <dlpack/dlpack.h>. Exports keep a tensor reference in the manager; imports wrap the foreign
+ * memory in a storage whose release callback calls the producer's deleter, and which the caching
+ * allocator never takes (lib/memory.c). */
+#include "clt-internal.h"
+
+#include "clt_dlpack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DL_BOOL_CODE 6 /* kDLBool from DLPack 0.8 on; 0.6 (Debian 12) lacks the name */
+
+static const DLDataType dl_types[CLT_DTYPE_COUNT] = {
+    [CLT_F32] = {kDLFloat, 32, 1}, [CLT_F64] = {kDLFloat, 64, 1}, [CLT_I32] = {kDLInt, 32, 1},
+    [CLT_I64] = {kDLInt, 64, 1},   [CLT_U8] = {kDLUInt, 8, 1},    [CLT_BOOL] = {DL_BOOL_CODE, 8, 1},
+};
+
+/* ---- export ------------------------------------------------------------------------------- */
+
+typedef struct export_ctx {
+  DLManagedTensor m; /* first: the manager is the context */
+  clt_tensor *t;
+  int64_t shape[CLT_MAX_DIMS];
+} export_ctx;
+
+static void export_deleter(DLManagedTensor *self) {
+  if (!self)
+    return;
+  export_ctx *c = self->manager_ctx;
+  clt_tensor_release(c->t);
+  free(c);
+}
+
+clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out) {
+  static const char fn[] = "clt_to_dlpack";
+  clt_status st;
+  if ((st = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return st;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  clt_storage *s = t->storage;
+  /* The consumer knows nothing of clt's queues: finish what is pending on the memory. */
+  if ((st = clt__storage_host_wait(s, true, fn)) != CLT_OK)
+    return st;
+  export_ctx *c = calloc(1, sizeof *c);
+  if (!c)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  DLTensor *d = &c->m.dl_tensor;
+  if (s->dev->kind == CLT_DEVICE_HOST) {
+    d->data = clt__host_ptr(t);
+    d->device.device_type = kDLCPU;
+    d->device.device_id = 0;
+    d->byte_offset = 0;
+  } else {
+    d->data = (void *)s->mem; /* DLPack's convention for OpenCL: the cl_mem handle */
+    d->device.device_type = kDLOpenCL;
+    d->device.device_id = s->dev->index;
+    d->byte_offset = t->offset;
+  }
+  d->ndim = t->ndim;
+  d->dtype = dl_types[t->dtype];
+  memcpy(c->shape, t->shape, sizeof c->shape);
+  d->shape = c->shape;
+  d->strides = NULL; /* compact, row-major */
+  c->t = clt_tensor_retain(t);
+  c->m.manager_ctx = c;
+  c->m.deleter = export_deleter;
+  *out = &c->m;
+  return CLT_OK;
+}
+
+/* ---- import ------------------------------------------------------------------------------- */
+
+static void import_release(void *ctx) {
+  DLManagedTensor *m = ctx;
+  if (m->deleter)
+    m->deleter(m);
+}
+
+static void release_nothing(void *ctx) { (void)ctx; }
+
+static const char *device_type_name(int type) {
+  switch (type) {
+  case kDLCPU:
+    return "kDLCPU";
+  case kDLCUDA:
+    return "kDLCUDA";
+  case kDLCUDAHost:
+    return "kDLCUDAHost";
+  case kDLOpenCL:
+    return "kDLOpenCL";
+  case kDLVulkan:
+    return "kDLVulkan";
+  case kDLMetal:
+    return "kDLMetal";
+  case kDLROCM:
+    return "kDLROCM";
+  default:
+    return "an unknown device type";
+  }
+}
+
+/* The OpenCL device for a cl_mem exported with device_id. */
+static clt_status find_cl_device(cl_mem mem, int device_id, size_t need, const char *fn,
+                                 clt_device **out) {
+  cl_context ctx = NULL;
+  cl_int err = clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, NULL);
+  if (err != CL_SUCCESS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "m->dl_tensor.data is not a valid cl_mem (clGetMemObjectInfo: %s)",
+                      clt__cl_error_name(err));
+  int n;
+  clt_device *list = clt__device_list(&n);
+  char sharing[256] = "";
+  size_t used = 0;
+  for (int i = 0; i < n; i++)
+    if (list[i].context == ctx && used < sizeof sharing)
+      used += (size_t)snprintf(sharing + used, sizeof sharing - used, "%s%s", used ? ", " : "",
+                               list[i].name);
+  if (device_id < 0 || device_id >= n || list[device_id].context != ctx) {
+    if (!used)
+      return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn,
+                        "the cl_mem belongs to an OpenCL context none of clt's devices uses; "
+                        "only buffers of clt's own contexts can be imported");
+    return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn,
+                      "device_id %d does not name a clt device of the cl_mem's context (devices "
+                      "of that context: %s)",
+                      device_id, sharing);
+  }
+  size_t size = 0;
+  err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clGetMemObjectInfo(CL_MEM_SIZE)", &list[device_id]);
+  if (size < need)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the cl_mem holds %zu bytes but the tensor needs %zu", size, need);
+  *out = &list[device_id];
+  return CLT_OK;
+}
+
+clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
+  static const char fn[] = "clt_from_dlpack";
+  clt_status st;
+  if (!m)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "m is NULL");
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  const DLTensor *d = &m->dl_tensor;
+  if (d->ndim < 0 || d->ndim > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", d->ndim,
+                      CLT_MAX_DIMS);
+  if (d->ndim > 0 && !d->shape)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", d->ndim);
+
+  int dt = -1;
+  for (int i = 0; i < CLT_DTYPE_COUNT; i++)
+    if (d->dtype.code == dl_types[i].code && d->dtype.bits == dl_types[i].bits &&
+        d->dtype.lanes == 1)
+      dt = i;
+  if (dt < 0)
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "DLPack dtype (code %u, %u bits, %u lanes) has no clt dtype; clt takes "
+                      "float32/64, int32/64, uint8 and bool, one lane",
+                      (unsigned)d->dtype.code, (unsigned)d->dtype.bits, (unsigned)d->dtype.lanes);
+
+  int64_t numel = 1;
+  bool overflow = false, zero = false;
+  for (int i = 0; i < d->ndim; i++) {
+    if (d->shape[i] < 0)
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
+                        (long long)d->shape[i]);
+    zero |= d->shape[i] == 0;
+    if (!overflow && __builtin_mul_overflow(numel, d->shape[i], &numel))
+      overflow = true;
+  }
+  if (zero) {
+    numel = 0;
+    overflow = false;
+  }
+  size_t size = clt_dtype_size((clt_dtype)dt), bytes;
+  if (overflow || __builtin_mul_overflow((size_t)numel, size, &bytes) || bytes > (size_t)INT64_MAX)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the shape's size in bytes overflows");
+
+  /* Compact row-major only: the strides, where given, must be C-contiguous. */
+  if (d->strides && numel > 0) {
+    int64_t want = 1;
+    for (int i = d->ndim - 1; i >= 0; i--) {
+      if (d->shape[i] != 1 && d->strides[i] != want) {
+        char sh[256], str[256];
+        clt__format_shape(sh, sizeof sh, d->ndim, d->shape);
+        clt__format_shape(str, sizeof str, d->ndim, d->strides);
+        return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                          "strides %s (in elements) of shape %s are not C-contiguous; clt takes "
+                          "compact row-major tensors only: make it contiguous first (PyTorch: "
+                          ".contiguous(), NumPy: np.ascontiguousarray)",
+                          str, sh);
+      }
+      want *= d->shape[i];
+    }
+  }
+  if (!d->data && bytes > 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "data is NULL but the tensor has %lld elements",
+                      (long long)numel);
+
+  clt_device *dev;
+  void *host = NULL;
+  cl_mem mem = NULL;
+  if (d->device.device_type == kDLCPU) {
+    dev = clt_cpu();
+    host = (char *)d->data + d->byte_offset;
+    if ((uintptr_t)host % size != 0)
+      return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                        "the data address %p is not aligned to the %zu-byte elements", host, size);
+  } else if (d->device.device_type == kDLOpenCL) {
+    if (d->byte_offset != 0)
+      return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                        "byte_offset = %llu: clt's kernels need OpenCL tensors at the start of "
+                        "their buffer; copy it into a buffer of its own first",
+                        (unsigned long long)d->byte_offset);
+    mem = (cl_mem)d->data;
+    dev = NULL;
+    if (mem && (st = find_cl_device(mem, d->device.device_id, bytes, fn, &dev)) != CLT_OK)
+      return st;
+    if (!mem) { /* an empty tensor without a buffer */
+      dev = clt_device_at(d->device.device_id);
+      if (!dev)
+        return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn, "there is no device cl:%d",
+                          d->device.device_id);
+    }
+  } else {
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "device type %s (%d) is not supported; clt imports kDLCPU and kDLOpenCL "
+                      "tensors",
+                      device_type_name(d->device.device_type), (int)d->device.device_type);
+  }
+  if (dt == CLT_F64 && !dev->fp64)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn, "%s (%s) does not support f64 (no cl_khr_fp64)",
+                      dev->name, dev->model);
+
+  clt_storage *s;
+  if ((st = clt__storage_wrap_foreign(dev, host, mem, bytes, import_release, m, fn, &s)) != CLT_OK)
+    return st;
+  clt_tensor *t;
+  if ((st = clt__tensor_wrap((clt_dtype)dt, d->ndim, d->shape, s, fn, &t)) != CLT_OK) {
+    s->release = release_nothing; /* m stays the caller's: do not call its deleter */
+    clt__storage_release(s);
+    return st;
+  }
+  clt__storage_release(s);
+  *out = t;
+  return CLT_OK;
+}
