@@ -567,6 +567,102 @@ clt_status clt_timer_stop(clt_timer *t, double *ms);
 /** NULL-safe. */
 void clt_timer_release(clt_timer *t);
 
+/* ---------------------------------------------------------------------------------------- */
+/* Layers                                                                                    */
+
+/** A fully connected layer's forward pass: y = x W^T + b, with x of shape (N, in) (or
+ *  (B, N, in)), weight of shape (out, in) and bias of shape (out) or NULL; y has shape (N, out)
+ *  (or (B, N, out)). x, weight and bias must be f32 or f64, of one dtype, and on one device
+ *  (the same-device rule: input on cpu and parameters on cl:0 fail with
+ *  CLT_ERR_DEVICE_MISMATCH, nothing is copied). The caller releases *y.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
+ *  CLT_ERR_SHAPE_MISMATCH, and those of clt_matmul. */
+clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_tensor **y);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Parameter sets and checkpoints                                                            */
+/*
+ * A parameter set holds named tensors in the order they were added (a model's weights).
+ *
+ *   clt_params *model;
+ *   clt_params_create(&model);
+ *   clt_params_add(model, "weight", w);         // the set retains w
+ *   clt_params_to(model, dev);                  // moves every tensor IN PLACE
+ *   clt_linear(x, clt_params_get(model, "weight"), clt_params_get(model, "bias"), &y);
+ *   clt_save("model.safetensors", model);       // remembers each tensor's device
+ *   clt_params_release(model);
+ *
+ * Note the asymmetry, the same as PyTorch's between model.to(dev) and tensor.to(dev):
+ * clt_params_to(p, dev) changes p itself (the handle stays; each entry is replaced by its copy
+ * on dev, and a tensor handle taken earlier with clt_params_get still points to the old copy),
+ * while clt_to(t, dev, &out) leaves t alone and returns the copy.
+ */
+typedef struct clt_params clt_params;
+
+/** Creates an empty set. The caller releases *out with clt_params_release.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL out), CLT_ERR_OUT_OF_MEMORY. */
+clt_status clt_params_create(clt_params **out);
+
+/** Releases every tensor the set holds, then the set. NULL-safe. */
+void clt_params_release(clt_params *p);
+
+/** Adds t under name (copied) at the end of the set, which retains t (the caller keeps its own
+ *  reference). Tensors may live on any devices.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, an empty or non-UTF-8 name, the reserved name
+ *  "__metadata__", a name already in the set), CLT_ERR_OUT_OF_MEMORY. */
+clt_status clt_params_add(clt_params *p, const char *name, clt_tensor *t);
+
+/** The tensor named name, borrowed: owned by the set, valid until it is released or moved by
+ *  clt_params_to (retain it to keep it longer). NULL, with the last error set
+ *  (CLT_ERR_INVALID_ARGUMENT), if there is none. */
+clt_tensor *clt_params_get(const clt_params *p, const char *name);
+
+/** The number of tensors in the set (0 for NULL). */
+size_t clt_params_count(const clt_params *p);
+
+/** The i-th name (in the order added), owned by the set; NULL if i is out of range. */
+const char *clt_params_name_at(const clt_params *p, size_t i);
+
+/** The i-th tensor, borrowed like clt_params_get's; NULL if i is out of range. */
+clt_tensor *clt_params_tensor_at(const clt_params *p, size_t i);
+
+/** Moves every tensor of the set to dev, in place (model.to(dev)): each entry not already on
+ *  dev is replaced by its copy there (clt_to) and the set drops its reference to the old one.
+ *  All or nothing: on failure the set is unchanged. Asynchronous, like clt_to.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL p or dev), and those of clt_to. */
+clt_status clt_params_to(clt_params *p, clt_device *dev);
+
+/** The device all of the set's tensors live on. CLT_ERR_DEVICE_MISMATCH, with a message naming
+ *  each device and a tensor on it, when they are spread over several; CLT_ERR_INVALID_ARGUMENT
+ *  for an empty set. */
+clt_status clt_params_device(const clt_params *p, clt_device **out);
+
+/** Writes the set to path in the safetensors format (readable by Python's safetensors, PyTorch,
+ *  JAX, ...): tensors in the set's order, each tensor's device recorded in the header's
+ *  __metadata__ as "clt.device.<name>": "cl:1". Device tensors are read back with a blocking
+ *  copy. The write is atomic: the file is written under a temporary name in the same directory,
+ *  flushed to disk and renamed over path, so a failure or a crash leaves the old file whole.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_IO (with the path and the system's
+ *  message), CLT_ERR_OUT_OF_MEMORY, and those of clt_tensor_read. */
+clt_status clt_save(const char *path, const clt_params *p);
+
+/** Reads a safetensors file into a new set (tensors in the header's order). map_location NULL
+ *  puts each tensor back on the device it was saved from (cpu for files that do not record
+ *  one); if that device does not exist here the load fails with CLT_ERR_DEVICE_NOT_FOUND and a
+ *  message naming the tensor, the missing device, the devices there are, and the fix: pass a
+ *  map_location such as clt_cpu(), which puts every tensor on that device (torch.load's
+ *  map_location). The header is validated in full before anything is allocated: its length
+ *  (at most 100 MiB, within the file), JSON syntax, UTF-8 names, no duplicate names, known
+ *  dtypes, at most CLT_MAX_DIMS dimensions, shape times dtype size equal to the tensor's byte
+ *  count without overflow, data offsets that tile the data section exactly (no overlap, no
+ *  hole) and a file size of 8 + header + data; bool bytes must be 0 or 1. The caller releases
+ *  *out with clt_params_release.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL path or out, a bad map_location), CLT_ERR_IO (cannot
+ *  open or read), CLT_ERR_FORMAT (anything malformed; the message names the file, the tensor
+ *  and the problem), CLT_ERR_UNSUPPORTED (a safetensors dtype clt lacks, such as F16; f64 on a
+ *  device without fp64), CLT_ERR_DEVICE_NOT_FOUND, CLT_ERR_OUT_OF_MEMORY. */
+clt_status clt_load(const char *path, clt_device *map_location, clt_params **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -200,4 +200,10 @@ void clt__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t o
 /* Counters (128 random bits each) that a random tensor of numel elements of dtype consumes. */
 uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
 
+/* ---- parameter sets (params.c) --------------------------------------------------------- */
+
+/* 1 if the n bytes at s are valid UTF-8 (no overlong forms, surrogates or code points above
+ * U+10FFFF). */
+bool clt__utf8_valid(const unsigned char *s, size_t n);
+
 #endif /* CLT_INTERNAL_H */

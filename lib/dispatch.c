@@ -572,3 +572,49 @@ clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out) {
   *out = r;
   return CLT_OK;
 }
+
+clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_tensor **y) {
+  static const char fn[] = "clt_linear";
+  clt_status s;
+  if ((s = clt__check_tensor(x, fn, "x")) != CLT_OK ||
+      (s = clt__check_tensor(weight, fn, "weight")) != CLT_OK)
+    return s;
+  if (!y)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "y is NULL");
+  /* The same-device rule over all three, before anything is computed. */
+  clt_tensor *operands[3] = {x, weight, bias};
+  if ((s = check_same_device(fn, bias ? 3 : 2, operands)) != CLT_OK)
+    return s;
+  for (int i = 0; i < (bias ? 3 : 2); i++)
+    if (!clt__dtype_is_float(operands[i]->dtype) || operands[i]->dtype != x->dtype)
+      return clt__error(CLT_ERR_DTYPE, fn,
+                        "x is %s, weight %s and bias %s; a linear layer takes f32 or f64 tensors "
+                        "of one dtype (cast with clt_cast first)",
+                        clt_dtype_name(x->dtype), clt_dtype_name(weight->dtype),
+                        bias ? clt_dtype_name(bias->dtype) : "NULL");
+  char sx[256], sw[256], sb[256] = "NULL";
+  clt__format_shape(sx, sizeof sx, x->ndim, x->shape);
+  clt__format_shape(sw, sizeof sw, weight->ndim, weight->shape);
+  if (bias)
+    clt__format_shape(sb, sizeof sb, bias->ndim, bias->shape);
+  if (weight->ndim != 2 || x->ndim < 2 || x->ndim > 3 ||
+      x->shape[x->ndim - 1] != weight->shape[1] ||
+      (bias && (bias->ndim != 1 || bias->shape[0] != weight->shape[0])))
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "x %s, weight %s and bias %s do not fit: expected x (N, in), weight "
+                      "(out, in) and bias (out) or NULL",
+                      sx, sw, sb);
+  clt_tensor *wt, *r;
+  if ((s = clt_transpose(weight, 0, 1, &wt)) != CLT_OK)
+    return s;
+  s = clt_matmul(x, wt, &r);
+  clt_tensor_release(wt);
+  if (s != CLT_OK)
+    return s;
+  if (bias && (s = clt_add_(r, bias)) != CLT_OK) {
+    clt_tensor_release(r);
+    return s;
+  }
+  *y = r;
+  return CLT_OK;
+}

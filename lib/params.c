@@ -1,0 +1,215 @@
+/* params.c - parameter sets: named tensors in insertion order that move in place
+ * (DESIGN.md rule 6). */
+#include "clt-internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct entry {
+  char *name;
+  clt_tensor *t;
+} entry;
+
+struct clt_params {
+  entry *e;
+  size_t n, cap;
+};
+
+clt_status clt_params_create(clt_params **out) {
+  static const char fn[] = "clt_params_create";
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  clt_params *p = calloc(1, sizeof *p);
+  if (!p)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  *out = p;
+  return CLT_OK;
+}
+
+void clt_params_release(clt_params *p) {
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->n; i++) {
+    free(p->e[i].name);
+    clt_tensor_release(p->e[i].t);
+  }
+  free(p->e);
+  free(p);
+}
+
+bool clt__utf8_valid(const unsigned char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    size_t len;
+    uint32_t cp, min;
+    if (c < 0x80) {
+      i++;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      len = 2, cp = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3, cp = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (n - i < len)
+      return false;
+    for (size_t k = 1; k < len; k++) {
+      if ((s[i + k] & 0xc0) != 0x80)
+        return false;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+static entry *find(const clt_params *p, const char *name) {
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->e[i].name, name) == 0)
+      return &p->e[i];
+  return NULL;
+}
+
+clt_status clt_params_add(clt_params *p, const char *name, clt_tensor *t) {
+  static const char fn[] = "clt_params_add";
+  clt_status s;
+  if (!p)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "p is NULL");
+  if (!name || !*name)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "name is NULL or empty");
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  size_t len = strlen(name);
+  if (!clt__utf8_valid((const unsigned char *)name, len))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "name is not valid UTF-8 (checkpoints store names as JSON strings)");
+  if (strcmp(name, "__metadata__") == 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the name '__metadata__' is reserved by the safetensors format");
+  if (find(p, name))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the set already holds a tensor named '%s'; names are unique", name);
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 8;
+    entry *e = realloc(p->e, cap * sizeof *e);
+    if (!e)
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    p->e = e;
+    p->cap = cap;
+  }
+  char *copy = malloc(len + 1);
+  if (!copy)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  memcpy(copy, name, len + 1);
+  p->e[p->n].name = copy;
+  p->e[p->n].t = clt_tensor_retain(t);
+  p->n++;
+  return CLT_OK;
+}
+
+clt_tensor *clt_params_get(const clt_params *p, const char *name) {
+  static const char fn[] = "clt_params_get";
+  if (!p || !name) {
+    clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", p ? "name" : "p");
+    return NULL;
+  }
+  entry *e = find(p, name);
+  if (!e) {
+    clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no tensor named '%s' in the set (%zu tensors)", name,
+               p->n);
+    return NULL;
+  }
+  return e->t;
+}
+
+size_t clt_params_count(const clt_params *p) { return p ? p->n : 0; }
+
+const char *clt_params_name_at(const clt_params *p, size_t i) {
+  if (!p || i >= p->n) {
+    clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_params_name_at", "index %zu is out of range (%zu)", i,
+               p ? p->n : 0);
+    return NULL;
+  }
+  return p->e[i].name;
+}
+
+clt_tensor *clt_params_tensor_at(const clt_params *p, size_t i) {
+  if (!p || i >= p->n) {
+    clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_params_tensor_at", "index %zu is out of range (%zu)",
+               i, p ? p->n : 0);
+    return NULL;
+  }
+  return p->e[i].t;
+}
+
+clt_status clt_params_to(clt_params *p, clt_device *dev) {
+  static const char fn[] = "clt_params_to";
+  clt_status s;
+  if (!p)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "p is NULL");
+  if ((s = clt__check_device(dev, fn, "dev")) != CLT_OK)
+    return s;
+  if (p->n == 0)
+    return CLT_OK;
+  /* All copies first, then the swap: on failure the set is unchanged. */
+  clt_tensor **moved = calloc(p->n, sizeof *moved);
+  if (!moved)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  for (size_t i = 0; i < p->n; i++) {
+    if ((s = clt_to(p->e[i].t, dev, &moved[i])) != CLT_OK) {
+      char why[1024];
+      snprintf(why, sizeof why, "%s", clt_last_error());
+      for (size_t k = 0; k < i; k++)
+        clt_tensor_release(moved[k]);
+      free(moved);
+      return clt__error(s, fn, "moving '%s' to %s failed (the set is unchanged): %s", p->e[i].name,
+                        dev->name, why);
+    }
+  }
+  for (size_t i = 0; i < p->n; i++) {
+    clt_tensor_release(p->e[i].t);
+    p->e[i].t = moved[i];
+  }
+  free(moved);
+  return CLT_OK;
+}
+
+clt_status clt_params_device(const clt_params *p, clt_device **out) {
+  static const char fn[] = "clt_params_device";
+  if (!p || !out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", p ? "out" : "p");
+  if (p->n == 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the set is empty, so it has no device");
+  clt_device *d = p->e[0].t->storage->dev;
+  size_t other = 0;
+  for (size_t i = 1; i < p->n && !other; i++)
+    if (p->e[i].t->storage->dev != d)
+      other = i;
+  if (!other) {
+    *out = d;
+    return CLT_OK;
+  }
+  /* Name every device, with the first tensor found on it. */
+  char list[1024];
+  size_t used = 0;
+  for (size_t i = 0; i < p->n && used < sizeof list; i++) {
+    clt_device *di = p->e[i].t->storage->dev;
+    bool seen = false;
+    for (size_t k = 0; k < i && !seen; k++)
+      seen = p->e[k].t->storage->dev == di;
+    if (!seen)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s ('%s')", used ? ", " : "",
+                               di->name, p->e[i].name);
+  }
+  return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                    "the set's tensors are spread over several devices: %s; gather them with "
+                    "clt_params_to(p, dev)",
+                    list);
+}
