@@ -33,10 +33,16 @@ static const char *program = "clt-bench";
 
 /* ---- plumbing ------------------------------------------------------------------------------ */
 
+/* The progress bar on stderr, drawn only when stderr is a terminal. */
+static struct {
+  int on;
+  double total, done;
+} progress;
+
 static void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "\n%s: ", program);
+  fprintf(stderr, "%s%s: ", progress.on ? "\r\033[K" : "", program);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");
   va_end(ap);
@@ -113,11 +119,6 @@ static void usage(FILE *f) {
 }
 
 /* ---- progress bar (stderr, terminals only) ---------------------------------------------- */
-
-static struct {
-  int on;
-  double total, done;
-} progress;
 
 static void progress_show(const char *what) {
   if (!progress.on)
