@@ -663,6 +663,60 @@ clt_status clt_save(const char *path, const clt_params *p);
  *  device without fp64), CLT_ERR_DEVICE_NOT_FOUND, CLT_ERR_OUT_OF_MEMORY. */
 clt_status clt_load(const char *path, clt_device *map_location, clt_params **out);
 
+/* ---------------------------------------------------------------------------------------- */
+/* Kernel cache                                                                              */
+/*
+ * clt builds its OpenCL kernels at run time, the first time an operation needs them, and keeps
+ * the program binaries on disk so that the next process starts warm. The directory is
+ * $CLT_CACHE_DIR if set (used or nothing), else $XDG_CACHE_HOME/clt, else $HOME/.cache/clt,
+ * else $TMPDIR/clt-<uid>; CLT_CACHE=0 turns the disk cache off. Both are read once per process.
+ * Each entry is one file, "<64 hex digits>.bin" (the SHA-256 of the source, the build options,
+ * the platform, the device, the driver and clt's version); clt never evicts entries, and other
+ * files in the directory are never touched. The tool clt-cache(1) wraps these functions.
+ */
+
+/** The kernel cache directory, or NULL when the disk cache is off (CLT_CACHE=0) or no usable
+ *  directory was found. Static storage; never freed. */
+const char *clt_kernel_cache_dir(void);
+
+/** One entry of the kernel cache, as clt_kernel_cache_list reports it. */
+typedef struct clt_kernel_cache_entry {
+  const char *name; /* the file name within clt_kernel_cache_dir(), "<64 hex>.bin" */
+  uint64_t size;    /* its size in bytes */
+  int64_t mtime;    /* when it was written, in seconds since the Epoch */
+} clt_kernel_cache_entry;
+
+/** Calls each(entry, ctx) for every entry of the kernel cache, in directory order, and gives
+ *  their number in *count (count may be NULL; each may be NULL to count only). The entry and
+ *  its name are valid during the call only. With the cache off there are no entries. Only
+ *  files named like entries count; temporary files and other files are skipped.
+ *  Errors: CLT_ERR_IO (the directory cannot be read; the message names it). */
+clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_entry *e, void *ctx),
+                                 void *ctx, size_t *count);
+
+/** Removes every entry of the kernel cache, and temporary entry files a crashed process may
+ *  have left ("<64 hex>.bin.XXXXXX"), and gives the number of files removed in *removed (may
+ *  be NULL). Other files and subdirectories are left alone. Programs already loaded in this or
+ *  another process keep working; their next build goes to the source. With the cache off it
+ *  removes nothing.
+ *  Errors: CLT_ERR_IO (the directory cannot be read, or a file cannot be removed; the message
+ *  names it and says how many were removed before; *removed is then untouched). */
+clt_status clt_kernel_cache_clear(size_t *removed);
+
+/** Builds, ahead of time, every kernel program clt uses on dev, so that later processes (and
+ *  this one) find them in the caches: each elementwise operation, cast and where over every
+ *  dtype (f64 only where the device has fp64), each reduction over every dtype, the random
+ *  generators, transpose and the tiled matmul kernel. It runs each operation once on tiny
+ *  tensors on dev, through the real code paths; operations a dtype does not support are
+ *  skipped. Programs for operands of two different dtypes (an i32 tensor plus an f32 tensor)
+ *  are built on first use. progress (may be NULL) is called with (0, total, ctx) first and
+ *  after each step with the steps done so far. The host has no kernels: dev = clt_cpu()
+ *  succeeds at once, with total 0. Entries are written only when the disk cache is on.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL dev), CLT_ERR_BUILD (a kernel failed to build: the
+ *  message holds the build log), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
+clt_status clt_kernel_cache_warm(clt_device *dev, void (*progress)(int done, int total, void *ctx),
+                                 void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

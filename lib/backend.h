@@ -207,6 +207,9 @@ clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, 
 clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
                           const clt_matmul_desc *g, const char *fn);
 clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
+/* Builds the tiled matmul kernel for dt on d without running it (clt_kernel_cache_warm: the
+ * path clt_matmul takes may not use it, CLT_MATMUL=kernel does). */
+clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
 clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
                              const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per

@@ -2,8 +2,9 @@
  * $CLT_KERNEL_PATH), built lazily once per (device, family, defines), cached in memory and, as
  * program binaries, on disk so that a second process starts warm. */
 #define _POSIX_C_SOURCE 200809L
-#include "clt-internal.h"
+#include "backend.h" /* clt__cl_matmul_build, for clt_kernel_cache_warm */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -668,4 +669,222 @@ void clt__program_cache_free(struct clt_program_cache *c) {
     e = next;
   }
   free(c);
+}
+
+/* ---- the public kernel cache API (clt.h, "Kernel cache") ------------------------------------ */
+
+const char *clt_kernel_cache_dir(void) { return clt__cache_dir(); }
+
+/* 1 for an entry's name, "<64 lowercase hex>.bin"; 2 for a temp file of cache_store,
+ * "<64 hex>.bin.XXXXXX"; 0 for anything else. */
+static int entry_kind(const char *name) {
+  for (int i = 0; i < 64; i++)
+    if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+      return 0;
+  if (strncmp(name + 64, ".bin", 4) != 0)
+    return 0;
+  if (name[68] == '\0')
+    return 1;
+  return name[68] == '.' && strlen(name + 69) == 6 ? 2 : 0;
+}
+
+/* Visits the regular files of the cache directory of the given kinds (a mask of 1 << kind);
+ * visit returns false to stop with an error already set. */
+static clt_status cache_walk(const char *fn, int kinds,
+                             bool (*visit)(const char *dir, const char *name, const struct stat *st,
+                                           void *ctx),
+                             void *ctx) {
+  const char *dir = clt__cache_dir();
+  if (!dir)
+    return CLT_OK;
+  DIR *dp = opendir(dir);
+  if (!dp)
+    return errno == ENOENT
+               ? CLT_OK
+               : clt__error(CLT_ERR_IO, fn, "cannot read the kernel cache directory %s: %s", dir,
+                            strerror(errno));
+  struct dirent *de;
+  clt_status st = CLT_OK;
+  char path[sizeof cache_dir + 300];
+  while ((de = readdir(dp)) != NULL) {
+    int kind = entry_kind(de->d_name);
+    if (kind == 0 || !(kinds & (1 << kind)))
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+      continue; /* gone meanwhile, or not ours (a directory, a link) */
+    if (!visit(dir, de->d_name, &sb, ctx)) {
+      st = clt_last_status();
+      break;
+    }
+  }
+  closedir(dp);
+  return st;
+}
+
+typedef struct list_ctx {
+  void (*each)(const clt_kernel_cache_entry *e, void *ctx);
+  void *ctx;
+  size_t count;
+} list_ctx;
+
+static bool list_visit(const char *dir, const char *name, const struct stat *st, void *ctx) {
+  (void)dir;
+  list_ctx *l = ctx;
+  l->count++;
+  if (l->each) {
+    clt_kernel_cache_entry e = {name, (uint64_t)st->st_size, (int64_t)st->st_mtime};
+    l->each(&e, l->ctx);
+  }
+  return true;
+}
+
+clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_entry *e, void *ctx),
+                                 void *ctx, size_t *count) {
+  list_ctx l = {each, ctx, 0};
+  clt_status st = cache_walk("clt_kernel_cache_list", 1 << 1, list_visit, &l);
+  if (st == CLT_OK && count)
+    *count = l.count;
+  return st;
+}
+
+static bool clear_visit(const char *dir, const char *name, const struct stat *st, void *ctx) {
+  (void)st;
+  size_t *removed = ctx;
+  char path[sizeof cache_dir + 300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (unlink(path) != 0 && errno != ENOENT) {
+    clt__error(CLT_ERR_IO, "clt_kernel_cache_clear",
+               "cannot remove %s: %s (%zu files removed before)", path, strerror(errno), *removed);
+    return false;
+  }
+  ++*removed;
+  return true;
+}
+
+clt_status clt_kernel_cache_clear(size_t *removed) {
+  size_t n = 0;
+  clt_status st = cache_walk("clt_kernel_cache_clear", 1 << 1 | 1 << 2, clear_visit, &n);
+  if (st == CLT_OK && removed)
+    *removed = n;
+  return st;
+}
+
+/* ---- warming -------------------------------------------------------------------------------
+ * A list of steps, each one operation on tiny tensors of one dtype, run through the public API
+ * so that every program is built by the code that will use it. The same walk counts the steps
+ * (run = false) and runs them. */
+
+typedef clt_status (*binary_fn)(clt_tensor *, clt_tensor *, clt_tensor **);
+typedef clt_status (*unary_fn)(clt_tensor *, clt_tensor **);
+typedef clt_status (*reduce_dim_fn)(clt_tensor *, int, int, clt_tensor **);
+
+typedef struct warm_state {
+  clt_device *dev;
+  bool run;
+  int done, total;
+  void (*progress)(int done, int total, void *ctx);
+  void *ctx;
+} warm_state;
+
+/* Finishes a step with status s and the result r (released): an operation the dtype does not
+ * have (CLT_ERR_DTYPE) is not an error. */
+static clt_status warm_step(warm_state *w, clt_status s, clt_tensor *r) {
+  clt_tensor_release(r);
+  if (s == CLT_ERR_DTYPE) {
+    clt_clear_error();
+    s = CLT_OK;
+  }
+  if (s != CLT_OK)
+    return s;
+  w->done++;
+  if (w->run && w->progress)
+    w->progress(w->done, w->total, w->ctx);
+  return CLT_OK;
+}
+
+#define WARM(expr)                                                                                 \
+  do {                                                                                             \
+    clt_tensor *r_ = NULL;                                                                         \
+    clt_status s_ = w->run ? (expr) : CLT_OK;                                                      \
+    if ((s_ = warm_step(w, s_, r_)) != CLT_OK)                                                     \
+      return s_;                                                                                   \
+  } while (0)
+
+/* The steps for one dtype; a is a (2, 2) tensor of ones, cond a bool one (NULL when counting). */
+static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_tensor *cond) {
+  static const binary_fn binary[] = {clt_add,     clt_sub,     clt_mul, clt_div, clt_pow,
+                                     clt_maximum, clt_minimum, clt_eq,  clt_ne,  clt_lt,
+                                     clt_le,      clt_gt,      clt_ge};
+  static const unary_fn unary[] = {clt_neg, clt_abs,  clt_exp,  clt_log,     clt_sqrt,
+                                   clt_sin, clt_cos,  clt_tanh, clt_sigmoid, clt_relu,
+                                   clt_sum, clt_mean, clt_max,  clt_min,     clt_argmax};
+  static const reduce_dim_fn reduce_dim[] = {clt_sum_dim, clt_mean_dim, clt_max_dim, clt_min_dim,
+                                             clt_argmax_dim};
+  bool fp64 = clt_device_has_fp64(w->dev);
+  int64_t row[1] = {2};
+  clt_tensor *b = NULL;
+  for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) {
+    WARM(binary[i](a, a, &r_));
+    /* the broadcasting kernel of the same program */
+    if (i == 0)
+      WARM(clt_ones(dt, 1, row, w->dev, &b) != CLT_OK ? clt_last_status() : binary[i](a, b, &r_));
+  }
+  clt_tensor_release(b);
+  for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
+    WARM(unary[i](a, &r_));
+  for (size_t i = 0; i < sizeof reduce_dim / sizeof *reduce_dim; i++)
+    WARM(reduce_dim[i](a, 1, 0, &r_));
+  for (int to = CLT_F32; to <= CLT_BOOL; to++)
+    if (to != CLT_F64 || fp64)
+      WARM(clt_cast(a, (clt_dtype)to, &r_));
+  WARM(clt_where(cond, a, a, &r_));
+  WARM(clt_transpose(a, 0, 1, &r_));
+  if (dt == CLT_F32 || dt == CLT_F64) {
+    WARM(clt_rand(dt, 2, clt_tensor_shape(a), w->dev, &r_));
+    WARM(clt_randn(dt, 2, clt_tensor_shape(a), w->dev, &r_));
+    WARM(clt_matmul(a, a, &r_));
+    WARM(clt__cl_matmul_build(w->dev, dt, "clt_kernel_cache_warm"));
+  }
+  return CLT_OK;
+}
+#undef WARM
+
+static clt_status warm_all(warm_state *w) {
+  bool fp64 = clt_device_has_fp64(w->dev);
+  int64_t shape[2] = {2, 2};
+  clt_tensor *cond = NULL;
+  clt_status st = CLT_OK;
+  if (w->run && (st = clt_ones(CLT_BOOL, 2, shape, w->dev, &cond)) != CLT_OK)
+    return st;
+  for (int dt = CLT_F32; dt <= CLT_BOOL && st == CLT_OK; dt++) {
+    if (dt == CLT_F64 && !fp64)
+      continue;
+    clt_tensor *a = NULL;
+    if (w->run && (st = clt_ones((clt_dtype)dt, 2, shape, w->dev, &a)) != CLT_OK)
+      break;
+    st = warm_dtype(w, (clt_dtype)dt, a, cond);
+    clt_tensor_release(a);
+  }
+  clt_tensor_release(cond);
+  if (st == CLT_OK && w->run)
+    st = clt_device_synchronize(w->dev);
+  return st;
+}
+
+clt_status clt_kernel_cache_warm(clt_device *dev, void (*progress)(int done, int total, void *ctx),
+                                 void *ctx) {
+  if (!dev)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_kernel_cache_warm", "dev is NULL");
+  warm_state w = {dev, false, 0, 0, progress, ctx};
+  if (!clt_device_is_host(dev)) {
+    warm_all(&w); /* counts */
+    w.total = w.done;
+    w.done = 0;
+    w.run = true;
+  }
+  if (progress)
+    progress(0, w.total, ctx);
+  return w.run ? warm_all(&w) : CLT_OK;
 }

@@ -401,6 +401,90 @@ START_TEST(test_cache_off_writes_nothing) {
 }
 END_TEST
 
+/* ---- the kernel cache API (clt_kernel_cache_*) ---------------------------------------------- */
+
+static void count_entry(const clt_kernel_cache_entry *e, void *ctx) {
+  size_t *n = ctx;
+  if (strlen(e->name) == 68 && strcmp(e->name + 64, ".bin") == 0 && e->size > 64 && e->mtime > 0)
+    ++*n;
+}
+
+/* In a child: warms cl:0, then checks that list shows the entries the directory holds and that
+ * clear removes them all and only them (dir also holds keep.txt). Exit statuses as cache_child. */
+static int api_child(const char *dir) {
+  if (clt_device_count() < 1)
+    return CHILD_NO_CL;
+  const char *got = clt_kernel_cache_dir();
+  if (!got || strcmp(got, dir) != 0)
+    return CHILD_DIR;
+  clt_device *d = clt_device_at(0);
+  if (!d || clt_kernel_cache_warm(d, NULL, NULL) != CLT_OK)
+    return CHILD_CLT;
+  size_t listed = 0, seen = 0, removed = 0, after = 99;
+  if (clt_kernel_cache_list(count_entry, &seen, &listed) != CLT_OK)
+    return CHILD_CLT;
+  if (listed == 0 || seen != listed || (int)listed != count_files(dir, NULL, 0) - 1)
+    return CHILD_WRONG;
+  if (clt_kernel_cache_clear(&removed) != CLT_OK || removed != listed)
+    return CHILD_WRONG;
+  if (clt_kernel_cache_list(NULL, NULL, &after) != CLT_OK || after != 0 ||
+      count_files(dir, NULL, 0) != 1)
+    return CHILD_WRONG;
+  return CHILD_OK;
+}
+
+START_TEST(test_cache_api_warm_list_clear) {
+  if (!cu_forked) {
+    cu_skip("test_cache_api_warm_list_clear", "needs CK_FORK (sets CLT_CACHE_DIR)");
+    return;
+  }
+  const char *dir = cache_tmpdir();
+  char keep[512];
+  snprintf(keep, sizeof keep, "%s/keep.txt", dir);
+  FILE *f = fopen(keep, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("not a cache entry\n", f);
+  fclose(f);
+  setenv("CLT_CACHE_DIR", dir, 1);
+  unsetenv("CLT_CACHE");
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0)
+    _exit(api_child(dir));
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status), "the child died (status %d)", status);
+  int code = WEXITSTATUS(status);
+  if (code == CHILD_NO_CL) {
+    cu_skip("test_cache_api_warm_list_clear", "needs an OpenCL device");
+    remove_cache(dir);
+    return;
+  }
+  static const char *why[] = {"ok", "warm failed", "list or clear gave the wrong counts", "?",
+                              "the wrong cache directory"};
+  ck_assert_msg(code == CHILD_OK, "the child reported %s", code < 5 ? why[code] : "?");
+  ck_assert_msg(access(keep, F_OK) == 0, "clt_kernel_cache_clear removed keep.txt");
+  remove_cache(dir);
+
+  /* CLT_CACHE=0: no directory, nothing listed, nothing cleared. */
+  setenv("CLT_CACHE", "0", 1);
+  fflush(NULL);
+  pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    size_t n = 99, r = 99;
+    _exit(clt_kernel_cache_dir() == NULL && clt_kernel_cache_list(NULL, NULL, &n) == CLT_OK &&
+                  n == 0 && clt_kernel_cache_clear(&r) == CLT_OK && r == 0
+              ? CHILD_OK
+              : CHILD_DIR);
+  }
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == CHILD_OK,
+                "CLT_CACHE=0: the cache directory is not NULL or has entries");
+}
+END_TEST
+
 Suite *program_suite(void) {
   Suite *s = suite_create("program");
   TCase *tc = cu_tcase("kernel sources");
@@ -413,6 +497,7 @@ Suite *program_suite(void) {
   tcase_add_test(tc, test_cache_damaged_entry_rebuilt);
   tcase_add_test(tc, test_cache_unusable_dir);
   tcase_add_test(tc, test_cache_off_writes_nothing);
+  tcase_add_test(tc, test_cache_api_warm_list_clear);
   suite_add_tcase(s, tc);
   return s;
 }

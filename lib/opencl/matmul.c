@@ -241,6 +241,11 @@ static clt_status get_tiled_kernel(clt_device *d, clt_dtype dt, const char *fn, 
   return clt__get_kernel(d, "matmul", options, kname, fn, k);
 }
 
+clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn) {
+  cl_kernel k;
+  return get_tiled_kernel(d, dt, fn, &k);
+}
+
 /* Launches the tiled kernel k (from get_tiled_kernel); the device lock is held. */
 static clt_status enqueue_kernel(clt_device *d, cl_kernel k, clt_tensor *out, const clt_tensor *a,
                                  const clt_tensor *b, const clt_matmul_desc *g, clt_waitlist *wl,
