@@ -54,8 +54,8 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
 
 /** Imports m, without a copy, as a new tensor. kDLCPU tensors become host tensors over m's memory
  *  (data + byte_offset, aligned to the item size); kDLOpenCL tensors become tensors of the OpenCL
- *  device cl:N (N = device_id), whose context must be the one the cl_mem (data) belongs to (byte_offset
- *  must be 0; clt retains the cl_mem). Only compact row-major layouts are taken: strides NULL, or
+ *  device cl:N (N = device_id), whose context must be the one the cl_mem (data) belongs to
+ *  (byte_offset must be 0; clt retains the cl_mem). Only compact row-major layouts are taken: strides NULL, or
  *  equal to C-contiguous strides (dimensions of size 1 may have any stride). On success clt owns
  *  m: m->deleter(m) (if not NULL) is called exactly once, when the last tensor sharing this memory
  *  (views made by clt_reshape included) is released and the device commands using it have
