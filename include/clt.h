@@ -1,5 +1,8 @@
-/* clt.h - OpenCL tensors: the one public header.
+/**
+ * @file clt.h
+ * @brief OpenCL tensors: the one public header.
  *
+ * @code
  *   clt_device *dev = clt_device_default();      // $CLT_DEVICE, else first GPU, else cpu
  *   int64_t shape[1] = {3};
  *   clt_tensor *x, *y, *z;
@@ -10,6 +13,7 @@
  *     fprintf(stderr, "%s\n", clt_last_error());
  *   clt_print(z);                                // tensor([2., 2., 2.], device='cl:0')
  *   clt_tensor_release(x); clt_tensor_release(y); clt_tensor_release(z);
+ * @endcode
  *
  * Conventions. Every function that can fail returns a clt_status; CLT_OK is 0 and errors are
  * negative. Results come back through out-parameters, which are left untouched on failure.
@@ -35,8 +39,11 @@
 extern "C" {
 #endif
 
+/** The major version of this header; clt_version() gives the library's. */
 #define CLT_VERSION_MAJOR 0
+/** The minor version of this header. */
 #define CLT_VERSION_MINOR 1
+/** The patch version of this header. */
 #define CLT_VERSION_PATCH 0
 
 /** The library's version, "MAJOR.MINOR.PATCH". Static storage; never freed. */
@@ -45,7 +52,8 @@ const char *clt_version(void);
 /* ---------------------------------------------------------------------------------------- */
 /* Status codes                                                                              */
 
-/* X(name, value, default message): one table for the enum, the names and the messages. */
+/** X(name, value, default message): one table for the clt_status enum, clt_status_name() and
+ *  clt_status_message(). Each row becomes the enumerator CLT_<name>. */
 #define CLT_STATUS_MAP(X)                                                                          \
   X(OK, 0, "success")                                                                              \
   X(ERR_INVALID_ARGUMENT, -1, "invalid argument")                                                  \
@@ -63,6 +71,16 @@ const char *clt_version(void);
   X(ERR_INTERNAL, -13, "internal error")                                                           \
   X(ERR_TRANSFER_GUARD, -14, "implicit transfer refused by the transfer guard")
 
+/** What a call returns: CLT_OK (0) on success, a negative CLT_ERR_ value on failure, with the
+ *  details in clt_last_error(). The values and their default messages are the rows of
+ *  CLT_STATUS_MAP: CLT_OK "success"; CLT_ERR_INVALID_ARGUMENT "invalid argument";
+ *  CLT_ERR_DEVICE_MISMATCH "operands are on different devices"; CLT_ERR_NOT_ON_HOST "tensor is
+ *  not on the host"; CLT_ERR_UNSUPPORTED "not supported on this device"; CLT_ERR_OUT_OF_MEMORY
+ *  "out of memory"; CLT_ERR_DEVICE_NOT_FOUND "no such device"; CLT_ERR_SHAPE_MISMATCH "shapes are
+ *  not compatible"; CLT_ERR_DTYPE "dtype not supported by this operation"; CLT_ERR_OPENCL "an
+ *  OpenCL call failed"; CLT_ERR_BUILD "kernel build failed"; CLT_ERR_IO "input/output error";
+ *  CLT_ERR_FORMAT "malformed file"; CLT_ERR_INTERNAL "internal error";
+ *  CLT_ERR_TRANSFER_GUARD "implicit transfer refused by the transfer guard". */
 typedef enum clt_status {
 #define CLT_STATUS_ENUM_(name, value, msg) CLT_##name = value,
   CLT_STATUS_MAP(CLT_STATUS_ENUM_)
@@ -90,32 +108,35 @@ void clt_clear_error(void);
 /* ---------------------------------------------------------------------------------------- */
 /* Devices                                                                                   */
 
+/** A device: the host ("cpu") or one OpenCL device ("cl:0", ...). Opaque; owned by clt and
+ *  valid until the process exits, so it is never released. */
 typedef struct clt_device clt_device;
 
+/** What kind of device a clt_device is (clt_device_info.kind). */
 typedef enum clt_device_kind {
-  CLT_DEVICE_HOST = 0, /* the host itself: "cpu" */
-  CLT_DEVICE_CL_CPU,   /* an OpenCL CPU device (PoCL, Intel CPU runtime) */
-  CLT_DEVICE_CL_GPU,   /* an OpenCL GPU */
-  CLT_DEVICE_CL_ACCELERATOR,
-  CLT_DEVICE_CL_OTHER
+  CLT_DEVICE_HOST = 0,       /**< the host itself: "cpu" */
+  CLT_DEVICE_CL_CPU,         /**< an OpenCL CPU device (PoCL, Intel CPU runtime) */
+  CLT_DEVICE_CL_GPU,         /**< an OpenCL GPU */
+  CLT_DEVICE_CL_ACCELERATOR, /**< an OpenCL accelerator (CL_DEVICE_TYPE_ACCELERATOR) */
+  CLT_DEVICE_CL_OTHER        /**< any other OpenCL device type */
 } clt_device_kind;
 
 /** What is known about a device. Strings are owned by clt, valid until exit. */
 typedef struct clt_device_info {
-  const char *name; /* "cpu", "cl:0", ... */
-  clt_device_kind kind;
-  const char *kind_name; /* "host", "cpu", "gpu", "accelerator", "other" */
-  const char *vendor;
-  const char *model;
-  const char *driver_version;
-  const char *cl_version;   /* CL_DEVICE_VERSION; "" for the host */
-  const char *platform;     /* platform name; "" for the host */
-  uint64_t memory_bytes;    /* global memory (physical memory for the host) */
-  uint64_t max_alloc_bytes; /* largest single buffer */
-  int compute_units;        /* compute units (logical CPUs for the host) */
-  int fp64;                 /* 1 if f64 tensors are supported */
-  int platform_index;       /* -1 for the host */
-  int context_index;        /* devices with equal context_index copy directly; -1 host */
+  const char *name;           /**< "cpu", "cl:0", ... */
+  clt_device_kind kind;       /**< host, OpenCL CPU, GPU, ... */
+  const char *kind_name;      /**< "host", "cpu", "gpu", "accelerator", "other" */
+  const char *vendor;         /**< CL_DEVICE_VENDOR; "host" for the host */
+  const char *model;          /**< CL_DEVICE_NAME; the CPU model for the host */
+  const char *driver_version; /**< CL_DRIVER_VERSION; clt's version for the host */
+  const char *cl_version;     /**< CL_DEVICE_VERSION; "" for the host */
+  const char *platform;       /**< platform name; "" for the host */
+  uint64_t memory_bytes;      /**< global memory (physical memory for the host) */
+  uint64_t max_alloc_bytes;   /**< largest single buffer */
+  int compute_units;          /**< compute units (logical CPUs for the host) */
+  int fp64;                   /**< 1 if f64 tensors are supported */
+  int platform_index;         /**< -1 for the host */
+  int context_index;          /**< devices with equal context_index copy directly; -1 host */
 } clt_device_info;
 
 /** The host device, "cpu". Never NULL. */
@@ -164,13 +185,13 @@ clt_status clt_device_synchronize(clt_device *d);
  *  tensors of about the same size (it is never reused before the device work that touches it is
  *  ordered first); CLT_ALLOC_CACHE=0 turns the cache off. */
 typedef struct clt_memory_stats {
-  uint64_t allocated_bytes;      /* held by live tensors */
-  uint64_t peak_allocated_bytes; /* the most allocated_bytes has been */
-  uint64_t cached_bytes;         /* released, kept for reuse */
-  uint64_t reserved_bytes;       /* allocated + cached: what the device gave clt */
-  uint64_t cached_blocks;
-  uint64_t allocations; /* requests served */
-  uint64_t cache_hits;  /* requests served from the cache */
+  uint64_t allocated_bytes;      /**< held by live tensors */
+  uint64_t peak_allocated_bytes; /**< the most allocated_bytes has been */
+  uint64_t cached_bytes;         /**< released, kept for reuse */
+  uint64_t reserved_bytes;       /**< allocated + cached: what the device gave clt */
+  uint64_t cached_blocks;        /**< number of buffers in the cache */
+  uint64_t allocations;          /**< requests served */
+  uint64_t cache_hits;           /**< requests served from the cache */
 } clt_memory_stats;
 
 /** Fills *out with dev's allocator statistics. */
@@ -182,9 +203,13 @@ clt_status clt_device_empty_cache(clt_device *dev);
 /* ---------------------------------------------------------------------------------------- */
 /* Tensors                                                                                   */
 
+/** Element types: CLT_F32 and CLT_F64 (IEEE floats), CLT_I32 and CLT_I64 (signed integers),
+ *  CLT_U8 (unsigned byte) and CLT_BOOL (one byte holding 0 or 1). */
 typedef enum clt_dtype { CLT_F32 = 0, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL } clt_dtype;
 
+/** The number of dtypes: valid clt_dtype values are 0 .. CLT_DTYPE_COUNT - 1. */
 #define CLT_DTYPE_COUNT 6
+/** The most dimensions a tensor may have. */
 #define CLT_MAX_DIMS 8
 
 /** "f32", "f64", "i32", "i64", "u8", "bool"; NULL for an unknown dtype. */
@@ -193,6 +218,9 @@ const char *clt_dtype_name(clt_dtype dt);
 /** Bytes per element (1 for u8 and bool); 0 for an unknown dtype. */
 size_t clt_dtype_size(clt_dtype dt);
 
+/** A tensor: dtype, shape and C-ordered elements on one device. Opaque and reference
+ *  counted: every handle a function gives back carries one reference, dropped with
+ *  clt_tensor_release(). */
 typedef struct clt_tensor clt_tensor;
 
 /** Creates an uninitialized tensor of ndim (0..CLT_MAX_DIMS) dimensions on dev. shape may be
@@ -231,12 +259,19 @@ clt_tensor *clt_tensor_retain(clt_tensor *t);
  *  have finished (the call itself does not wait). NULL-safe. */
 void clt_tensor_release(clt_tensor *t);
 
+/** The number of dimensions of t (0 for a 0-d tensor, and for NULL). */
 int clt_tensor_ndim(const clt_tensor *t);
-/** The shape (ndim entries), owned by the tensor. */
+/** The shape (ndim entries), owned by the tensor and valid while it lives; NULL for
+ *  NULL. */
 const int64_t *clt_tensor_shape(const clt_tensor *t);
+/** The number of elements of t: the product of its dimensions (1 for a 0-d tensor;
+ *  0 for NULL). */
 int64_t clt_tensor_numel(const clt_tensor *t);
+/** The size of t's elements in bytes: numel times clt_dtype_size(dtype); 0 for NULL. */
 size_t clt_tensor_nbytes(const clt_tensor *t);
+/** The dtype of t (CLT_F32 for NULL). */
 clt_dtype clt_tensor_dtype(const clt_tensor *t);
+/** The device t lives on (owned by clt; never released); NULL for NULL. */
 clt_device *clt_tensor_device(const clt_tensor *t);
 /** 1 if t is a host tensor in pinned memory. */
 int clt_tensor_is_pinned(const clt_tensor *t);
@@ -283,30 +318,47 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src);
  *  clt_tensor_read, clt_item); "implicit" ones are the trips home that printing makes. A loop
  *  whose d2h_count grows every step ferries data back and forth: this is how to see it. */
 typedef struct clt_transfer_stats {
-  uint64_t h2d_count, h2d_bytes;           /* host to this device */
-  uint64_t d2h_count, d2h_bytes;           /* this device to the host, explicit */
-  uint64_t d2d_in_count, d2d_in_bytes;     /* another device to this one */
-  uint64_t d2d_out_count, d2d_out_bytes;   /* this device to another one */
-  uint64_t implicit_count, implicit_bytes; /* this device to the host, implicit (printing) */
+  uint64_t h2d_count, h2d_bytes;           /**< host to this device: copies, bytes */
+  uint64_t d2h_count, d2h_bytes;           /**< this device to the host, explicit */
+  uint64_t d2d_in_count, d2d_in_bytes;     /**< another device to this one */
+  uint64_t d2d_out_count, d2d_out_bytes;   /**< this device to another one */
+  uint64_t implicit_count, implicit_bytes; /**< this device to the host, implicit (printing) */
 } clt_transfer_stats;
+/** @var clt_transfer_stats::h2d_count
+ *  Copies from the host to this device (h2d_bytes: their bytes). */
+/** @var clt_transfer_stats::d2h_count
+ *  Explicit copies from this device to the host (d2h_bytes: their bytes). */
+/** @var clt_transfer_stats::d2d_in_count
+ *  Copies from another OpenCL device to this one (d2d_in_bytes: their bytes). */
+/** @var clt_transfer_stats::d2d_out_count
+ *  Copies from this device to another OpenCL device (d2d_out_bytes: their bytes). */
+/** @var clt_transfer_stats::implicit_count
+ *  Implicit copies from this device to the host, made by printing (implicit_bytes: their
+ *  bytes). */
 
-/** dev's counters since the start or the last reset. The host has none (all zero). */
+/** Fills *out with dev's counters since the start of the process or the last reset. The host
+ *  has none (all zero): each copy is counted on the OpenCL device at its other end.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL dev or out). */
 clt_status clt_transfer_stats_get(clt_device *dev, clt_transfer_stats *out);
-/** Sets dev's counters to zero (NULL: every device). */
+/** Sets dev's counters to zero (NULL: every device's). Errors: CLT_ERR_INVALID_ARGUMENT (dev
+ *  is not a device). */
 clt_status clt_transfer_stats_reset(clt_device *dev);
-/** Prints one line per device with non-zero counters (or "no transfers") to f. */
+/** Prints one line per device with non-zero counters (or "no transfers") to f.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL f). */
 clt_status clt_transfer_stats_print(FILE *f);
 
+/** What happens to an implicit device-to-host copy (the one printing makes). */
 typedef enum clt_transfer_guard {
-  CLT_GUARD_ALLOW = 0, /* implicit transfers happen silently (the default) */
-  CLT_GUARD_LOG,       /* each implicit transfer prints a line on stderr */
-  CLT_GUARD_DISALLOW   /* implicit transfers fail with CLT_ERR_TRANSFER_GUARD */
+  CLT_GUARD_ALLOW = 0, /**< implicit transfers happen silently (the default) */
+  CLT_GUARD_LOG,       /**< each implicit transfer prints a line on stderr */
+  CLT_GUARD_DISALLOW   /**< implicit transfers fail with CLT_ERR_TRANSFER_GUARD */
 } clt_transfer_guard;
 
 /** Sets the process-wide guard for implicit transfers; returns the previous mode (or -1 with
  *  CLT_ERR_INVALID_ARGUMENT for an unknown mode). The initial mode comes from
  *  $CLT_TRANSFER_GUARD (allow, log or disallow). Explicit copies are never affected. */
 int clt_transfer_guard_set(clt_transfer_guard mode);
+/** The current process-wide guard mode. */
 clt_transfer_guard clt_transfer_guard_get(void);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -332,7 +384,26 @@ clt_transfer_guard clt_transfer_guard_get(void);
   clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out);                           \
   clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out);                      \
   clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out);
-/** Binary arithmetic: a + b, a - b, a * b, a / b, a ** b, elementwise max and min. */
+/** @name Binary arithmetic
+ *  a + b, a - b, a * b, a / b, a ** b, elementwise max and min, each in three forms. */
+/** @{ */
+/** Binary arithmetic: a + b, a - b, a * b, a / b, a ** b (pow), elementwise maximum and minimum,
+ *  declared in three forms per operation (here for add):
+ *  - clt_add(a, b, &out): a new tensor of the broadcast shape and the promoted dtype on a's and
+ *    b's device; the caller releases *out.
+ *  - clt_add_out(a, b, out): writes into out, an existing tensor of exactly the result's shape
+ *    and dtype on the same device; out may be a or b itself when that already has the result's
+ *    shape, but not a partial overlap of one (a reshape view of it, say). Nothing is allocated
+ *    or returned to release.
+ *  - clt_add_scalar(a, b, &out): b is a number, turned into a 0-d operand that does not widen a's
+ *    dtype (i32 + 7 gives i32; i32 + 2.5 gives f32); the caller releases *out.
+ *  Like every operation, the work is enqueued on the device and the call returns.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (a NULL tensor or out, out overlapping an input partially,
+ *  a scalar the integer dtype cannot hold), CLT_ERR_DEVICE_MISMATCH (operands, or out, on
+ *  different devices; the message names both and the fix), CLT_ERR_SHAPE_MISMATCH (shapes that
+ *  do not broadcast; an out of the wrong shape), CLT_ERR_DTYPE (bool operands where the
+ *  operation refuses them: sub, pow; an out of the wrong dtype), CLT_ERR_UNSUPPORTED (f64
+ *  without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 CLT_BINARY_DECL_(add)
 CLT_BINARY_DECL_(sub)
 CLT_BINARY_DECL_(mul)
@@ -340,22 +411,49 @@ CLT_BINARY_DECL_(div)
 CLT_BINARY_DECL_(pow)
 CLT_BINARY_DECL_(maximum)
 CLT_BINARY_DECL_(minimum)
-/** Comparisons giving bool: ==, !=, <, <=, >, >=. */
+/** @} */
+
+/** @name Comparisons
+ *  ==, !=, <, <=, >, >=, giving bool. */
+/** @{ */
+/** Comparisons a == b, a != b, a < b, a <= b, a > b, a >= b, elementwise: computed in the
+ *  promoted dtype of a and b, giving a bool tensor of the broadcast shape. The same three forms
+ *  as the arithmetic (here for eq): clt_eq(a, b, &out) allocates *out, which the caller
+ *  releases; clt_eq_out(a, b, out) writes into an existing bool tensor of the result's shape;
+ *  clt_eq_scalar(a, b, &out) compares with a number. NaN compares unequal to everything.
+ *  Errors: those of the arithmetic forms (CLT_ERR_INVALID_ARGUMENT, CLT_ERR_DEVICE_MISMATCH,
+ *  CLT_ERR_SHAPE_MISMATCH, CLT_ERR_DTYPE for an out that is not bool, CLT_ERR_OUT_OF_MEMORY,
+ *  CLT_ERR_OPENCL, CLT_ERR_BUILD). */
 CLT_BINARY_DECL_(eq)
 CLT_BINARY_DECL_(ne)
 CLT_BINARY_DECL_(lt)
 CLT_BINARY_DECL_(le)
 CLT_BINARY_DECL_(gt)
 CLT_BINARY_DECL_(ge)
+/** @} */
 #undef CLT_BINARY_DECL_
 
-/** In place: a = a op b; the result must have a's shape and dtype. */
+/** @name In-place arithmetic */
+/** @{ */
+/** In place: a += b, a -= b, a *= b, a /= b (the same as clt_add_out(a, b, a)). b broadcasts
+ *  to a's shape, and the promoted dtype must be a's (an f32 a with an f64 b is CLT_ERR_DTYPE;
+ *  an integer a cannot be divided in place, since true division gives f32). Nothing to release.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_SHAPE_MISMATCH
+ *  (the result would not have a's shape), CLT_ERR_DTYPE, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 clt_status clt_add_(clt_tensor *a, clt_tensor *b);
 clt_status clt_sub_(clt_tensor *a, clt_tensor *b);
 clt_status clt_mul_(clt_tensor *a, clt_tensor *b);
 clt_status clt_div_(clt_tensor *a, clt_tensor *b);
+/** @} */
 
-/** Unary functions: -t, |t|, e^t, ln t, sqrt t, sin, cos, tanh, 1 / (1 + e^-t), max(t, 0). */
+/** @name Unary functions */
+/** @{ */
+/** Unary functions, elementwise: -t (neg), |t| (abs), e^t, ln t, sqrt t, sin, cos, tanh,
+ *  1 / (1 + e^-t) (sigmoid), max(t, 0) (relu). *out is a new tensor of t's shape on t's device,
+ *  which the caller releases. neg, abs and relu keep t's dtype and refuse bool; the math
+ *  functions keep f32 and f64 and give f32 for integer or bool input.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or out), CLT_ERR_DTYPE (bool for neg, abs, relu),
+ *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 clt_status clt_neg(clt_tensor *t, clt_tensor **out);
 clt_status clt_abs(clt_tensor *t, clt_tensor **out);
 clt_status clt_exp(clt_tensor *t, clt_tensor **out);
@@ -366,22 +464,37 @@ clt_status clt_cos(clt_tensor *t, clt_tensor **out);
 clt_status clt_tanh(clt_tensor *t, clt_tensor **out);
 clt_status clt_sigmoid(clt_tensor *t, clt_tensor **out);
 clt_status clt_relu(clt_tensor *t, clt_tensor **out);
+/** @} */
 
-/** t converted to dtype (a new tensor, even for the same dtype). Non-zero is true for bool. */
+/** t converted to dtype: a new tensor of t's shape on t's device, even for the same dtype,
+ *  which the caller releases. Non-zero is true for bool; float-to-integer conversion truncates
+ *  toward zero and saturates (NaN gives 0).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, an unknown dtype), CLT_ERR_UNSUPPORTED (f64 on a
+ *  device without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
 
-/** cond ? a : b elementwise; cond must be bool; the three broadcast together; the result has
- *  the promoted dtype of a and b. */
+/** cond ? a : b elementwise; cond must be bool; the three broadcast together and live on one
+ *  device; the result has the promoted dtype of a and b. The caller releases *out.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE (cond is not
+ *  bool), CLT_ERR_SHAPE_MISMATCH, CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor **out);
 
-/* Reductions, over the whole tensor (a 0-d result) or along one dimension (dim may be negative,
- * counting from the end; keepdim nonzero keeps it with size 1). On t's device.
- *   sum      floats in their own dtype (pairwise on the host, a tree on devices, so 16M ones sum
- *            to exactly 16777216); integers and bool to i64, wrapping around
- *   mean     floats only (CLT_ERR_DTYPE otherwise: cast first); NaN for an empty reduction
- *   max, min the input's dtype; NaN propagates; an empty reduction is CLT_ERR_INVALID_ARGUMENT
- *   argmax   i64 index of the first maximum (over the flattened tensor for the whole-tensor
- *            form); NaN counts as the maximum */
+/** @name Reductions */
+/** @{ */
+/** Reductions, over the whole tensor (clt_sum(t, &out): a 0-d result) or along one dimension
+ *  (clt_sum_dim(t, dim, keepdim, &out): dim may be negative, counting from the end; keepdim
+ *  nonzero keeps it with size 1, zero drops it). The result is a new tensor on t's device,
+ *  which the caller releases.
+ *  - sum: floats in their own dtype (pairwise on the host, a tree on devices, so 16M ones sum
+ *    to exactly 16777216); integers and bool to i64, wrapping around.
+ *  - mean: floats only (CLT_ERR_DTYPE otherwise: cast first); NaN for an empty reduction.
+ *  - max, min: the input's dtype; NaN propagates; an empty reduction is
+ *    CLT_ERR_INVALID_ARGUMENT.
+ *  - argmax: i64 index of the first maximum (over the flattened tensor for the whole-tensor
+ *    form); NaN counts as the maximum.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or out, dim out of range, an empty max, min or
+ *  argmax), CLT_ERR_DTYPE (mean of integers or bool), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL,
+ *  CLT_ERR_BUILD. */
 clt_status clt_sum(clt_tensor *t, clt_tensor **out);
 clt_status clt_sum_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 clt_status clt_mean(clt_tensor *t, clt_tensor **out);
@@ -392,6 +505,7 @@ clt_status clt_min(clt_tensor *t, clt_tensor **out);
 clt_status clt_min_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 clt_status clt_argmax(clt_tensor *t, clt_tensor **out);
 clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+/** @} */
 
 /** Matrix product, as torch.matmul for 2-D and 3-D operands: (m,k) x (k,n) gives (m,n);
  *  (B,m,k) x (B,k,n) gives (B,m,n) (one product per batch entry); (B,m,k) x (k,n) and
@@ -540,31 +654,42 @@ clt_status clt_load_npy(const char *path, clt_device *dev, clt_tensor **out);
 /* ---------------------------------------------------------------------------------------- */
 /* Events and timing                                                                         */
 
+/** A point in one device's stream of work, for waiting and timing. Opaque; released with
+ *  clt_event_release(). */
 typedef struct clt_event clt_event;
 
 /** Records a point in dev's stream of work: it completes when all work enqueued on dev before
- *  it has finished. On the host it completes at once. The caller releases *out. */
+ *  it has finished. On the host it completes at once. The caller releases *out with
+ *  clt_event_release. Errors: CLT_ERR_INVALID_ARGUMENT (NULL dev or out),
+ *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
 clt_status clt_event_record(clt_device *dev, clt_event **out);
 
-/** Waits for the event to complete. */
+/** Blocks until the event has completed. Errors: CLT_ERR_INVALID_ARGUMENT (NULL ev),
+ *  CLT_ERR_OPENCL (the wait failed, or work before the event failed). */
 clt_status clt_event_wait(clt_event *ev);
 
-/** Waits for both events and gives the milliseconds between them (device timestamps where the
- *  device has them). Both must come from the same device. */
+/** Waits for both events and stores in *ms the milliseconds between them (device timestamps
+ *  where the device has them, else the host times at which completion was seen; never
+ *  negative). Errors: CLT_ERR_INVALID_ARGUMENT (NULL, or events recorded on different
+ *  devices), CLT_ERR_OPENCL, CLT_ERR_UNSUPPORTED (the device gives no timestamps at all). */
 clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms);
 
-/** NULL-safe. */
+/** Frees the event (waiting first, if it has not completed). NULL-safe. */
 void clt_event_release(clt_event *ev);
 
 /** A wall-clock timer that cannot forget to wait: starting it waits for the device's pending
  *  work (so earlier work is not counted), stopping it waits again (so the timed work is).
- *  dev may be NULL to wait for every device. The caller releases *out. */
+ *  Opaque; released with clt_timer_release(). */
 typedef struct clt_timer clt_timer;
+/** Waits for dev's pending work (dev NULL: every device's), then starts a timer. The caller
+ *  releases *out with clt_timer_release. Errors: CLT_ERR_INVALID_ARGUMENT (dev is not a device,
+ *  NULL out), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL (the wait failed). */
 clt_status clt_timer_start(clt_device *dev, clt_timer **out);
-/** Waits for the timer's device(s) and gives the milliseconds since clt_timer_start. May be
- *  called several times (laps). */
+/** Waits for the timer's device(s) and stores in *ms the milliseconds since clt_timer_start.
+ *  May be called several times (laps). Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or ms),
+ *  CLT_ERR_OPENCL (the wait failed). */
 clt_status clt_timer_stop(clt_timer *t, double *ms);
-/** NULL-safe. */
+/** Frees the timer. NULL-safe. */
 void clt_timer_release(clt_timer *t);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -597,6 +722,8 @@ clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_t
  * on dev, and a tensor handle taken earlier with clt_params_get still points to the old copy),
  * while clt_to(t, dev, &out) leaves t alone and returns the copy.
  */
+/** A parameter set: named tensors in the order added. Opaque; released with
+ *  clt_params_release(). */
 typedef struct clt_params clt_params;
 
 /** Creates an empty set. The caller releases *out with clt_params_release.

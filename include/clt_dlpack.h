@@ -1,5 +1,8 @@
-/* clt_dlpack.h - exchanging tensors with other frameworks through DLPack, without copies.
+/**
+ * @file clt_dlpack.h
+ * @brief Exchanging tensors with other frameworks through DLPack, without copies.
  *
+ * @code
  *   DLManagedTensor *m;
  *   clt_to_dlpack(t, &m);          // m->dl_tensor points into t's memory; t stays alive
  *   ...                            // hand m to the consumer (PyTorch, NumPy, CuPy, TVM, ...)
@@ -8,6 +11,7 @@
  *   clt_tensor *u;
  *   clt_from_dlpack(m, &u);        // clt now owns m and calls m->deleter(m) when u's memory
  *   clt_tensor_release(u);         // (shared with every view of u) is freed
+ * @endcode
  *
  * A separate header so that clt.h does not need DLPack installed: this one needs <dlpack/dlpack.h>
  * (Debian/Ubuntu: apt-get install libdlpack-dev; DLPack 0.6 or later). It is installed, and the
@@ -50,8 +54,8 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
 
 /** Imports m, without a copy, as a new tensor. kDLCPU tensors become host tensors over m's memory
  *  (data + byte_offset, aligned to the item size); kDLOpenCL tensors become tensors of the OpenCL
- *  device cl:<device_id>, whose context must be the one the cl_mem (data) belongs to (byte_offset
- *  must be 0; clt retains the cl_mem). Only compact row-major layouts are taken: strides NULL, or
+ *  device cl:N (N = device_id), whose context must be the one the cl_mem (data) belongs to
+ *  (byte_offset must be 0; clt retains the cl_mem). Only compact row-major layouts are taken: strides NULL, or
  *  equal to C-contiguous strides (dimensions of size 1 may have any stride). On success clt owns
  *  m: m->deleter(m) (if not NULL) is called exactly once, when the last tensor sharing this memory
  *  (views made by clt_reshape included) is released and the device commands using it have
@@ -60,7 +64,7 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
  *  data with elements, a cl_mem smaller than the tensor), CLT_ERR_DTYPE (a dtype clt lacks, such
  *  as float16 or vector lanes), CLT_ERR_UNSUPPORTED (a device type other than kDLCPU and
  *  kDLOpenCL, strided or misaligned memory, a byte_offset on OpenCL, f64 without fp64),
- *  CLT_ERR_DEVICE_NOT_FOUND (no cl:<device_id>, or its context is not the cl_mem's),
+ *  CLT_ERR_DEVICE_NOT_FOUND (no cl:N for N = device_id, or its context is not the cl_mem's),
  *  CLT_ERR_OPENCL, CLT_ERR_OUT_OF_MEMORY. */
 clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out);
 
