@@ -808,9 +808,9 @@ const char *clt_kernel_cache_dir(void);
 
 /** One entry of the kernel cache, as clt_kernel_cache_list reports it. */
 typedef struct clt_kernel_cache_entry {
-  const char *name; /* the file name within clt_kernel_cache_dir(), "<64 hex>.bin" */
-  uint64_t size;    /* its size in bytes */
-  int64_t mtime;    /* when it was written, in seconds since the Epoch */
+  const char *name; /**< the file name within clt_kernel_cache_dir(), "<64 hex>.bin" */
+  uint64_t size;    /**< its size in bytes */
+  int64_t mtime;    /**< when it was written, in seconds since the Epoch */
 } clt_kernel_cache_entry;
 
 /** Calls each(entry, ctx) for every entry of the kernel cache, in directory order, and gives
