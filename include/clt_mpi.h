@@ -1,0 +1,92 @@
+/* clt_mpi.h - MPI collectives on clt tensors (optional: libclt_mpi, pkg-config clt_mpi).
+ *
+ *   MPI_Init(&argc, &argv);
+ *   clt_device *dev;
+ *   clt_mpi_device(MPI_COMM_WORLD, &dev);             // one OpenCL device per node-local rank
+ *   clt_tensor *g;
+ *   clt_zeros(CLT_F32, 1, shape, dev, &g);            // ... gradients computed on dev ...
+ *   if (clt_mpi_allreduce(g, CLT_MPI_MEAN, MPI_COMM_WORLD) != CLT_OK)
+ *     fprintf(stderr, "%s\n", clt_last_error());      // every rank gets the same status
+ *   clt_tensor_release(g);
+ *   MPI_Finalize();
+ *
+ * Every function here is collective over comm (send and recv: over the pair), returns a
+ * clt_status and sets clt_last_error() like the rest of clt. Before moving data the ranks
+ * exchange each tensor's dtype and shape, so ranks that pass different dtypes or shapes all
+ * return CLT_ERR_DTYPE or CLT_ERR_SHAPE_MISMATCH, with a message naming every rank's tensor,
+ * instead of hanging or reading garbage. A rank whose own arguments are bad (NULL tensor) makes
+ * every rank fail the same way. Host tensors are handed to MPI without a copy; device tensors
+ * are staged through a host buffer (read, MPI, copy back), and results stay on the tensor's
+ * device. A tensor may hold at most INT_MAX bytes (CLT_ERR_UNSUPPORTED beyond).
+ *
+ * dtypes: all of them. bool: CLT_MPI_SUM and CLT_MPI_MAX are a logical or, CLT_MPI_MIN a logical
+ * and; CLT_MPI_MEAN takes floats only (CLT_ERR_DTYPE otherwise, as clt_mean).
+ * Errors of MPI itself (with an error handler that returns) give CLT_ERR_IO with MPI's message.
+ */
+#ifndef CLT_MPI_H
+#define CLT_MPI_H
+
+#include <mpi.h>
+
+#include "clt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Reductions of clt_mpi_allreduce. */
+typedef enum clt_mpi_op {
+  CLT_MPI_SUM = 0, /**< elementwise sum (bool: logical or) */
+  CLT_MPI_MAX,     /**< elementwise maximum (bool: logical or) */
+  CLT_MPI_MIN,     /**< elementwise minimum (bool: logical and) */
+  CLT_MPI_MEAN     /**< sum divided by the number of ranks; f32 and f64 only */
+} clt_mpi_op;
+
+/** Chooses this rank's device: the node-local rank (MPI_Comm_split_type with
+ *  MPI_COMM_TYPE_SHARED) modulo the number of OpenCL devices, so the ranks on one node spread
+ *  over its devices; the host "cpu" when there is no OpenCL device. Collective over comm.
+ *  Prints nothing: clt_mpi_device_reason() says what was chosen and why. *out is owned by clt.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL out), CLT_ERR_IO (an MPI call failed). */
+clt_status clt_mpi_device(MPI_Comm comm, clt_device **out);
+
+/** One line saying which device the last clt_mpi_device call on this thread chose and why
+ *  ("node-local rank 1 of 2, 2 OpenCL devices: cl:1"); "" before any call. Thread-local, owned
+ *  by clt, valid until the next clt_mpi_device call on this thread. */
+const char *clt_mpi_device_reason(void);
+
+/** Replaces t, on every rank of comm, by the elementwise op over all ranks' t (in place; t keeps
+ *  its device). Every rank must pass the same dtype, shape and op.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t, unknown op, ranks passing different ops),
+ *  CLT_ERR_DTYPE (dtypes differ; CLT_MPI_MEAN of integers or bool), CLT_ERR_SHAPE_MISMATCH,
+ *  CLT_ERR_UNSUPPORTED (too many elements), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_IO. */
+clt_status clt_mpi_allreduce(clt_tensor *t, clt_mpi_op op, MPI_Comm comm);
+
+/** Copies root's t into t on every other rank of comm (in place). Every rank must pass the same
+ *  dtype, shape and root. Errors: those of clt_mpi_allreduce, CLT_ERR_INVALID_ARGUMENT for a
+ *  root out of range or differing between ranks. */
+clt_status clt_mpi_broadcast(clt_tensor *t, int root, MPI_Comm comm);
+
+/** *out = every rank's t concatenated along the first dimension, in rank order, on t's device
+ *  (a new tensor the caller releases). t must have at least one dimension; the ranks must agree
+ *  on the dtype and on every dimension but the first, which may differ. On failure *out is
+ *  untouched. Errors: those of clt_mpi_allreduce, CLT_ERR_INVALID_ARGUMENT (NULL out, 0-d t). */
+clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out);
+
+/** Sends t to rank dest of comm. The matching clt_mpi_recv must pass a tensor of the same
+ *  dtype and shape, else both calls fail (CLT_ERR_DTYPE, CLT_ERR_SHAPE_MISMATCH) and no data
+ *  moves. Blocks until the receiver has accepted the header (like MPI_Ssend): order sends and
+ *  receives so that every send meets its receive. tag must be a valid MPI tag.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t), those of clt_mpi_recv. */
+clt_status clt_mpi_send(clt_tensor *t, int dest, int tag, MPI_Comm comm);
+
+/** Receives into t (in place, on t's device) the tensor that rank src (or MPI_ANY_SOURCE) sends
+ *  with clt_mpi_send and tag. Errors: CLT_ERR_INVALID_ARGUMENT (NULL t), CLT_ERR_DTYPE and
+ *  CLT_ERR_SHAPE_MISMATCH (the sender's tensor differs; the message names both),
+ *  CLT_ERR_UNSUPPORTED, CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_IO. */
+clt_status clt_mpi_recv(clt_tensor *t, int src, int tag, MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CLT_MPI_H */

@@ -1,0 +1,47 @@
+#!/bin/sh
+# mpi.sh - runs tests/mpi_test under mpirun with 2 and then 3 ranks (more ranks than the two
+# PoCL devices, so that two ranks share one), each run bounded by a 120 s timeout so that a hang
+# fails instead of stalling 'make check'. Run by 'make check' with $top_builddir set, only when
+# configure found MPI.
+# Exit status: 0 pass, 1 fail, 77 skip (no mpirun), 99 hard error (automake's conventions).
+
+top_builddir=${top_builddir:-.}
+prog=$top_builddir/tests/mpi_test
+
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "SKIP: mpirun not found (apt-get install openmpi-bin)"
+  exit 77
+fi
+[ -x "$prog" ] || { echo "ERROR: $prog was not built" >&2; exit 99; }
+
+POCL_DEVICES=${POCL_DEVICES-pthread pthread}
+export POCL_DEVICES
+# Open MPI in containers: no ssh for local launches, no cross-memory attach.
+flags=
+if mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
+  flags="--oversubscribe"
+  [ "$(id -u)" -eq 0 ] && flags="$flags --allow-run-as-root"
+  OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism-none}
+  OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent-}
+  export OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_plm_rsh_agent
+fi
+if command -v timeout >/dev/null 2>&1; then
+  bound="timeout 120"
+else
+  bound=
+fi
+
+status=0
+for np in 2 3; do
+  # shellcheck disable=SC2086 # $bound and $flags are lists of words
+  $bound mpirun $flags -np $np "$prog"
+  rc=$?
+  if [ "$rc" -eq 124 ]; then
+    echo "FAIL: mpirun -np $np timed out after 120 s" >&2
+    status=1
+  elif [ "$rc" -ne 0 ]; then
+    echo "FAIL: mpirun -np $np exited with $rc" >&2
+    status=1
+  fi
+done
+exit $status
