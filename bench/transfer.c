@@ -27,47 +27,8 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- plumbing ------------------------------------------------------------------------------ */
-
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "transfer: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-#define CLT_CHECK(call)                                                                            \
-  do {                                                                                             \
-    clt_status s_ = (call);                                                                        \
-    if (s_ != CLT_OK)                                                                              \
-      die("%s failed: %s: %s", #call, clt_status_name(s_), clt_last_error());                      \
-  } while (0)
-
-#define CL_CHECK(call)                                                                             \
-  do {                                                                                             \
-    cl_int e_ = (call);                                                                            \
-    if (e_ != CL_SUCCESS)                                                                          \
-      die("%s failed: OpenCL error %d", #call, (int)e_);                                           \
-  } while (0)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#define BENCH_NAME "transfer"
+#include "bench.h"
 
 static int warmup = 3, reps = 15;
 
