@@ -56,4 +56,22 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The raw-OpenCL reference: the first device of the first platform, in a context and an
+ * in-order queue of its own (clt is not involved). */
+static void raw_open(cl_device_id *dev, cl_context *ctx, cl_command_queue *q) {
+  cl_platform_id plat;
+  cl_uint np = 0, nd = 0;
+  CL_CHECK(clGetPlatformIDs(1, &plat, &np));
+  if (np == 0)
+    die("no OpenCL platform");
+  CL_CHECK(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, dev, &nd));
+  if (nd == 0)
+    die("the first OpenCL platform has no device");
+  cl_int err;
+  *ctx = clCreateContext(NULL, 1, dev, NULL, NULL, &err);
+  CL_CHECK(err);
+  *q = clCreateCommandQueue(*ctx, *dev, 0, &err);
+  CL_CHECK(err);
+}
+
 #endif /* CLT_BENCH_H */

@@ -208,19 +208,8 @@ static cl_kernel raw_kernel(cl_program prog, const char *name) {
 }
 
 static void raw_setup(bench *b) {
-  cl_platform_id plat;
-  cl_uint np = 0, nd = 0;
-  CL_CHECK(clGetPlatformIDs(1, &plat, &np));
-  if (np == 0)
-    die("no OpenCL platform");
-  CL_CHECK(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &b->cl_dev, &nd));
-  if (nd == 0)
-    die("the first OpenCL platform has no device");
+  raw_open(&b->cl_dev, &b->ctx, &b->q);
   cl_int err;
-  b->ctx = clCreateContext(NULL, 1, &b->cl_dev, NULL, NULL, &err);
-  CL_CHECK(err);
-  b->q = clCreateCommandQueue(b->ctx, b->cl_dev, 0, &err);
-  CL_CHECK(err);
 
   cl_program prog = clCreateProgramWithSource(b->ctx, 1, &raw_kernels, NULL, &err);
   CL_CHECK(err);

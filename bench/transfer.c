@@ -207,19 +207,8 @@ static const char *copy_kernels =
 /* ---- setup --------------------------------------------------------------------------------- */
 
 static void raw_setup(bench *b) {
-  cl_platform_id plat;
-  cl_uint np = 0, nd = 0;
-  CL_CHECK(clGetPlatformIDs(1, &plat, &np));
-  if (np == 0)
-    die("no OpenCL platform");
-  CL_CHECK(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &b->cl_dev, &nd));
-  if (nd == 0)
-    die("the first OpenCL platform has no device");
+  raw_open(&b->cl_dev, &b->cl_ctx, &b->cl_q);
   cl_int err;
-  b->cl_ctx = clCreateContext(NULL, 1, &b->cl_dev, NULL, NULL, &err);
-  CL_CHECK(err);
-  b->cl_q = clCreateCommandQueue(b->cl_ctx, b->cl_dev, 0, &err);
-  CL_CHECK(err);
   b->cl_buf = clCreateBuffer(b->cl_ctx, CL_MEM_READ_WRITE, b->bytes, NULL, &err);
   CL_CHECK(err);
   b->raw_host = malloc(b->bytes);
