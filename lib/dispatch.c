@@ -167,10 +167,10 @@ static const char *const arg_names[3][3] = {{"t"}, {"a", "b"}, {"cond", "a", "b"
 
 /* Every elementwise operation comes through here: arguments, the same-device rule, dtypes,
  * broadcasting, then the device's backend. dst, when given, receives the result (the _out and
- * in-place forms); otherwise a new tensor goes to *out. */
-static clt_status elementwise(const clt_op *op, clt_tensor *const *in, clt_dtype given,
-                              clt_tensor *dst, clt_tensor **out) {
-  const char *fn = op->fn;
+ * in-place forms); otherwise a new tensor goes to *out. fn is the public function's name, which
+ * every message starts with (clt_add, clt_add_out, clt_add_scalar, clt_add_ are four names). */
+static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *const *in,
+                              clt_dtype given, clt_tensor *dst, clt_tensor **out) {
   int n = op->arity;
   clt_status s;
   for (int k = 0; k < n; k++)
@@ -204,14 +204,16 @@ static clt_status elementwise(const clt_op *op, clt_tensor *const *in, clt_dtype
   clt_device *dev = in[0]->storage->dev;
   clt_tensor *r;
   if (dst) {
+    /* in place (clt_add_(a, b), or clt_add_out(a, b, a)): the messages speak of a */
+    const char *dst_name = dst == in[0] ? "a" : "out";
     char want[256], got[256];
     clt__format_shape(want, sizeof want, bc.ndim, bc.shape);
     clt__format_shape(got, sizeof got, dst->ndim, dst->shape);
     if (dst->ndim != bc.ndim || memcmp(dst->shape, bc.shape, sizeof(int64_t) * bc.ndim) != 0)
-      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "out has shape %s but the result has shape %s",
-                        got, want);
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "%s has shape %s but the result has shape %s",
+                        dst_name, got, want);
     if (dst->dtype != rt)
-      return clt__error(CLT_ERR_DTYPE, fn, "out is %s but the result is %s",
+      return clt__error(CLT_ERR_DTYPE, fn, "%s is %s but the result is %s", dst_name,
                         clt_dtype_name(dst->dtype), clt_dtype_name(rt));
     /* out may be an operand of the result's own shape (each element is read once, before it is
      * written, at the same index: a += b); an operand that is broadcast or offset would read
@@ -264,16 +266,16 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
 #define BINARY_API(name, K)                                                                        \
   clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out) {                          \
     clt_tensor *in[2] = {a, b};                                                                    \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                 \
+    return elementwise(ops[CLT__OP_##K].fn, &ops[CLT__OP_##K], in, CLT_F32, NULL, out);            \
   }                                                                                                \
   clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out) {                     \
     clt_tensor *in[2] = {a, b};                                                                    \
     if (!out)                                                                                      \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "out is NULL");             \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, out, NULL);                                 \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_out", "out is NULL");              \
+    return elementwise("clt_" #name "_out", &ops[CLT__OP_##K], in, CLT_F32, out, NULL);            \
   }                                                                                                \
   clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out) {                      \
-    const char *fn = ops[CLT__OP_##K].fn;                                                          \
+    const char *fn = "clt_" #name "_scalar";                                                       \
     clt_tensor *bt;                                                                                \
     if (!out)                                                                                      \
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");                              \
@@ -281,7 +283,7 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
     if (s != CLT_OK)                                                                               \
       return s;                                                                                    \
     clt_tensor *in[2] = {a, bt};                                                                   \
-    s = elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                    \
+    s = elementwise(fn, &ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                \
     clt_tensor_release(bt);                                                                        \
     return s;                                                                                      \
   }
@@ -304,8 +306,8 @@ BINARY_API(ge, GE)
   clt_status clt_##name##_(clt_tensor *a, clt_tensor *b) {                                         \
     clt_tensor *in[2] = {a, b};                                                                    \
     if (!a)                                                                                        \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, ops[CLT__OP_##K].fn, "a is NULL");               \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, a, NULL);                                   \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_", "a is NULL");                   \
+    return elementwise("clt_" #name "_", &ops[CLT__OP_##K], in, CLT_F32, a, NULL);                 \
   }
 INPLACE_API(add, ADD)
 INPLACE_API(sub, SUB)
@@ -315,7 +317,7 @@ INPLACE_API(div, DIV)
 #define UNARY_API(name, K)                                                                         \
   clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                         \
     clt_tensor *in[1] = {t};                                                                       \
-    return elementwise(&ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                 \
+    return elementwise(ops[CLT__OP_##K].fn, &ops[CLT__OP_##K], in, CLT_F32, NULL, out);            \
   }
 UNARY_API(neg, NEG)
 UNARY_API(abs, ABS)
@@ -333,12 +335,12 @@ clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out) {
   if (s != CLT_OK)
     return s;
   clt_tensor *in[1] = {t};
-  return elementwise(&ops[CLT__OP_CAST], in, dtype, NULL, out);
+  return elementwise("clt_cast", &ops[CLT__OP_CAST], in, dtype, NULL, out);
 }
 
 clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor **out) {
   clt_tensor *in[3] = {cond, a, b};
-  return elementwise(&ops[CLT__OP_WHERE], in, CLT_F32, NULL, out);
+  return elementwise("clt_where", &ops[CLT__OP_WHERE], in, CLT_F32, NULL, out);
 }
 
 static const char *const reduce_names[] = {"sum", "mean", "max", "min", "argmax"};

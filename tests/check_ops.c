@@ -919,9 +919,9 @@ START_TEST(test_bool_refused) {
     ck_assert_ptr_eq(out, CU_SENTINEL);
     CU_FAILS(clt_pow(t, t, &out), CLT_ERR_DTYPE, "clt_pow");
     ck_assert_ptr_eq(out, CU_SENTINEL);
-    CU_FAILS(clt_sub_out(t, t, o), CLT_ERR_DTYPE, "clt_sub");
-    CU_FAILS(clt_pow_out(t, t, o), CLT_ERR_DTYPE, "clt_pow");
-    CU_FAILS(clt_sub_(t, t), CLT_ERR_DTYPE, "clt_sub");
+    CU_FAILS(clt_sub_out(t, t, o), CLT_ERR_DTYPE, "clt_sub_out");
+    CU_FAILS(clt_pow_out(t, t, o), CLT_ERR_DTYPE, "clt_pow_out");
+    CU_FAILS(clt_sub_(t, t), CLT_ERR_DTYPE, "clt_sub_");
     uint8_t zero[4] = {0, 0, 0, 0};
     expect_unchanged(o, zero, 4, "bool out after refused sub_out/pow_out");
     expect_unchanged(t, v, 4, "bool a after refused sub_");
@@ -1401,28 +1401,28 @@ START_TEST(test_out) {
     /* Wrong shape, wrong dtype, another device, NULL: refused, out untouched. */
     float mark6[6] = {-777, -777, -777, -777, -777, -777};
     clt_tensor *o32 = marked(CLT_F32, 2, s32, devs[d]);
-    CU_FAILS(clt_add_out(a, b, o32), CLT_ERR_SHAPE_MISMATCH, "clt_add");
+    CU_FAILS(clt_add_out(a, b, o32), CLT_ERR_SHAPE_MISMATCH, "clt_add_out");
     expect_unchanged(o32, mark6, sizeof mark6, "out of the wrong shape");
     clt_tensor_release(o32);
     clt_tensor *o3 = marked(CLT_F32, 1, s3, devs[d]);
     CU_FAILS(clt_add_out(a, b, o3), CLT_ERR_SHAPE_MISMATCH,
-             "clt_add"); /* b's shape, not the result's */
+             "clt_add_out"); /* b's shape, not the result's */
     expect_unchanged(o3, mark6, 3 * sizeof(float), "out of b's shape");
     clt_tensor_release(o3);
     double mark6d[6] = {-777, -777, -777, -777, -777, -777};
     clt_tensor *o64 = marked(CLT_F64, 2, s23, devs[d]);
-    CU_FAILS(clt_add_out(a, b, o64), CLT_ERR_DTYPE, "clt_add");
+    CU_FAILS(clt_add_out(a, b, o64), CLT_ERR_DTYPE, "clt_add_out");
     expect_unchanged(o64, mark6d, sizeof mark6d, "out of the wrong dtype (f64 for f32)");
     clt_tensor_release(o64);
     clt_tensor *of = marked(CLT_F32, 2, s23, devs[d]);
-    CU_FAILS(clt_lt_out(a, b, of), CLT_ERR_DTYPE, "clt_lt"); /* comparisons give bool */
+    CU_FAILS(clt_lt_out(a, b, of), CLT_ERR_DTYPE, "clt_lt_out"); /* comparisons give bool */
     int32_t mark6i[6] = {-777, -777, -777, -777, -777, -777};
     clt_tensor *oi = marked(CLT_I32, 2, s23, devs[d]);
-    CU_FAILS(clt_div_out(i, j, oi), CLT_ERR_DTYPE, "clt_div"); /* i32 / i32 is f32 */
-    CU_FAILS(clt_add_out(i, a, oi), CLT_ERR_DTYPE, "clt_add"); /* i32 + f32 is f32 */
+    CU_FAILS(clt_div_out(i, j, oi), CLT_ERR_DTYPE, "clt_div_out"); /* i32 / i32 is f32 */
+    CU_FAILS(clt_add_out(i, a, oi), CLT_ERR_DTYPE, "clt_add_out"); /* i32 + f32 is f32 */
     expect_unchanged(oi, mark6i, sizeof mark6i, "i32 out of f32 results");
     clt_tensor_release(oi);
-    CU_FAILS(clt_add_out(a, b, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_add");
+    CU_FAILS(clt_add_out(a, b, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_add_out");
     for (int e = 0; e < ndev; e++) {
       if (e == d)
         continue;
@@ -1432,7 +1432,7 @@ START_TEST(test_out) {
                     cu_dev_name(devs[e]), dn, clt_status_name(s));
       char want[256];
       snprintf(want, sizeof want,
-               "clt_add: expected all tensors on the same device, but found %s (argument 1) and "
+               "clt_add_out: expected all tensors on the same device, but found %s (argument 1) and "
                "%s (argument 3); copy one with clt_to()",
                dn, cu_dev_name(devs[e]));
       ck_assert_str_eq(clt_last_error(), want);
@@ -1583,20 +1583,20 @@ START_TEST(test_inplace) {
     uint8_t ub[6] = {1, 2, 3, 4, 5, 6};
     clt_tensor *tu = cu_tensor(ub, CLT_U8, 2, s23, devs[d]);
     clt_tensor *t3 = cu_tensor(ia, CLT_I32, 1, s3, devs[d]);
-    CU_FAILS(clt_add_(ti, tf), CLT_ERR_DTYPE, "clt_add"); /* i32 + f32 is f32 */
-    CU_FAILS(clt_sub_(ti, tf), CLT_ERR_DTYPE, "clt_sub");
-    CU_FAILS(clt_mul_(ti, tf), CLT_ERR_DTYPE, "clt_mul");
-    CU_FAILS(clt_div_(ti, ti), CLT_ERR_DTYPE, "clt_div"); /* i32 / i32 is f32 */
+    CU_FAILS(clt_add_(ti, tf), CLT_ERR_DTYPE, "clt_add_"); /* i32 + f32 is f32 */
+    CU_FAILS(clt_sub_(ti, tf), CLT_ERR_DTYPE, "clt_sub_");
+    CU_FAILS(clt_mul_(ti, tf), CLT_ERR_DTYPE, "clt_mul_");
+    CU_FAILS(clt_div_(ti, ti), CLT_ERR_DTYPE, "clt_div_"); /* i32 / i32 is f32 */
     expect_unchanged(ti, ia, sizeof ia, "i32 a after refused in-place ops");
-    CU_FAILS(clt_add_(tu, ti), CLT_ERR_DTYPE, "clt_add"); /* u8 + i32 is i32 */
+    CU_FAILS(clt_add_(tu, ti), CLT_ERR_DTYPE, "clt_add_"); /* u8 + i32 is i32 */
     expect_unchanged(tu, ub, sizeof ub, "u8 a after u8 += i32");
-    CU_FAILS(clt_add_(t3, ti), CLT_ERR_SHAPE_MISMATCH, "clt_add"); /* [3] += [2, 3] */
+    CU_FAILS(clt_add_(t3, ti), CLT_ERR_SHAPE_MISMATCH, "clt_add_"); /* [3] += [2, 3] */
     expect_unchanged(t3, ia, 3 * sizeof(int32_t), "[3] a after += [2, 3]");
-    CU_FAILS(clt_add_(NULL, ti), CLT_ERR_INVALID_ARGUMENT, "clt_add");
-    CU_FAILS(clt_add_(ti, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_add");
+    CU_FAILS(clt_add_(NULL, ti), CLT_ERR_INVALID_ARGUMENT, "clt_add_");
+    CU_FAILS(clt_add_(ti, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_add_");
     if (ndev > 1) {
       clt_tensor *other = cu_tensor(ia, CLT_I32, 2, s23, devs[(d + 1) % ndev]);
-      CU_FAILS(clt_add_(ti, other), CLT_ERR_DEVICE_MISMATCH, "clt_add");
+      CU_FAILS(clt_add_(ti, other), CLT_ERR_DEVICE_MISMATCH, "clt_add_");
       expect_unchanged(ti, ia, sizeof ia, "a after += b on another device");
       clt_tensor_release(other);
     }
@@ -1731,14 +1731,14 @@ START_TEST(test_scalar) {
     static const double bad[] = {300, -1, 256, 1e10};
     for (int k = 0; k < 4; k++) {
       out = CU_SENTINEL;
-      CU_FAILS(clt_add_scalar(tu, bad[k], &out), CLT_ERR_INVALID_ARGUMENT, "clt_add");
+      CU_FAILS(clt_add_scalar(tu, bad[k], &out), CLT_ERR_INVALID_ARGUMENT, "clt_add_scalar");
       ck_assert_msg(out == CU_SENTINEL, "u8 + %g on %s changed out", bad[k], dn);
     }
     out = CU_SENTINEL;
-    CU_FAILS(clt_mul_scalar(ti, 3e9, &out), CLT_ERR_INVALID_ARGUMENT, "clt_mul");
-    CU_FAILS(clt_lt_scalar(tu, -1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_lt");
-    CU_FAILS(clt_add_scalar(NULL, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_add");
-    CU_FAILS(clt_add_scalar(tu, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_add");
+    CU_FAILS(clt_mul_scalar(ti, 3e9, &out), CLT_ERR_INVALID_ARGUMENT, "clt_mul_scalar");
+    CU_FAILS(clt_lt_scalar(tu, -1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_lt_scalar");
+    CU_FAILS(clt_add_scalar(NULL, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_add_scalar");
+    CU_FAILS(clt_add_scalar(tu, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_add_scalar");
     ck_assert_ptr_eq(out, CU_SENTINEL);
     expect_unchanged(tu, uv, sizeof uv, "u8 a after refused scalars");
     clt_tensor_release(tu);
