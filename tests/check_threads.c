@@ -96,7 +96,7 @@ static void wfail(worker *w, int line, const char *fmt, ...) {
 }
 
 /* In a worker: the call must succeed (it counts as one operation), else the thread stops. */
-#define TH_OK(w, call)                                                                              \
+#define TH_OK(w, call)                                                                             \
   do {                                                                                             \
     clt_status w_st_ = (call);                                                                     \
     if (w_st_ != CLT_OK) {                                                                         \
@@ -107,7 +107,7 @@ static void wfail(worker *w, int line, const char *fmt, ...) {
   } while (0)
 
 /* In a worker: cond must hold, else the thread records the message and stops. */
-#define TH_CHECK(w, cond, ...)                                                                      \
+#define TH_CHECK(w, cond, ...)                                                                     \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
       wfail(w, __LINE__, __VA_ARGS__);                                                             \
@@ -115,7 +115,7 @@ static void wfail(worker *w, int line, const char *fmt, ...) {
     }                                                                                              \
   } while (0)
 
-#define TH_SYNC(w)                                                                                  \
+#define TH_SYNC(w)                                                                                 \
   do {                                                                                             \
     if (!barrier_wait((w)->b))                                                                     \
       return NULL;                                                                                 \
@@ -197,7 +197,8 @@ enum { MR = 48, MK = 40, MN = 24 };
 typedef struct mixed_ctx {
   int nd;
   clt_device *devs[CU_MAX_DEVICES];
-  clt_tensor *x[CU_MAX_DEVICES], *wt[CU_MAX_DEVICES]; /* shared, read-only: x (MR, MK), w (MK, MN) */
+  clt_tensor *x[CU_MAX_DEVICES],
+      *wt[CU_MAX_DEVICES]; /* shared, read-only: x (MR, MK), w (MK, MN) */
   float hx[MR * MK], hw[MK * MN];
   double sum_x, mean0[MK], xw[MR * MN];
   int iters;
@@ -233,7 +234,7 @@ static void *mixed_body(void *arg) {
     TH_CHECK(w, got, "reading x + p on %s: %s", dn, clt_last_error());
     w->ops++;
     TH_CHECK(w, same_f32(got, want, MR * MK, &at), "%s: (x + p)[%lld] = %.9g, expected %.9g", dn,
-            (long long)at, got[at], want[at]);
+             (long long)at, got[at], want[at]);
     free(got);
     /* an asynchronous copy of the result into pinned host memory (OpenCL devices) */
     if (!clt_device_is_host(d)) {
@@ -244,7 +245,7 @@ static void *mixed_body(void *arg) {
       TH_CHECK(w, pp, "clt_tensor_data(pinned) on %s: %s", dn, clt_last_error());
       w->ops++;
       TH_CHECK(w, same_f32(pp, want, MR * MK, &at), "%s: pinned copy [%lld] = %.9g, expected %.9g",
-              dn, (long long)at, pp[at], want[at]);
+               dn, (long long)at, pp[at], want[at]);
       clt_tensor_release(pin);
     }
     clt_tensor_release(sumt);
@@ -259,7 +260,7 @@ static void *mixed_body(void *arg) {
     w->ops++;
     for (int j = 0; j < MK; j++)
       TH_CHECK(w, fabs(gm[j] - c->mean0[j]) <= 1e-5, "%s: mean(x, 0)[%d] = %.9g, expected %.9g", dn,
-              j, gm[j], c->mean0[j]);
+               j, gm[j], c->mean0[j]);
     free(gm);
     TH_OK(w, clt_matmul(x, c->wt[k], &mm));
     float *gmm = read_all(mm);
@@ -267,7 +268,7 @@ static void *mixed_body(void *arg) {
     w->ops++;
     for (int i = 0; i < MR * MN; i++)
       TH_CHECK(w, fabs(gmm[i] - c->xw[i]) <= 1e-4 + 1e-4 * fabs(c->xw[i]),
-              "%s: (x @ w)[%d] = %.9g, expected %.9g", dn, i, gmm[i], c->xw[i]);
+               "%s: (x @ w)[%d] = %.9g, expected %.9g", dn, i, gmm[i], c->xw[i]);
     free(gmm);
     int64_t ai;
     int64_t best = 0;
@@ -277,7 +278,7 @@ static void *mixed_body(void *arg) {
     TH_OK(w, clt_argmax(pt, &am));
     TH_OK(w, clt_item_i64(am, &ai));
     TH_CHECK(w, ai == best, "%s: argmax(p) = %lld, expected %lld", dn, (long long)ai,
-            (long long)best);
+             (long long)best);
     /* transfers: to another device, back home as a fresh copy, and a move */
     TH_OK(w, clt_to(pt, d2, &pd2));
     TH_OK(w, clt_copy_to(pd2, clt_cpu(), &back));
@@ -285,13 +286,13 @@ static void *mixed_body(void *arg) {
     TH_CHECK(w, hb, "clt_tensor_data: %s", clt_last_error());
     w->ops++;
     TH_CHECK(w, memcmp(hb, p, sizeof p) == 0, "%s -> %s -> cpu changed the data", dn,
-            clt_device_name(d2));
+             clt_device_name(d2));
     TH_OK(w, clt_move(&pt, d2));
     TH_CHECK(w, clt_tensor_device(pt) == d2, "clt_move left the tensor on %s",
-            clt_device_name(clt_tensor_device(pt)));
+             clt_device_name(clt_tensor_device(pt)));
     float *hm = read_all(pt);
     TH_CHECK(w, hm && memcmp(hm, p, sizeof p) == 0, "%s: moved data differ (%s)",
-            clt_device_name(d2), clt_last_error());
+             clt_device_name(d2), clt_last_error());
     w->ops++;
     free(hm);
     /* random numbers from this thread's generator, on this device */
@@ -302,8 +303,8 @@ static void *mixed_body(void *arg) {
     w->ops++;
     for (int i = 0; i < 64; i++)
       TH_CHECK(w, gr[i] == philox_f32(seed, offset, i),
-              "%s: rand[%d] = %.9g, expected %.9g (seed %llu, counter %llu)", dn, i, gr[i],
-              philox_f32(seed, offset, i), (unsigned long long)seed, (unsigned long long)offset);
+               "%s: rand[%d] = %.9g, expected %.9g (seed %llu, counter %llu)", dn, i, gr[i],
+               philox_f32(seed, offset, i), (unsigned long long)seed, (unsigned long long)offset);
     offset += 16;
     free(gr);
     clt_tensor_release(rnd);
@@ -324,7 +325,7 @@ START_TEST(test_mixed) {
   static mixed_ctx c;
   memset(&c, 0, sizeof c);
   c.nd = cu_devices(c.devs);
-  c.iters = iters(6);
+  c.iters = iters(16);
   cu_rng r;
   cu_rng_seed(&r, 7);
   for (int i = 0; i < MR * MK; i++)
@@ -451,7 +452,8 @@ START_TEST(test_refcounts) {
 }
 END_TEST
 
-/* ---- the caching allocator under churn -------------------------------------------------------- */
+/* ---- the caching allocator under churn --------------------------------------------------------
+ */
 
 enum { CHURN_LIVE = 4 };
 
@@ -495,10 +497,10 @@ static void *churn_body(void *arg) {
       int64_t at = 0;
       float got = 0;
       TH_CHECK(w, holds(live[slot], vals[slot], &at, &got),
-              "%s: a live tensor of %lld elements changed: [%lld] = %g, expected %g (%s)",
-              clt_device_name(clt_tensor_device(live[slot])),
-              (long long)clt_tensor_numel(live[slot]), (long long)at, got, vals[slot],
-              at < 0 ? clt_last_error() : "another tensor got its memory");
+               "%s: a live tensor of %lld elements changed: [%lld] = %g, expected %g (%s)",
+               clt_device_name(clt_tensor_device(live[slot])),
+               (long long)clt_tensor_numel(live[slot]), (long long)at, got, vals[slot],
+               at < 0 ? clt_last_error() : "another tensor got its memory");
       w->ops++;
       clt_tensor_release(live[slot]);
       live[slot] = NULL;
@@ -525,7 +527,7 @@ START_TEST(test_allocator_churn) {
   static churn_ctx c;
   memset(&c, 0, sizeof c);
   c.nd = cu_devices(c.devs);
-  c.iters = iters(150);
+  c.iters = iters(300);
   clt_memory_stats before[CU_MAX_DEVICES];
   for (int k = 0; k < c.nd; k++)
     CU_OK(clt_device_memory_stats(c.devs[k], &before[k]));
@@ -549,7 +551,8 @@ START_TEST(test_allocator_churn) {
 }
 END_TEST
 
-/* ---- first use: every thread launches the same never-built kernel at the same moment ---------- */
+/* ---- first use: every thread launches the same never-built kernel at the same moment ----------
+ */
 
 typedef struct first_ctx {
   int nd;
@@ -597,7 +600,7 @@ static void *first_body(void *arg) {
     }
     for (int row = 0; row < 4; row++)
       TH_CHECK(w, gm[row] == ha[row * 5], "%s: min row %d = %d, expected %d", dn, row, gm[row],
-              ha[row * 5]);
+               ha[row * 5]);
     free(gp);
     free(gm);
     free(gw);
@@ -657,7 +660,7 @@ static void *readers_body(void *arg) {
       } else {
         clt_tensor *f;
         TH_OK(w, clt_full(CLT_F32, 1, &(int64_t){RD_N}, (double)(round + 1),
-                         clt_tensor_device(c->src), &f));
+                          clt_tensor_device(c->src), &f));
         TH_OK(w, clt_copy(c->src, f));
         clt_tensor_release(f);
       }
@@ -666,10 +669,10 @@ static void *readers_body(void *arg) {
     TH_OK(w, clt_tensor_read(copy, v, RD_N * sizeof *v));
     for (int i = 0; i < RD_N; i += 4093)
       TH_CHECK(w, v[i] == (float)round,
-              "round %d: copy[%d] = %g: the write overtook a copy still reading the source", round,
-              i, v[i]);
+               "round %d: copy[%d] = %g: the write overtook a copy still reading the source", round,
+               i, v[i]);
     TH_CHECK(w, v[RD_N - 1] == (float)round, "round %d: the copy's last element is %g", round,
-            v[RD_N - 1]);
+             v[RD_N - 1]);
     clt_tensor_release(copy);
   }
   free(v);
@@ -680,7 +683,7 @@ static void readers_case(const char *test, clt_device *src_dev, clt_device *dst_
   static readers_ctx c;
   memset(&c, 0, sizeof c);
   c.dst_dev = dst_dev;
-  c.rounds = iters(12);
+  c.rounds = iters(100);
   int64_t n = RD_N;
   CU_OK(clt_zeros(CLT_F32, 1, &n, src_dev, &c.src));
   if (clt_device_is_host(src_dev))
@@ -713,7 +716,7 @@ static void *errors_body(void *arg) {
     clt_device *d;
     clt_status s = clt_device_get(name, &d);
     TH_CHECK(w, s == CLT_ERR_DEVICE_NOT_FOUND, "clt_device_get(%s) gave %s", name,
-            clt_status_name(s));
+             clt_status_name(s));
     w->ops++;
     TH_SYNC(w);
     /* ...then half of them fail differently while the others succeed: each still sees its own
@@ -728,7 +731,7 @@ static void *errors_body(void *arg) {
         TH_CHECK(w, s == CLT_ERR_DEVICE_MISMATCH, "clt_add(cpu, cl:0) gave %s", clt_status_name(s));
         w->ops++;
         TH_CHECK(w, strncmp(clt_last_error(), "clt_add: ", 9) == 0, "mismatch message: %s",
-                clt_last_error());
+                 clt_last_error());
         clt_tensor_release(a);
         clt_tensor_release(b);
       }
@@ -758,8 +761,8 @@ static void *errors_body(void *arg) {
     }
     TH_SYNC(w);
     TH_CHECK(w, strstr(clt_last_error(), want) != NULL,
-            "round %d: clt_last_error() is \"%s\", expected it to contain \"%s\"", round,
-            clt_last_error(), want);
+             "round %d: clt_last_error() is \"%s\", expected it to contain \"%s\"", round,
+             clt_last_error(), want);
     TH_CHECK(w, clt_last_status() != CLT_OK, "clt_last_status() is CLT_OK");
     TH_SYNC(w);
     /* Clearing is per thread too. */
@@ -768,10 +771,10 @@ static void *errors_body(void *arg) {
     TH_SYNC(w);
     if (w->id == 0)
       TH_CHECK(w, clt_last_error()[0] == '\0' && clt_last_status() == CLT_OK,
-              "clt_clear_error did not clear");
+               "clt_clear_error did not clear");
     else
       TH_CHECK(w, strstr(clt_last_error(), want) != NULL,
-              "thread 0's clt_clear_error cleared this thread's message too");
+               "thread 0's clt_clear_error cleared this thread's message too");
     TH_SYNC(w);
   }
   return NULL;
@@ -839,7 +842,8 @@ START_TEST(test_default_generator) {
 }
 END_TEST
 
-/* ---- counters, the guard, printing, events and synchronization --------------------------------- */
+/* ---- counters, the guard, printing, events and synchronization ---------------------------------
+ */
 
 enum { CT_N = 1000 };
 
@@ -866,7 +870,7 @@ static void *counters_body(void *arg) {
       clt_event *e0, *e1;
       TH_OK(w, clt_event_record(d, &e0));
       TH_OK(w, clt_from_host(h, CLT_F32, 1, &n, clt_cpu(), &ht));
-      TH_OK(w, clt_to(ht, d, &dt));          /* one upload of 4000 bytes */
+      TH_OK(w, clt_to(ht, d, &dt));           /* one upload of 4000 bytes */
       TH_OK(w, clt_to(dt, clt_cpu(), &back)); /* one download */
       TH_OK(w, clt_event_record(d, &e1));
       double ms;
@@ -874,11 +878,11 @@ static void *counters_body(void *arg) {
       TH_CHECK(w, ms >= 0, "elapsed %g ms", ms);
       float *b = clt_tensor_data(back);
       TH_CHECK(w, b && memcmp(b, h, sizeof h) == 0, "round trip to %s changed the data",
-              clt_device_name(d));
+               clt_device_name(d));
       char buf[256];
       TH_OK(w, clt_format(c->shown[k], buf, sizeof buf, NULL)); /* one implicit download */
       TH_CHECK(w, strcmp(buf, c->text[k]) == 0, "clt_format gave \"%s\", expected \"%s\"", buf,
-              c->text[k]);
+               c->text[k]);
       TH_OK(w, clt_device_synchronize(it % 2 ? d : NULL));
       clt_event_release(e0);
       clt_event_release(e1);

@@ -307,9 +307,14 @@ clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor
     st = enqueue_kernel(d, k, out, a, b, g, &wl, fn, &ev);
     break;
   }
+  if (st == CLT_OK)
+    clt__note_command(ev, d, reads, 2, writes, 1);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
-  if (st != CLT_OK)
+  if (st != CLT_OK) {
+    if (ev) /* the native path's product ran, but its clean-up could not be hooked to it */
+      clReleaseEvent(ev);
     return st;
-  return clt__note_command(ev, d, reads, 2, writes, 1, fn);
+  }
+  return clt__command_done(ev, d, fn);
 }
