@@ -625,6 +625,83 @@ START_TEST(test_first_use) {
 }
 END_TEST
 
+/* ---- matmul by every path, first used by several threads on several devices at once -------- */
+
+enum { PM = 33, PK = 17, PN = 29 };
+
+typedef struct paths_ctx {
+  int ncl;
+  clt_device *cl[CU_MAX_DEVICES];
+  float ha[PM * PK], hb[PK * PN];
+  double want[PM * PN];
+} paths_ctx;
+
+static void *paths_body(void *arg) {
+  worker *w = arg;
+  paths_ctx *c = w->ctx;
+  const int64_t sa[2] = {PM, PK}, sb[2] = {PK, PN};
+  clt_device *d = c->cl[w->id % c->ncl];
+  clt_tensor *a, *b, *p;
+  TH_OK(w, clt_from_host(c->ha, CLT_F32, 2, sa, d, &a));
+  TH_OK(w, clt_from_host(c->hb, CLT_F32, 2, sb, d, &b));
+  TH_SYNC(w); /* the first product on every device, by every thread at once */
+  TH_OK(w, clt_matmul(a, b, &p));
+  float *g = read_all(p);
+  TH_CHECK(w, g, "reading a @ b on %s: %s", clt_device_name(d), clt_last_error());
+  w->ops++;
+  for (int i = 0; i < PM * PN; i++)
+    TH_CHECK(w, fabs(g[i] - c->want[i]) <= 1e-4 + 1e-4 * fabs(c->want[i]),
+             "%s (%s): (a @ b)[%d] = %.9g, expected %.9g", clt_device_name(d), clt_matmul_path(d),
+             i, g[i], c->want[i]);
+  free(g);
+  clt_tensor_release(a);
+  clt_tensor_release(b);
+  clt_tensor_release(p);
+  return NULL;
+}
+
+/* CLT_MATMUL is read at each call: set it here, in this test's own process, before any thread
+ * starts. */
+START_TEST(test_matmul_paths) {
+  if (!cu_forked) {
+    cu_skip("test_matmul_paths", "sets CLT_MATMUL: needs a process of its own (CK_FORK=yes)");
+    return;
+  }
+  static const char *const paths[] = {"clblast", "native", "kernel"};
+  size_t which = (size_t)_i;
+  if (!cu_need_cl("test_matmul_paths", 1))
+    return;
+  setenv("CLT_MATMUL", paths[which], 1);
+  static paths_ctx c;
+  memset(&c, 0, sizeof c);
+  c.ncl = clt_device_count() < CU_MAX_DEVICES ? clt_device_count() : CU_MAX_DEVICES;
+  for (int k = 0; k < c.ncl; k++)
+    c.cl[k] = clt_device_at(k);
+  if (!clt_matmul_path(c.cl[0])) {
+    char why[256];
+    snprintf(why, sizeof why, "CLT_MATMUL=%s: %s", paths[which], clt_last_error());
+    cu_skip("test_matmul_paths", why);
+    return;
+  }
+  cu_rng r;
+  cu_rng_seed(&r, 11);
+  for (int i = 0; i < PM * PK; i++)
+    c.ha[i] = (float)(2.0 * cu_rng_uniform(&r) - 1.0);
+  for (int i = 0; i < PK * PN; i++)
+    c.hb[i] = (float)(2.0 * cu_rng_uniform(&r) - 1.0);
+  for (int i = 0; i < PM; i++)
+    for (int j = 0; j < PN; j++) {
+      double s = 0;
+      for (int q = 0; q < PK; q++)
+        s += (double)c.ha[i * PK + q] * c.hb[q * PN + j];
+      c.want[i * PN + j] = s;
+    }
+  char name[64];
+  snprintf(name, sizeof name, "matmul_paths (%s)", paths[which]);
+  run_workers(name, paths_body, &c);
+}
+END_TEST
+
 /* ---- several queues reading one tensor at once, then a write -------------------------------- */
 
 /* Every worker copies a shared tensor (asynchronously, on the destination's queue) at the same
@@ -1019,6 +1096,7 @@ Suite *threads_suite(void) {
   tcase_add_test(tc, test_refcounts);
   tcase_add_test(tc, test_allocator_churn);
   tcase_add_test(tc, test_first_use);
+  tcase_add_loop_test(tc, test_matmul_paths, 0, 3);
   tcase_add_test(tc, test_readers_then_writer);
   tcase_add_test(tc, test_errors_per_thread);
   tcase_add_test(tc, test_default_generator);
