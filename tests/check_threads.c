@@ -12,6 +12,7 @@
  * 1) multiplies the iterations, for longer soaks. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -505,14 +506,25 @@ static void *churn_body(void *arg) {
       clt_tensor_release(live[slot]);
       live[slot] = NULL;
     }
-    clt_device *d = c->devs[cu_rng_next(&r) % (uint64_t)c->nd];
+    int k = (int)(cu_rng_next(&r) % (uint64_t)c->nd);
+    clt_device *d = c->devs[k];
     int64_t n = sizes[cu_rng_next(&r) % (sizeof sizes / sizeof *sizes)];
     vals[slot] = (float)(w->id * 100000 + it);
-    TH_OK(w, clt_full(CLT_F32, 1, &n, vals[slot], d, &live[slot]));
+    if (it % 8 == 7 && k > 0) { /* now and then pinned host memory near an OpenCL device */
+      TH_OK(w, clt_empty_pinned(CLT_F32, 1, &n, d, &live[slot]));
+      float *p = clt_tensor_data(live[slot]);
+      TH_CHECK(w, p, "clt_tensor_data(pinned): %s", clt_last_error());
+      for (int64_t i = 0; i < n; i++)
+        p[i] = vals[slot];
+    } else {
+      TH_OK(w, clt_full(CLT_F32, 1, &n, vals[slot], d, &live[slot]));
+    }
     if (it % 16 == 0) {
       clt_memory_stats m;
       TH_OK(w, clt_device_memory_stats(d, &m));
     }
+    if (w->id == 0 && it % 50 == 49) /* blocks in flight to and from the cache meanwhile */
+      TH_OK(w, clt_device_empty_cache(NULL));
   }
   for (int s = 0; s < CHURN_LIVE; s++) {
     int64_t at = 0;
@@ -617,11 +629,102 @@ static void *first_body(void *arg) {
   return NULL;
 }
 
+/* Temporary files of the kernel cache ("<key>.bin.XXXXXX") left in dir. */
+static int cache_temps(const char *dir) {
+  DIR *dp = opendir(dir);
+  int n = 0;
+  struct dirent *de;
+  while (dp && (de = readdir(dp)) != NULL)
+    if (strstr(de->d_name, ".bin."))
+      n++;
+  if (dp)
+    closedir(dp);
+  return n;
+}
+
+/* With an empty disk cache of its own (when the test has a process of its own: the directory is
+ * read once per process), so that threads also store the same entries at once: cl:0 and cl:1
+ * are alike, so their programs share keys. */
 START_TEST(test_first_use) {
   static first_ctx c;
   memset(&c, 0, sizeof c);
+  char dir[256] = "";
+  if (cu_forked) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/clt-threads-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp failed");
+    setenv("CLT_CACHE_DIR", dir, 1);
+  }
   c.nd = cu_devices(c.devs);
   run_workers("first_use", first_body, &c);
+  if (dir[0]) {
+    size_t entries = 0, removed = 0;
+    CU_OK(clt_kernel_cache_list(NULL, NULL, &entries));
+    ck_assert_msg(c.nd == 1 || entries > 0, "no program reached the disk cache %s", dir);
+    ck_assert_msg(cache_temps(dir) == 0, "temporary files left in %s", dir);
+    CU_OK(clt_kernel_cache_clear(&removed));
+    ck_assert_msg(removed == entries, "removed %zu of %zu entries", removed, entries);
+    ck_assert_msg(rmdir(dir) == 0, "%s holds files that are not cache entries", dir);
+  }
+}
+END_TEST
+
+/* ---- the host backend's own threads (OpenMP) entered from several threads at once ------------ */
+
+enum { HP_N = 1 << 17 }; /* above CLT__PAR_MIN: split over OpenMP threads when built with it */
+
+typedef struct hostpar_ctx {
+  clt_tensor *x; /* shared: x[i] = i % 1000 */
+  int iters;
+} hostpar_ctx;
+
+static void *hostpar_body(void *arg) {
+  worker *w = arg;
+  hostpar_ctx *c = w->ctx;
+  int64_t n = HP_N;
+  TH_SYNC(w);
+  for (int it = 0; it < c->iters; it++) {
+    double k = w->id * 10 + it;
+    clt_tensor *y, *sum, *s, *cast;
+    TH_OK(w, clt_add_scalar(c->x, k, &y));
+    TH_OK(w, clt_cast(y, CLT_F64, &cast));
+    TH_OK(w, clt_mul(cast, cast, &s));
+    TH_OK(w, clt_sum(y, &sum));
+    double v;
+    TH_OK(w, clt_item(sum, &v));
+    /* f32 sums round: a relative tolerance */
+    double want = 0;
+    for (int64_t i = 0; i < n; i++)
+      want += (double)(i % 1000) + k;
+    TH_CHECK(w, fabs(v - want) <= 1e-5 * want, "sum = %.9g, expected %.9g", v, want);
+    const double *ps = clt_tensor_data(s);
+    TH_CHECK(w, ps, "clt_tensor_data: %s", clt_last_error());
+    for (int64_t i = 0; i < n; i += 997) {
+      double e = (double)(i % 1000) + k;
+      TH_CHECK(w, ps[i] == e * e, "(x + %g)^2 [%lld] = %.17g, expected %.17g", k, (long long)i,
+               ps[i], e * e);
+    }
+    TH_CHECK(w, ps[n - 1] == ((double)((n - 1) % 1000) + k) * ((double)((n - 1) % 1000) + k),
+             "the last element is wrong");
+    clt_tensor_release(y);
+    clt_tensor_release(cast);
+    clt_tensor_release(s);
+    clt_tensor_release(sum);
+  }
+  return NULL;
+}
+
+START_TEST(test_host_parallel) {
+  static hostpar_ctx c;
+  c.iters = iters(4);
+  float *h = cu_malloc(HP_N * sizeof *h);
+  for (int64_t i = 0; i < HP_N; i++)
+    h[i] = (float)(i % 1000);
+  int64_t n = HP_N;
+  c.x = cu_tensor(h, CLT_F32, 1, &n, clt_cpu());
+  free(h);
+  run_workers("host_parallel", hostpar_body, &c);
+  clt_tensor_release(c.x);
 }
 END_TEST
 
@@ -1097,6 +1200,7 @@ Suite *threads_suite(void) {
   tcase_add_test(tc, test_allocator_churn);
   tcase_add_test(tc, test_first_use);
   tcase_add_loop_test(tc, test_matmul_paths, 0, 3);
+  tcase_add_test(tc, test_host_parallel);
   tcase_add_test(tc, test_readers_then_writer);
   tcase_add_test(tc, test_errors_per_thread);
   tcase_add_test(tc, test_default_generator);
