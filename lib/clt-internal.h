@@ -52,7 +52,7 @@ struct clt_device {
    * have noted its event (clt__note_command), so that the event a storage keeps for this queue
    * is always the queue's latest access to it, whatever threads enqueue at once; it also covers
    * clSetKernelArg on the cached kernels, which are shared (a cl_kernel is not thread-safe).
-   * Never held while waiting for a command. */
+   * Not held while waiting for device work (but see the overflow case of clt__storage_note). */
   pthread_mutex_t lock;
   /* The program cache (program.c): the list under programs_lock; a program being built by one
    * thread is waited for on programs_built by the others (builds run outside the lock). */
