@@ -27,6 +27,15 @@
  * (clt_to, clt_copy_to, clt_move, clt_copy) and asynchronous; operations whose operands live on
  * different devices fail with CLT_ERR_DEVICE_MISMATCH; nothing is copied behind your back except
  * by printing, which brings a device tensor home to format it.
+ *
+ * Threads (docs/threads.md). Any function may be called from any thread, on the same device or
+ * on different ones at once. Tensors may be shared by threads that only read them, and retained
+ * and released from any thread; the last error is per thread. A thread that writes a tensor
+ * (an _out or in-place form, clt_copy into it, writes through clt_tensor_data) must be ordered
+ * by the program against other threads' use of it, as must the release of anything another thread
+ * still uses and changes to a clt_params set. Once a call has returned, another thread may use
+ * its results with no clt_device_synchronize: each device has one in-order queue, and every
+ * tensor remembers the events of its last write and reads, which later commands wait for.
  */
 #ifndef CLT_H
 #define CLT_H

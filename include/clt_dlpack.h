@@ -59,7 +59,10 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
  *  equal to C-contiguous strides (dimensions of size 1 may have any stride). On success clt owns
  *  m: m->deleter(m) (if not NULL) is called exactly once, when the last tensor sharing this memory
  *  (views made by clt_reshape included) is released and the device commands using it have
- *  finished. On failure m is untouched and still the caller's. The caller releases *out.
+ *  finished. It may run on any thread: the one that releases the last tensor, or, for host
+ *  memory that an asynchronous copy still used then, a thread of the OpenCL driver when the copy
+ *  completes (docs/threads.md). On failure m is untouched and still the caller's. The caller
+ *  releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, ndim outside 0..8, negative or overflowing shape, NULL
  *  data with elements, a cl_mem smaller than the tensor), CLT_ERR_DTYPE (a dtype clt lacks, such
  *  as float16 or vector lanes), CLT_ERR_UNSUPPORTED (a device type other than kDLCPU and

@@ -48,7 +48,16 @@ struct clt_device {
   int compute_units;
   char vendor[128], model[128], driver[64], cl_version[128], platform_name[128];
   char description[512];
-  pthread_mutex_t lock; /* guards kernel argument setting + enqueue, and the program cache */
+  /* The queue lock, held from each enqueue on `queue` until the storages it reads and writes
+   * have noted its event (clt__note_command), so that the event a storage keeps for this queue
+   * is always the queue's latest access to it, whatever threads enqueue at once; it also covers
+   * clSetKernelArg on the cached kernels, which are shared (a cl_kernel is not thread-safe).
+   * Not held while waiting for device work (but see the overflow case of clt__storage_note). */
+  pthread_mutex_t lock;
+  /* The program cache (program.c): the list under programs_lock; a program being built by one
+   * thread is waited for on programs_built by the others (builds run outside the lock). */
+  pthread_mutex_t programs_lock;
+  pthread_cond_t programs_built;
   struct clt_program_cache *programs;
   /* caching allocator (memory.c) */
   pthread_mutex_t cache_lock;
@@ -146,16 +155,19 @@ typedef struct clt_waitlist {
 clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
                              const char *fn);
 void clt__waitlist_clear(clt_waitlist *wl);
-/* Records that the command ev on queue q read (writing=false) or wrote s. */
+/* Records that the command ev on queue q read (writing=false) or wrote s. Call it with the lock
+ * of q's device held, taken before the enqueue of ev. */
 void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing);
 /* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
  * (both lists may hold NULL entries, which are skipped). On failure the list is cleared. */
 clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
                              clt_storage *const *writes, int nwrites, const char *fn);
-/* Records the enqueued command ev on d's queue as a read of `reads` and a write of `writes`,
- * waits for it under CLT_SYNC=1, and releases ev. */
-clt_status clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
-                             clt_storage *const *writes, int nwrites, const char *fn);
+/* Records the command ev just enqueued on d's queue as a read of `reads` and a write of
+ * `writes`. Call it with d->lock held, the lock taken before the enqueue (see clt_device.lock). */
+void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
+                       clt_storage *const *writes, int nwrites);
+/* After unlocking: waits for ev under CLT_SYNC=1 (reporting its failure), then releases ev. */
+clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn);
 /* Keeps s alive until ev completes (for host memory used by an asynchronous copy). */
 clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
 /* Blocks until pending device commands that write s (and, if writing, read s) are done. */
@@ -166,6 +178,8 @@ clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn);
 clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *fn);
 /* Counts an upload of bytes from the host to dev (clt_from_host and friends). */
 void clt__count_h2d(clt_device *dev, size_t bytes);
+/* Waits for ev; an error naming `what` if waiting fails or the command failed. */
+clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what);
 /* Waits on ev if CLT_SYNC=1 and reports its failure. */
 clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 
@@ -180,8 +194,10 @@ extern const size_t clt__kernel_source_count;
 
 /* The kernel `kernel` of kernels/<family>.cl built for dev, the source preceded by defines (lines
  * such as "#define T float\n": the dtype and op macros travel in the source, not as -D options,
- * since drivers split option strings differently). Cached per (device, family, defines). The device
- * lock must be held while setting arguments and enqueueing; the kernel is owned by the cache. */
+ * since drivers split option strings differently). Cached per (device, family, defines); threads
+ * asking for a program another thread is building wait for that build. The kernel is owned by the
+ * cache and shared: hold dev->lock from setting its arguments until the enqueue (and the notes)
+ * are done. */
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);

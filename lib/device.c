@@ -41,6 +41,13 @@ static void describe(clt_device *d) {
              d->fp64 ? "fp64" : "no fp64");
 }
 
+static void init_locks(clt_device *d) {
+  pthread_mutex_init(&d->lock, NULL);
+  pthread_mutex_init(&d->programs_lock, NULL);
+  pthread_cond_init(&d->programs_built, NULL);
+  pthread_mutex_init(&d->cache_lock, NULL);
+}
+
 static void init_host(void) {
   clt_device *d = &host_device;
   d->index = -1;
@@ -74,8 +81,7 @@ static void init_host(void) {
     fclose(f);
   }
   copy_str(d->driver, sizeof d->driver, clt_version());
-  pthread_mutex_init(&d->lock, NULL);
-  pthread_mutex_init(&d->cache_lock, NULL);
+  init_locks(d);
   describe(d);
 }
 
@@ -146,8 +152,7 @@ static bool init_cl_device(clt_device *d, int index, int platform_index, cl_plat
   }
   if (d->fp64 && hide_fp64(d->name))
     d->fp64 = false;
-  pthread_mutex_init(&d->lock, NULL);
-  pthread_mutex_init(&d->cache_lock, NULL);
+  init_locks(d);
   describe(d);
   return true;
 }
@@ -164,6 +169,8 @@ static bool env_alloc_cache;
 /* Undoes init_cl_device for a device that could not be opened (its slot is reused). */
 static void forget_device(clt_device *d) {
   pthread_mutex_destroy(&d->lock);
+  pthread_mutex_destroy(&d->programs_lock);
+  pthread_cond_destroy(&d->programs_built);
   pthread_mutex_destroy(&d->cache_lock);
   memset(d, 0, sizeof *d);
 }

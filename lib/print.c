@@ -318,8 +318,13 @@ clt_status clt_fprint(FILE *f, const clt_tensor *t) {
     return s;
   sbuf b = {0};
   if ((s = format_all(t, &b, fn)) == CLT_OK) {
-    fputs(b.p, f);
-    fputc('\n', f);
+    /* One stdio call for the text and its newline, so that threads printing at once never
+     * interleave inside a line (each call locks the stream). */
+    sb_str(&b, "\n");
+    if (b.failed)
+      s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    else
+      fputs(b.p, f);
   }
   free(b.p);
   return s;

@@ -24,7 +24,8 @@ typedef struct kernel_entry {
 typedef struct program_entry {
   char *family;
   char *defines;
-  cl_program program;
+  cl_program program; /* NULL until built (or after a failed build) */
+  bool building;      /* a thread is building it, outside the lock */
   kernel_entry *kernels;
   struct program_entry *next;
 } program_entry;
@@ -592,35 +593,55 @@ static clt_status build(clt_device *dev, const char *family, const char *defines
   return CLT_OK;
 }
 
-clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
-                           const char *kernel, const char *fn, cl_kernel *out) {
-  clt_status st = CLT_OK;
-  pthread_mutex_lock(&dev->lock);
-  if (!dev->programs && !(dev->programs = calloc(1, sizeof *dev->programs))) {
-    pthread_mutex_unlock(&dev->lock);
+/* The entry for (family, defines) with its program built, building it if no thread has. The
+ * build runs without dev->programs_lock, so that launches of kernels already built, and builds of
+ * other programs, go on meanwhile; threads that want the same program wait for it on
+ * dev->programs_built. A failed build leaves the entry without a program: the next caller
+ * builds again (and gets its own error, build log included). Called and returns with
+ * dev->programs_lock held. */
+static clt_status built_entry(clt_device *dev, const char *family, const char *defines,
+                              const char *fn, program_entry **out) {
+  if (!dev->programs && !(dev->programs = calloc(1, sizeof *dev->programs)))
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  }
   program_entry *e = dev->programs->head;
   while (e && (strcmp(e->family, family) != 0 || strcmp(e->defines, defines) != 0))
     e = e->next;
   if (!e) {
-    cl_program p = NULL;
-    if ((st = build(dev, family, defines, fn, &p)) != CLT_OK)
-      goto done;
     e = calloc(1, sizeof *e);
     if (!e || !(e->family = dup_str(family)) || !(e->defines = dup_str(defines))) {
-      if (e) {
+      if (e)
         free(e->family);
-        free(e);
-      }
-      clReleaseProgram(p);
-      st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-      goto done;
+      free(e);
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     }
-    e->program = p;
     e->next = dev->programs->head;
-    dev->programs->head = e;
+    dev->programs->head = e; /* entries stay until exit, so e stays valid while unlocked */
   }
+  while (e->building)
+    pthread_cond_wait(&dev->programs_built, &dev->programs_lock);
+  if (!e->program) {
+    e->building = true;
+    pthread_mutex_unlock(&dev->programs_lock);
+    cl_program p = NULL;
+    clt_status st = build(dev, family, defines, fn, &p);
+    pthread_mutex_lock(&dev->programs_lock);
+    e->program = p;
+    e->building = false;
+    pthread_cond_broadcast(&dev->programs_built);
+    if (st != CLT_OK)
+      return st;
+  }
+  *out = e;
+  return CLT_OK;
+}
+
+clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
+                           const char *kernel, const char *fn, cl_kernel *out) {
+  program_entry *e = NULL;
+  pthread_mutex_lock(&dev->programs_lock);
+  clt_status st = built_entry(dev, family, defines, fn, &e);
+  if (st != CLT_OK)
+    goto done;
   kernel_entry *k = e->kernels;
   while (k && strcmp(k->name, kernel) != 0)
     k = k->next;
@@ -644,7 +665,7 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
   }
   *out = k->kernel;
 done:
-  pthread_mutex_unlock(&dev->lock);
+  pthread_mutex_unlock(&dev->programs_lock);
   return st;
 }
 
@@ -662,7 +683,8 @@ void clt__program_cache_free(struct clt_program_cache *c) {
       free(k);
       k = kn;
     }
-    clReleaseProgram(e->program);
+    if (e->program)
+      clReleaseProgram(e->program);
     free(e->family);
     free(e->defines);
     free(e);

@@ -103,19 +103,26 @@ clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const
   return st;
 }
 
-clt_status clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
-                             clt_storage *const *writes, int nwrites, const char *fn) {
+void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
+                       clt_storage *const *writes, int nwrites) {
   for (int i = 0; i < nreads; i++)
     if (reads[i])
       clt__storage_note(reads[i], ev, d->queue, false);
   for (int i = 0; i < nwrites; i++)
     if (writes[i])
       clt__storage_note(writes[i], ev, d->queue, true);
+}
+
+clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn) {
   clt_status st = clt__maybe_sync(ev, d, fn);
   clReleaseEvent(ev);
   return st;
 }
 
+/* One event per reading queue suffices because the queue is in order and the caller holds the
+ * queue's lock from the enqueue to here: the event replaced is always an earlier command of the
+ * same queue. (Without the lock, two threads reading s on one queue could note their events in
+ * the opposite order of their enqueues, and a later write would wait for the earlier read only.) */
 void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing) {
   cl_event stale = NULL;
   pthread_mutex_lock(&s->lock);
@@ -189,15 +196,19 @@ clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) 
   return n ? wait_events(evs, n, fn, s->dev) : CLT_OK;
 }
 
-clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
-  if (!clt__env_sync())
-    return CLT_OK;
+clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what) {
   cl_int err = clWaitForEvents(1, &ev);
   cl_int status = CL_COMPLETE;
   clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
   if (err != CL_SUCCESS || status < 0)
-    return clt__cl_error(err != CL_SUCCESS ? err : status, fn, "the command (CLT_SYNC=1)", dev);
+    return clt__cl_error(err != CL_SUCCESS ? err : status, fn, what, dev);
   return CLT_OK;
+}
+
+clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
+  if (!clt__env_sync())
+    return CLT_OK;
+  return clt__wait_command(ev, dev, fn, "the command (CLT_SYNC=1)");
 }
 
 /* ---- accounting and the guard ---------------------------------------------------------------- */
@@ -341,61 +352,53 @@ static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
     return CLT_OK;
   }
 
-  clt_waitlist wl = {.n = 0};
-  cl_event ev = NULL;
-  cl_int err;
-  if (sd->kind == CLT_DEVICE_HOST) { /* host to device, on the device's queue */
-    if ((st = clt__waitlist_add(&wl, ss, false, dd->context, fn)) != CLT_OK ||
-        (st = clt__waitlist_add(&wl, ds, true, dd->context, fn)) != CLT_OK) {
-      clt__waitlist_clear(&wl);
-      return st;
-    }
-    err = clEnqueueWriteBuffer(dd->queue, ds->mem, CL_FALSE, dst->offset, n, clt__host_ptr(src),
-                               wl.n, wl.n ? wl.ev : NULL, &ev);
-    clt__waitlist_clear(&wl);
-    if (err != CL_SUCCESS)
-      return clt__cl_error(err, fn, "clEnqueueWriteBuffer (host to device)", dd);
-    clt__storage_note(ss, ev, dd->queue, false);
-    clt__storage_note(ds, ev, dd->queue, true);
-    clt__keep_alive(ev, ss, fn);
-    st = clt__maybe_sync(ev, dd, fn);
-    clReleaseEvent(ev);
-    return st;
+  /* One command on one queue: host to device and device to device (one context) on the
+   * destination's, device to host on the source's. */
+  enum { H2D, D2H, D2D } kind = D2D;
+  clt_device *qd = NULL; /* whose queue; NULL for two contexts (below) */
+  if (sd->kind == CLT_DEVICE_HOST) {
+    kind = H2D;
+    qd = dd;
+  } else if (dd->kind == CLT_DEVICE_HOST) {
+    kind = D2H;
+    qd = sd;
+  } else if (dd->context == sd->context) {
+    qd = dd;
   }
-  if (dd->kind == CLT_DEVICE_HOST) { /* device to host, on the device's queue */
-    if ((st = clt__waitlist_add(&wl, ss, false, sd->context, fn)) != CLT_OK ||
-        (st = clt__waitlist_add(&wl, ds, true, sd->context, fn)) != CLT_OK) {
+  if (qd) {
+    clt_waitlist wl = {.n = 0};
+    if ((st = clt__waitlist_add(&wl, ss, false, qd->context, fn)) != CLT_OK ||
+        (st = clt__waitlist_add(&wl, ds, true, qd->context, fn)) != CLT_OK) {
       clt__waitlist_clear(&wl);
       return st;
     }
-    err = clEnqueueReadBuffer(sd->queue, ss->mem, CL_FALSE, src->offset, n, clt__host_ptr(dst),
-                              wl.n, wl.n ? wl.ev : NULL, &ev);
-    clt__waitlist_clear(&wl);
-    if (err != CL_SUCCESS)
-      return clt__cl_error(err, fn, "clEnqueueReadBuffer (device to host)", sd);
-    clt__storage_note(ss, ev, sd->queue, false);
-    clt__storage_note(ds, ev, sd->queue, true);
-    clt__keep_alive(ev, ds, fn);
-    st = clt__maybe_sync(ev, sd, fn);
-    clReleaseEvent(ev);
-    return st;
-  }
-  if (dd->context == sd->context) { /* one context: a buffer copy on the destination's queue */
-    if ((st = clt__waitlist_add(&wl, ss, false, dd->context, fn)) != CLT_OK ||
-        (st = clt__waitlist_add(&wl, ds, true, dd->context, fn)) != CLT_OK) {
-      clt__waitlist_clear(&wl);
-      return st;
+    static const char *const what[] = {"clEnqueueWriteBuffer (host to device)",
+                                       "clEnqueueReadBuffer (device to host)",
+                                       "clEnqueueCopyBuffer (device to device)"};
+    const cl_event *wait = wl.n ? wl.ev : NULL;
+    cl_event ev = NULL;
+    cl_int err;
+    pthread_mutex_lock(&qd->lock);
+    if (kind == H2D)
+      err = clEnqueueWriteBuffer(qd->queue, ds->mem, CL_FALSE, dst->offset, n, clt__host_ptr(src),
+                                 wl.n, wait, &ev);
+    else if (kind == D2H)
+      err = clEnqueueReadBuffer(qd->queue, ss->mem, CL_FALSE, src->offset, n, clt__host_ptr(dst),
+                                wl.n, wait, &ev);
+    else
+      err = clEnqueueCopyBuffer(qd->queue, ss->mem, ds->mem, src->offset, dst->offset, n, wl.n,
+                                wait, &ev);
+    if (err == CL_SUCCESS) {
+      clt_storage *reads[1] = {ss}, *writes[1] = {ds};
+      clt__note_command(ev, qd, reads, 1, writes, 1);
     }
-    err = clEnqueueCopyBuffer(dd->queue, ss->mem, ds->mem, src->offset, dst->offset, n, wl.n,
-                              wl.n ? wl.ev : NULL, &ev);
+    pthread_mutex_unlock(&qd->lock);
     clt__waitlist_clear(&wl);
     if (err != CL_SUCCESS)
-      return clt__cl_error(err, fn, "clEnqueueCopyBuffer (device to device)", dd);
-    clt__storage_note(ss, ev, dd->queue, false);
-    clt__storage_note(ds, ev, dd->queue, true);
-    st = clt__maybe_sync(ev, dd, fn);
-    clReleaseEvent(ev);
-    return st;
+      return clt__cl_error(err, fn, what[kind], qd);
+    if (kind != D2D) /* host memory must outlive the command */
+      clt__keep_alive(ev, kind == H2D ? ss : ds, fn);
+    return clt__command_done(ev, qd, fn);
   }
   /* Two contexts: stage through host memory, the second leg waiting on the first through a
    * bridged event, so the whole copy stays asynchronous. */
@@ -508,14 +511,22 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
     clt__waitlist_clear(&wl);
     return st;
   }
+  /* Not a blocking read: the queue's lock is held from the enqueue to the note only, and the
+   * wait comes after, so other threads keep enqueueing meanwhile. */
   cl_event ev;
-  cl_int err = clEnqueueReadBuffer(d->queue, s->mem, CL_TRUE, t->offset, t->nbytes, dst, wl.n,
+  pthread_mutex_lock(&d->lock);
+  cl_int err = clEnqueueReadBuffer(d->queue, s->mem, CL_FALSE, t->offset, t->nbytes, dst, wl.n,
                                    wl.n ? wl.ev : NULL, &ev);
+  if (err == CL_SUCCESS)
+    clt__storage_note(s, ev, d->queue, false);
+  pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueReadBuffer", d);
-  clt__storage_note(s, ev, d->queue, false);
+  st = clt__wait_command(ev, d, fn, "clEnqueueReadBuffer");
   clReleaseEvent(ev);
+  if (st != CLT_OK)
+    return st;
   count(d, clt_cpu(), t->nbytes, implicit);
   return CLT_OK;
 }

@@ -27,6 +27,7 @@ int main(void) {
   srunner_add_suite(sr, params_suite());
   srunner_add_suite(sr, io_suite());
   srunner_add_suite(sr, badinput_suite());
+  srunner_add_suite(sr, threads_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

@@ -98,9 +98,11 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
                       d->name);
   }
   st = clt__cl_enqueue(d, kern, &l, &wl, fn, &ev);
+  if (st == CLT_OK)
+    clt__note_command(ev, d, reads, n, writes, 1);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  return clt__note_command(ev, d, reads, n, writes, 1, fn);
+  return clt__command_done(ev, d, fn);
 }

@@ -169,6 +169,16 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
 /* ---- clblast ------------------------------------------------------------------------------ */
 
 #ifdef HAVE_CLBLAST
+/* CLBlast (1.5.3, and its master as of 2024) must not be entered by two threads at once: its
+ * tuning database is a static vector that clblast::Database's constructor fills on first use
+ * without a lock (a thread reading it while another assigns it crashed tests/check_threads.c
+ * test_matmul_paths, and ThreadSanitizer reports it), and two devices with one name (identical
+ * GPUs; PoCL's pthread devices) compiling a routine at once both store it in its binary cache,
+ * where the second store throws (CLBlastUnexpectedError, CLBlast issue #486). So every CLBlast
+ * call of the process runs under this lock, taken inside the device's lock. It covers the
+ * enqueue only; the product runs on the device's queue as before. */
+static pthread_mutex_t clblast_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tensor *a,
                                   const clt_tensor *b, const clt_matmul_desc *g, clt_waitlist *wl,
                                   const char *fn, cl_event *ev) {
@@ -186,6 +196,7 @@ static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tens
   CLBlastStatusCode cs;
   const char *what;
   cl_mem am = a->storage->mem, bm = b->storage->mem, cm = out->storage->mem;
+  pthread_mutex_lock(&clblast_lock);
   if (g->sb == 0 || nb == 1) { /* one B for all: a single (batch*m, k) x (k, n) product */
     what = f32 ? "CLBlastSgemm" : "CLBlastDgemm";
     if (f32)
@@ -205,6 +216,7 @@ static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tens
                                       m, n, k, 1.0, am, oa, k, (size_t)g->sa, bm, ob, n,
                                       (size_t)g->sb, 0.0, cm, oc, n, m * n, nb, &d->queue, ev);
   }
+  pthread_mutex_unlock(&clblast_lock);
   if (cs != CLBlastSuccess) {
     if (cs > -1000) /* an OpenCL error code */
       return clt__cl_error((cl_int)cs, fn, what, d);
@@ -307,9 +319,14 @@ clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor
     st = enqueue_kernel(d, k, out, a, b, g, &wl, fn, &ev);
     break;
   }
+  if (st == CLT_OK)
+    clt__note_command(ev, d, reads, 2, writes, 1);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
-  if (st != CLT_OK)
+  if (st != CLT_OK) {
+    if (ev) /* the native path's product ran, but its clean-up could not be hooked to it */
+      clReleaseEvent(ev);
     return st;
-  return clt__note_command(ev, d, reads, 2, writes, 1, fn);
+  }
+  return clt__command_done(ev, d, fn);
 }

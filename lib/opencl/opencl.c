@@ -62,15 +62,16 @@ static clt_status cl_fill(clt_tensor *out, const void *pattern, const char *fn) 
     return st;
   }
   cl_event ev;
+  pthread_mutex_lock(&d->lock);
   cl_int err = clEnqueueFillBuffer(d->queue, out->storage->mem, pattern, clt_dtype_size(out->dtype),
                                    out->offset, out->nbytes, wl.n, wl.n ? wl.ev : NULL, &ev);
+  if (err == CL_SUCCESS)
+    clt__storage_note(out->storage, ev, d->queue, true);
+  pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueFillBuffer", d);
-  clt__storage_note(out->storage, ev, d->queue, true);
-  st = clt__maybe_sync(ev, d, fn);
-  clReleaseEvent(ev);
-  return st;
+  return clt__command_done(ev, d, fn);
 }
 
 static clt_status cl_upload(clt_tensor *out, const void *src, const char *fn) {
@@ -82,14 +83,20 @@ static clt_status cl_upload(clt_tensor *out, const void *src, const char *fn) {
     return st;
   }
   cl_event ev;
-  /* Blocking: the caller may reuse src as soon as we return. */
-  cl_int err = clEnqueueWriteBuffer(d->queue, out->storage->mem, CL_TRUE, out->offset, out->nbytes,
+  pthread_mutex_lock(&d->lock);
+  cl_int err = clEnqueueWriteBuffer(d->queue, out->storage->mem, CL_FALSE, out->offset, out->nbytes,
                                     src, wl.n, wl.n ? wl.ev : NULL, &ev);
+  if (err == CL_SUCCESS)
+    clt__storage_note(out->storage, ev, d->queue, true);
+  pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueWriteBuffer", d);
-  clt__storage_note(out->storage, ev, d->queue, true);
+  /* The caller may reuse src as soon as we return: wait (outside the queue's lock). */
+  st = clt__wait_command(ev, d, fn, "clEnqueueWriteBuffer");
   clReleaseEvent(ev);
+  if (st != CLT_OK)
+    return st;
   clt__count_h2d(d, out->nbytes);
   return CLT_OK;
 }

@@ -35,9 +35,11 @@ clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, 
                       d->name);
   }
   st = clt__cl_enqueue(d, k, &l, &wl, fn, &ev);
+  if (st == CLT_OK)
+    clt__note_command(ev, d, NULL, 0, writes, 1);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  return clt__note_command(ev, d, NULL, 0, writes, 1, fn);
+  return clt__command_done(ev, d, fn);
 }

@@ -82,11 +82,11 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
     err |= clSetKernelArg(kpartial, 4, sizeof inner, &inner);
     if (err != CL_SUCCESS)
       st = clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of %s on %s failed", kp, d->name);
-    else
-      st = clt__cl_enqueue(d, kpartial, &l, &wl, fn, &ev2);
+    else if ((st = clt__cl_enqueue(d, kpartial, &l, &wl, fn, &ev2)) == CLT_OK)
+      clt__note_command(ev2, d, reads, 1, writes, 1);
     pthread_mutex_unlock(&d->lock);
     clt__waitlist_clear(&wl);
-    return ev2 ? clt__note_command(ev2, d, reads, 1, writes, 1, fn) : st;
+    return st == CLT_OK ? clt__command_done(ev2, d, fn) : st;
   }
 
   clt_launch l = clt__cl_launch_1d(d, in->numel > 0 ? in->numel : 1);
@@ -136,22 +136,24 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
     clt_waitlist none = {.n = 0}; /* in-order queue: the final pass follows the partial one */
     st = clt__cl_enqueue(d, kfinal, &lf, &none, fn, &ev2);
   }
-  pthread_mutex_unlock(&d->lock);
-  clt__waitlist_clear(&wl);
   /* The scratch buffers go back to the cache carrying the final pass's event, so their reuse
-   * waits for it. */
-  if (ev2) {
-    clt__storage_note(partial, ev2, d->queue, true);
-    clt__storage_note(partial_idx, ev2, d->queue, true);
+   * waits for it. If the final pass could not be enqueued, the partial pass (if any) still
+   * wrote them. */
+  cl_event last = ev2 ? ev2 : ev1;
+  if (last) {
+    clt_storage *scratch[2] = {partial, partial_idx};
+    clt__note_command(last, d, NULL, 0, scratch, 2);
   }
-  clt__storage_release(partial);
-  clt__storage_release(partial_idx);
   if (ev1)
     clt__storage_note(in->storage, ev1, d->queue, false);
-  if (ev2) {
+  if (ev2)
     clt__storage_note(out->storage, ev2, d->queue, true);
+  pthread_mutex_unlock(&d->lock);
+  clt__waitlist_clear(&wl);
+  clt__storage_release(partial);
+  clt__storage_release(partial_idx);
+  if (ev2)
     st = clt__maybe_sync(ev2, d, fn);
-  }
   if (ev1)
     clReleaseEvent(ev1);
   if (ev2)

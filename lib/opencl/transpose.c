@@ -32,11 +32,11 @@ clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_tr
   if (err != CL_SUCCESS)
     st = clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed", name,
                     d->name);
-  else
-    st = clt__cl_enqueue(d, k, &l, &wl, fn, &ev);
+  else if ((st = clt__cl_enqueue(d, k, &l, &wl, fn, &ev)) == CLT_OK)
+    clt__note_command(ev, d, reads, 1, writes, 1);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
   if (st != CLT_OK)
     return st;
-  return clt__note_command(ev, d, reads, 1, writes, 1, fn);
+  return clt__command_done(ev, d, fn);
 }
