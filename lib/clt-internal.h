@@ -166,6 +166,8 @@ clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn);
 clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *fn);
 /* Counts an upload of bytes from the host to dev (clt_from_host and friends). */
 void clt__count_h2d(clt_device *dev, size_t bytes);
+/* Counts an explicit download of bytes from dev to the host (libclt_mpi's staging). */
+void clt__count_d2h(clt_device *dev, size_t bytes);
 /* Waits on ev if CLT_SYNC=1 and reports its failure. */
 clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 
