@@ -18,7 +18,7 @@
  * every rank fail the same way.
  *
  * Data. Host tensors are handed to MPI in place, without a copy. Device tensors are staged
- * through pinned host memory in chunks (4 MiB by default; clt_mpi_chunk_set, $CLT_MPI_CHUNK):
+ * through pinned host memory in chunks (1 MiB by default; clt_mpi_chunk_set, $CLT_MPI_CHUNK):
  * while MPI works on one chunk, the device-to-host copy of the next and the host-to-device copy
  * of the previous run on the device's queue. The staging is ordered by the tensor's events like
  * any clt command: it starts after pending kernels and copies that write the tensor, and the
@@ -65,7 +65,7 @@ clt_status clt_mpi_device(MPI_Comm comm, clt_device **out);
 const char *clt_mpi_device_reason(void);
 
 /** Sets the size in bytes of the chunks in which device tensors are staged through pinned host
- *  memory, process-wide, and returns the previous size. The default is 4 MiB, or
+ *  memory, process-wide, and returns the previous size. The default is 1 MiB, or
  *  $CLT_MPI_CHUNK when set (read at the first call of libclt_mpi: bytes, or with a k, m or g
  *  suffix for KiB, MiB, GiB). 0 stages each tensor whole (one read, the MPI call, one write:
  *  no overlap), which is mainly there to measure what the overlap gains. Sizes are rounded down

@@ -459,7 +459,7 @@ static float small_rows(int64_t i) { return (float)i; }
  * while the others keep the default: the MPI calls still match. */
 static void test_mixed(clt_device *dev) {
   const int64_t n = 1001;
-  size_t old = clt_mpi_chunk_set(rank == 1 ? 12 : (size_t)4 << 20);
+  size_t old = clt_mpi_chunk_set(rank == 1 ? 12 : (size_t)1 << 20);
   clt_device *mine = rank % 2 ? dev : clt_cpu();
   clt_tensor *t = make_big(n, 0, mine);
   CHECK(clt_mpi_allreduce(t, CLT_MPI_SUM, MPI_COMM_WORLD) == CLT_OK, "mixed allreduce");
@@ -515,7 +515,7 @@ int main(int argc, char **argv) {
   if (large && dev != clt_cpu()) {
     test_ordering(dev);
     const int64_t n = (int64_t)16 << 20;            /* 64 MiB of f32 */
-    test_large(dev, n, (size_t)4 << 20);            /* the default: 16 chunks */
+    test_large(dev, n, clt_mpi_chunk_get());        /* the default: 64 chunks of 1 MiB */
     test_large(dev, n + 3, ((size_t)1 << 20) + 12); /* boundaries that do not divide */
     test_large(dev, ((int64_t)1 << 20) + 5, 0);     /* whole, no chunks */
   }
