@@ -1,5 +1,8 @@
-/* clt_mpi.h - MPI collectives on clt tensors (optional: libclt_mpi, pkg-config clt_mpi).
+/**
+ * @file clt_mpi.h
+ * @brief MPI collectives on clt tensors (optional: libclt_mpi, `pkg-config clt_mpi`).
  *
+ * @code
  *   MPI_Init(&argc, &argv);
  *   clt_device *dev;
  *   clt_mpi_device(MPI_COMM_WORLD, &dev);             // one OpenCL device per node-local rank
@@ -9,6 +12,7 @@
  *     fprintf(stderr, "%s\n", clt_last_error());      // every rank gets the same status
  *   clt_tensor_release(g);
  *   MPI_Finalize();
+ * @endcode
  *
  * Every function here is collective over comm (send and recv: over the pair), returns a
  * clt_status and sets clt_last_error() like the rest of clt. Before moving data the ranks
@@ -21,17 +25,20 @@
  * through pinned host memory in chunks (1 MiB by default; clt_mpi_chunk_set, $CLT_MPI_CHUNK):
  * while MPI works on one chunk, the device-to-host copy of the next and the host-to-device copy
  * of the previous run on the device's queue. The staging is ordered by the tensor's events like
- * any clt command: it starts after pending kernels and copies that write the tensor, and the
- * copies back are the tensor's last write, so later operations wait for them; the call returns
- * while the last chunks are still being copied back. Results stay on the tensor's device.
- * Tensors of any size are accepted: data goes to MPI in calls of at most INT_MAX elements
- * (chunks), so MPI's int counts are no limit ($CLT_MPI_MAX_COUNT lowers that bound, for tests).
- * A rank that fails while moving data (an OpenCL error) still completes the MPI calls, and then
- * every rank returns the failure.
+ * any clt command: it starts after pending kernels and copies that write the tensor (or, when
+ * the call writes it, also read it), and the copies back are the tensor's last write, so later
+ * operations wait for them; the call returns while the last chunks are still being copied
+ * back. Results stay on the tensor's device. Each device keeps its staging memory (at most
+ * 64 MiB) for the next call until MPI_Finalize. Tensors of any size are accepted: data goes
+ * to MPI in calls of at most INT_MAX elements, so MPI's int counts are no limit
+ * ($CLT_MPI_MAX_COUNT lowers that bound, for tests). The copies count in the devices' transfer
+ * statistics (clt_transfer_stats_get). A rank that fails while moving data (an OpenCL error)
+ * still completes the MPI calls, and then every rank returns the failure.
  *
  * dtypes: all of them. bool: CLT_MPI_SUM and CLT_MPI_MAX are a logical or, CLT_MPI_MIN a logical
  * and; CLT_MPI_MEAN takes floats only (CLT_ERR_DTYPE otherwise, as clt_mean).
  * Errors of MPI itself (with an error handler that returns) give CLT_ERR_IO with MPI's message.
+ * See docs/mpi.md for a guide.
  */
 #ifndef CLT_MPI_H
 #define CLT_MPI_H

@@ -462,7 +462,17 @@ static void test_mixed(clt_device *dev) {
   size_t old = clt_mpi_chunk_set(rank == 1 ? 12 : (size_t)1 << 20);
   clt_device *mine = rank % 2 ? dev : clt_cpu();
   clt_tensor *t = make_big(n, 0, mine);
+  clt_transfer_stats before, after;
+  CHECK(clt_device_synchronize(mine) == CLT_OK, "synchronize");
+  CHECK(clt_transfer_stats_get(mine, &before) == CLT_OK, "clt_transfer_stats_get");
   CHECK(clt_mpi_allreduce(t, CLT_MPI_SUM, MPI_COMM_WORLD) == CLT_OK, "mixed allreduce");
+  CHECK(clt_transfer_stats_get(mine, &after) == CLT_OK, "clt_transfer_stats_get");
+  /* A device tensor's staging counts as explicit copies, each way, of the whole tensor. */
+  uint64_t bytes = mine == clt_cpu() ? 0 : (uint64_t)n * sizeof(float);
+  CHECK(after.d2h_bytes - before.d2h_bytes == bytes && after.h2d_bytes - before.h2d_bytes == bytes,
+        "the staging of %llu bytes on %s counted %llu down, %llu up", (unsigned long long)bytes,
+        clt_device_name(mine), (unsigned long long)(after.d2h_bytes - before.d2h_bytes),
+        (unsigned long long)(after.h2d_bytes - before.h2d_bytes));
   check_big(t, n, small_sum, 1, 0, "allreduce, host and device ranks, different chunks");
   clt_tensor_release(t);
   t = make_big(n, 0, mine);
