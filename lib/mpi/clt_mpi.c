@@ -422,8 +422,10 @@ static void cache_give(local_mem *lm) {
   if (!cache_hooked) {
     int keyval;
     if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cache_clear, &keyval, NULL) == MPI_SUCCESS &&
-        MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL) == MPI_SUCCESS)
+        MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL) == MPI_SUCCESS) {
       cache_hooked = 1;
+      MPI_Comm_free_keyval(&keyval); /* freed for good once the attribute is deleted */
+    }
   }
   pthread_mutex_unlock(&cache_lock);
   if (out.slots)
