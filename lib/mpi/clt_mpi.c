@@ -610,10 +610,10 @@ static clt_status move_device(const move *m, clt_status *local) {
     /* The queue is in order: the last command completes after all of ours. */
     clt__keep_alive(last, m->mem->slots->storage, fn);
     clRetainEvent(last);
-    hold(&m->mem->last, last);    /* for the next user of the slots */
-    if (!nwritten && writes[0]) { /* nothing written after all: we only read dst */
-      reads[0] = writes[0];
+    hold(&m->mem->last, last); /* for the next user of the slots */
+    if (!nwritten) {           /* nothing written after all (a failure): we only read src */
       writes[0] = NULL;
+      reads[0] = m->src ? m->src->storage : NULL;
     }
     clt_status s = clt__note_command(last, d, reads, 1, writes, 1, fn); /* releases last */
     if (*local == CLT_OK)
