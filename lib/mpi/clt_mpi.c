@@ -33,8 +33,9 @@
 #include "clt-internal.h"
 #include "clt_mpi.h"
 
-/* Staging slots per device tensor: one under MPI, one being read ahead, one being written back
- * (a fourth adds nothing on one in-order queue). */
+/* Staging slots per device tensor: one under MPI, one being read ahead, one being written back.
+ * With one in-order queue the copies run one at a time anyway, so more slots only let reads
+ * run further ahead. */
 enum { SLOTS = 3 };
 /* 1 MiB: in bench/mpi_allreduce (PoCL, Open MPI over shared memory) it beat 256 KiB, 4 MiB and
  * 16 MiB in every run; larger chunks also leave the start and the end of the pipeline exposed. */
