@@ -21,7 +21,13 @@
  *
  * A rank that fails while moving (an OpenCL error) keeps making the MPI calls, so that no rank
  * hangs, and a last small MPI_Allreduce (only when some rank has a device tensor; host tensors
- * cannot fail there) tells every rank, which then all return the failure. */
+ * cannot fail there) tells every rank, which then all return the failure.
+ *
+ * Errors are reported with the public clt_set_error. The staging needs what only libclt's
+ * internals give (lib/clt-internal.h: the tensor's storage, buffer and offset, the device's
+ * queue, the storage's events through clt__waitlist_for / clt__note_command / clt__keep_alive,
+ * clt__cl_error, the transfer counters); they are exported from libclt.so, and libclt_mpi is
+ * built with libclt from the same tree, so it links them like any file of libclt would. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
