@@ -1,6 +1,6 @@
 /* bench.h - the plumbing the OpenCL benchmarks share: failing loudly, the clock, medians.
- * Define BENCH_NAME (the program's name, for messages) and include <CL/cl.h> and <clt.h>
- * before this file. */
+ * Define BENCH_NAME (the program's name, for messages) and include <clt.h> before this file,
+ * and <CL/cl.h> too for the raw-OpenCL reference (raw_open). */
 #ifndef CLT_BENCH_H
 #define CLT_BENCH_H
 
@@ -56,6 +56,7 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+#ifdef CL_SUCCESS
 /* The raw-OpenCL reference: the first device of the first platform, in a context and an
  * in-order queue of its own (clt is not involved). */
 static void raw_open(cl_device_id *dev, cl_context *ctx, cl_command_queue *q) {
@@ -73,5 +74,6 @@ static void raw_open(cl_device_id *dev, cl_context *ctx, cl_command_queue *q) {
   *q = clCreateCommandQueue(*ctx, *dev, 0, &err);
   CL_CHECK(err);
 }
+#endif /* CL_SUCCESS */
 
 #endif /* CLT_BENCH_H */

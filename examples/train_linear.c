@@ -1,17 +1,22 @@
 /* train_linear.c - linear regression by gradient descent, with hand-written gradients.
  *
- *   $ POCL_DEVICES="pthread pthread" CLT_DEVICE=cl:0 ./examples/train_linear
+ *   $ POCL_DEVICES="pthread pthread" CLT_DEVICE=cl:0 ./examples/train_linear [--weights]
  *
- * The data are born on the host: 10 batches of 100 points x ~ N(0, 1)^2 and labels
- * y = x w^T + b + noise with w = [2, -3.4], b = 4.2. The model (a clt_params holding "weight"
- * and "bias") is moved to the default device once, with clt_params_to; each batch is moved in
- * the loop with clt_to (an explicit copy per step, as a data loader would). The loss is summed
- * on the device into a 0-d tensor and one number per epoch comes home, with clt_item.
+ * The data are born on the host (examples/linear_data.h): 10 batches of 100 points
+ * x ~ N(0, 1)^2 and labels y = x w^T + b + noise with w = [2, -3.4], b = 4.2. The model (a
+ * clt_params holding "weight" and "bias") is moved to the default device once, with
+ * clt_params_to; each batch is moved in the loop with clt_to (an explicit copy per step, as a
+ * data loader would). The loss is summed on the device into a 0-d tensor and one number per
+ * epoch comes home, with clt_item. --weights prints the final weight and bias alone on stdout,
+ * one number a line (%.9g), the rest going to stderr, for comparing with examples/mpi_linear.
  */
 #include <clt.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "linear_data.h"
 
 static void check(clt_status s, const char *what) {
   if (s != CLT_OK) {
@@ -21,29 +26,21 @@ static void check(clt_status s, const char *what) {
   }
 }
 
-enum { BATCHES = 10, BATCH = 100, EPOCHS = 5 };
-
-int main(void) {
+int main(int argc, char **argv) {
+  int weights_only = argc == 2 && strcmp(argv[1], "--weights") == 0;
+  if (argc > 1 && !weights_only) {
+    fprintf(stderr, "usage: %s [--weights]\n", argv[0]);
+    return 2;
+  }
+  FILE *out = weights_only ? stderr : stdout; /* --weights: stdout gets the weights alone */
   clt_device *dev = clt_device_default();
-  printf("training on %s\n", clt_device_name(dev));
+  fprintf(out, "training on %s\n", clt_device_name(dev));
 
   /* The data, on the host, from known weights. */
-  check(clt_manual_seed(42), "clt_manual_seed");
-  const float w_true[2] = {2.0f, -3.4f}, b_true[1] = {4.2f};
-  int64_t sw[2] = {1, 2}, sb[1] = {1}, sx[2] = {BATCH, 2}, sy[2] = {BATCH, 1};
-  clt_tensor *tw, *tb, *xs[BATCHES], *ys[BATCHES];
-  check(clt_from_host(w_true, CLT_F32, 2, sw, clt_cpu(), &tw), "clt_from_host(w)");
-  check(clt_from_host(b_true, CLT_F32, 1, sb, clt_cpu(), &tb), "clt_from_host(b)");
-  for (int i = 0; i < BATCHES; i++) {
-    clt_tensor *clean, *noise;
-    check(clt_randn(CLT_F32, 2, sx, clt_cpu(), &xs[i]), "clt_randn(x)");
-    check(clt_linear(xs[i], tw, tb, &clean), "clt_linear(true model)");
-    check(clt_randn(CLT_F32, 2, sy, clt_cpu(), &noise), "clt_randn(noise)");
-    check(clt_mul_scalar(noise, 0.01, &ys[i]), "clt_mul_scalar(noise)");
-    check(clt_add_(ys[i], clean), "clt_add_(y)");
-    clt_tensor_release(clean);
-    clt_tensor_release(noise);
-  }
+  const float w_true[2] = {W_TRUE0, W_TRUE1}, b_true[1] = {B_TRUE};
+  int64_t sw[2] = {1, 2}, sb[1] = {1};
+  clt_tensor *xs[BATCHES], *ys[BATCHES];
+  check(linear_data(xs, ys), "linear_data");
 
   /* The model, born on the host with zeros, moved once: in place, the same handle. */
   clt_params *model;
@@ -59,7 +56,7 @@ int main(void) {
   check(clt_transfer_stats_reset(NULL), "clt_transfer_stats_reset"); /* count the loop only */
   clt_tensor *w = clt_params_get(model, "weight"), *b = clt_params_get(model, "bias");
 
-  const double lr = 0.1;
+  const double lr = LR;
   for (int epoch = 0; epoch < EPOCHS; epoch++) {
     clt_tensor *loss_sum; /* lives on the device; the loss never leaves it inside the loop */
     check(clt_zeros(CLT_F32, 0, NULL, dev, &loss_sum), "clt_zeros(loss)");
@@ -87,20 +84,22 @@ int main(void) {
     }
     double total;
     check(clt_item(loss_sum, &total), "clt_item"); /* the one device-to-host copy per epoch */
-    printf("epoch %d: loss %.6f\n", epoch + 1, total / BATCHES);
+    fprintf(out, "epoch %d: loss %.6f\n", epoch + 1, total / BATCHES);
     clt_tensor_release(loss_sum);
   }
 
   /* The counters show what crossed between host and device in the loop: the batches going in,
    * and one number per epoch coming home. */
-  printf("transfers in the loop: ");
-  check(clt_transfer_stats_print(stdout), "clt_transfer_stats_print");
+  fprintf(out, "transfers in the loop: ");
+  check(clt_transfer_stats_print(out), "clt_transfer_stats_print");
 
   float wv[2], bv[1];
   check(clt_tensor_read(w, wv, sizeof wv), "clt_tensor_read(w)");
   check(clt_tensor_read(b, bv, sizeof bv), "clt_tensor_read(b)");
-  printf("weight: [%.4f, %.4f] (true [%.1f, %.1f])\n", wv[0], wv[1], w_true[0], w_true[1]);
-  printf("bias:   %.4f (true %.1f)\n", bv[0], b_true[0]);
+  fprintf(out, "weight: [%.4f, %.4f] (true [%.1f, %.1f])\n", wv[0], wv[1], w_true[0], w_true[1]);
+  fprintf(out, "bias:   %.4f (true %.1f)\n", bv[0], b_true[0]);
+  if (weights_only)
+    printf("%.9g\n%.9g\n%.9g\n", wv[0], wv[1], bv[0]);
   int ok = wv[0] > 1.95f && wv[0] < 2.05f && wv[1] > -3.45f && wv[1] < -3.35f && bv[0] > 4.15f &&
            bv[0] < 4.25f;
 
@@ -108,8 +107,6 @@ int main(void) {
     clt_tensor_release(xs[i]);
     clt_tensor_release(ys[i]);
   }
-  clt_tensor_release(tw);
-  clt_tensor_release(tb);
   clt_params_release(model);
   return ok ? 0 : 1;
 }

@@ -114,6 +114,28 @@ clt_status clt_last_status(void);
 /** Forgets the last error of this thread. */
 void clt_clear_error(void);
 
+#if defined(__GNUC__) || defined(__clang__)
+#define CLT_PRINTF_LIKE_(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define CLT_PRINTF_LIKE_(fmt_index, first_arg)
+#endif
+
+/** Sets this thread's last error the way clt's own functions do, for libraries and programs
+ *  built on clt (libclt_mpi uses it) that report their failures through clt_last_error() and
+ *  clt_last_status().
+ *  @param s   the status to report: one of the CLT_ERR_ values of CLT_STATUS_MAP.
+ *  @param fn  the name of the failing function; the message starts with "<fn>: ". Names longer
+ *             than 256 bytes are cut there.
+ *  @param fmt a printf format for the rest of the message, followed by its arguments. They may
+ *             quote clt_last_error() itself (to wrap a nested call's message). The whole message
+ *             is cut at 4095 bytes.
+ *  @return s, so that `return clt_set_error(CLT_ERR_IO, fn, "...");` reports and fails at once.
+ *  If s is CLT_OK (use clt_clear_error() to forget an error) or not a clt_status, or fn or fmt
+ *  is NULL or fn is empty, nothing of the request is kept: the last error becomes
+ *  CLT_ERR_INVALID_ARGUMENT with a message from "clt_set_error" saying what was wrong, and
+ *  CLT_ERR_INVALID_ARGUMENT is returned. The message is owned by clt (thread-local). */
+clt_status clt_set_error(clt_status s, const char *fn, const char *fmt, ...) CLT_PRINTF_LIKE_(3, 4);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Devices                                                                                   */
 

@@ -180,6 +180,8 @@ clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *
 void clt__count_h2d(clt_device *dev, size_t bytes);
 /* Waits for ev; an error naming `what` if waiting fails or the command failed. */
 clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what);
+/* Counts an explicit download of bytes from dev to the host (libclt_mpi's staging). */
+void clt__count_d2h(clt_device *dev, size_t bytes);
 /* Waits on ev if CLT_SYNC=1 and reports its failure. */
 clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 

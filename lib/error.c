@@ -37,17 +37,15 @@ void clt_clear_error(void) {
   last_status = CLT_OK;
 }
 
-clt_status clt__error(clt_status s, const char *fn, const char *fmt, ...) {
+/* Sets the last error to "<fn>: <fmt formatted>" and returns s. */
+static clt_status set_error(clt_status s, const char *fn, const char *fmt, va_list ap) {
   char detail[sizeof last_message];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);
-  va_end(ap);
   /* The detail may quote the previous message (a nested call's error), so format apart. */
   size_t n = strlen(fn);
   if (n > 256)
     n = 256;
-  memcpy(last_message, fn, n);
+  memmove(last_message, fn, n); /* fn may be a prefix of the previous message */
   memcpy(last_message + n, ": ", 2);
   size_t room = sizeof last_message - n - 3, dl = strlen(detail);
   if (dl > room)
@@ -55,6 +53,49 @@ clt_status clt__error(clt_status s, const char *fn, const char *fmt, ...) {
   memcpy(last_message + n + 2, detail, dl);
   last_message[n + 2 + dl] = '\0';
   last_status = s;
+  return s;
+}
+
+clt_status clt__error(clt_status s, const char *fn, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_error(s, fn, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+/* 1 if s is a row of CLT_STATUS_MAP. */
+static int known_status(clt_status s) {
+  switch (s) {
+#define KNOWN_(name, value, msg)                                                                   \
+  case CLT_##name:                                                                                 \
+    return 1;
+    CLT_STATUS_MAP(KNOWN_)
+#undef KNOWN_
+  }
+  return 0;
+}
+
+clt_status clt_set_error(clt_status s, const char *fn, const char *fmt, ...) {
+  static const char me[] = "clt_set_error";
+  if (!fn || !fn[0])
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, me, "fn is %s; pass the failing function's name",
+                      fn ? "empty" : "NULL");
+  if (!fmt)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, me, "fmt is NULL (the error of %.256s)", fn);
+  if (s == CLT_OK)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, me,
+                      "s is CLT_OK, which is not an error (the call for %.256s); forget an error "
+                      "with clt_clear_error()",
+                      fn);
+  if (!known_status(s))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, me,
+                      "s = %d is not a clt_status (the call for %.256s); use a CLT_ERR_ value",
+                      (int)s, fn);
+  va_list ap;
+  va_start(ap, fmt);
+  set_error(s, fn, fmt, ap);
+  va_end(ap);
   return s;
 }
 

@@ -241,6 +241,7 @@ static void count(clt_device *src, clt_device *dst, size_t bytes, bool implicit)
 }
 
 void clt__count_h2d(clt_device *dev, size_t bytes) { count(clt_cpu(), dev, bytes, false); }
+void clt__count_d2h(clt_device *dev, size_t bytes) { count(dev, clt_cpu(), bytes, false); }
 
 clt_status clt_transfer_stats_get(clt_device *dev, clt_transfer_stats *out) {
   static const char fn[] = "clt_transfer_stats_get";

@@ -9,7 +9,8 @@
 #include "check_util.h"
 
 int main(void) {
-  SRunner *sr = srunner_create(device_suite());
+  SRunner *sr = srunner_create(error_suite());
+  srunner_add_suite(sr, device_suite());
   srunner_add_suite(sr, tensor_suite());
   srunner_add_suite(sr, transfer_suite());
   srunner_add_suite(sr, dispatch_suite());

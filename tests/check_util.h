@@ -14,6 +14,7 @@
 #include "clt.h"
 
 /* ---- the suites (one per tests/check_<area>.c) ------------------------------------------- */
+Suite *error_suite(void);
 Suite *device_suite(void);
 Suite *tensor_suite(void);
 Suite *transfer_suite(void);

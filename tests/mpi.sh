@@ -1,8 +1,9 @@
 #!/bin/sh
 # mpi.sh - runs tests/mpi_test under mpirun with 2 and then 3 ranks (more ranks than the two
-# PoCL devices, so that two ranks share one), each run bounded by a 120 s timeout so that a hang
-# fails instead of stalling 'make check'. Run by 'make check' with $top_builddir set, only when
-# configure found MPI.
+# PoCL devices, so that two ranks share one), first with the default chunk size and 64 MiB
+# tensors (--large), then with tiny chunks and MPI counts; each run bounded by a 240 s timeout
+# so that a hang fails instead of stalling 'make check'. Run by 'make check' with $top_builddir
+# set, only when configure found MPI.
 # Exit status: 0 pass, 1 fail, 77 skip (no mpirun), 99 hard error (automake's conventions).
 
 top_builddir=${top_builddir:-.}
@@ -25,23 +26,41 @@ if mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
   OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent-}
   export OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_plm_rsh_agent
 fi
+limit=240
 if command -v timeout >/dev/null 2>&1; then
-  bound="timeout 120"
+  bound="timeout $limit"
 else
   bound=
 fi
 
-status=0
-for np in 2 3; do
+# Each run is bounded so that a hang fails instead of stalling 'make check'.
+run() { # run NP ARGS...: mpirun -np NP tests/mpi_test ARGS, bounded; sets status on failure
+  np=$1
+  shift
   # shellcheck disable=SC2086 # $bound and $flags are lists of words
-  $bound mpirun $flags -np $np "$prog"
+  $bound mpirun $flags -np "$np" "$prog" "$@"
   rc=$?
   if [ "$rc" -eq 124 ]; then
-    echo "FAIL: mpirun -np $np timed out after 120 s" >&2
+    echo "FAIL: mpirun -np $np $prog $* timed out after $limit s" >&2
     status=1
   elif [ "$rc" -ne 0 ]; then
-    echo "FAIL: mpirun -np $np exited with $rc" >&2
+    echo "FAIL: mpirun -np $np $prog $* exited with $rc" >&2
     status=1
   fi
+}
+
+status=0
+# The default chunks, with the large tensors (ordering, 64 MiB).
+unset CLT_MPI_CHUNK CLT_MPI_MAX_COUNT
+for np in 2 3; do
+  run $np --large
+done
+# Chunks of 20 bytes (5 f32, 2 f64: boundaries inside most tensors) and MPI calls of at most
+# 3 elements (host tensors cross chunk boundaries too), small tensors only.
+CLT_MPI_CHUNK=20
+CLT_MPI_MAX_COUNT=3
+export CLT_MPI_CHUNK CLT_MPI_MAX_COUNT
+for np in 2 3; do
+  run $np
 done
 exit $status

@@ -4,7 +4,14 @@
  * rank computes alone from the generator gen(), which gives every rank's data; then the error
  * paths: ranks passing different shapes, dtypes, ops, a NULL tensor, and a send/recv pair that
  * disagree must all fail with the same status on every rank, promptly, and leave the
- * communicator usable. Exit status 0 if every check passed on every rank, 1 otherwise. */
+ * communicator usable. Then the chunked staging of device tensors: ranks whose tensors live on
+ * different kinds of devices or who set different chunk sizes, pending kernels that write the
+ * tensor right before the call (the staging must wait for them) and work that reads the result
+ * right after (it must wait for the copies back), these two and 64 MiB tensors in several chunk
+ * sizes, chunk boundaries that do not divide the tensor included, with --large only. tests/mpi.sh
+ * runs it again with tiny chunks and MPI counts ($CLT_MPI_CHUNK, $CLT_MPI_MAX_COUNT) so that every
+ * collective crosses chunk boundaries. Exit status 0 if every check passed on every rank, 1
+ * otherwise. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,11 +304,204 @@ static void test_mismatch(clt_device *dev) {
   clt_tensor_release(t);
 }
 
+/* Element i of rank r's large tensor: integers below 1001, so sums over ranks are exact. */
+static float big_val(int r, int64_t i) { return (float)((i * 7 + r * 13) % 1001); }
+
+static float big_sum(int64_t i) {
+  float acc = 0;
+  for (int r = 0; r < size; r++)
+    acc += big_val(r, i);
+  return acc;
+}
+
+/* rank's big_val elements plus add, on dev; NULL on failure. */
+static clt_tensor *make_big(int64_t n, float add, clt_device *dev) {
+  float *buf = malloc((size_t)n * sizeof *buf);
+  for (int64_t i = 0; i < n; i++)
+    buf[i] = big_val(rank, i) + add;
+  clt_tensor *t = NULL;
+  CHECK(clt_from_host(buf, CLT_F32, 1, &n, dev, &t) == CLT_OK, "clt_from_host of %lld f32",
+        (long long)n);
+  free(buf);
+  return t;
+}
+
+/* Checks that t (n f32) holds want(i) * scale + add for every i; names the first mismatch. */
+static void check_big(clt_tensor *t, int64_t n, float (*want)(int64_t), float scale, float add,
+                      const char *what) {
+  float *got = t ? malloc((size_t)n * sizeof *got) : NULL;
+  if (!got || clt_tensor_read(t, got, (size_t)n * sizeof *got) != CLT_OK) {
+    CHECK(0, "%s: cannot read the result", what);
+    free(got);
+    return;
+  }
+  int64_t bad = -1;
+  for (int64_t i = 0; i < n && bad < 0; i++)
+    if (got[i] != want(i) * scale + add)
+      bad = i;
+  CHECK(bad < 0, "%s: element %lld of %lld is %g, want %g", what, (long long)bad, (long long)n,
+        bad < 0 ? 0.0 : (double)got[bad], bad < 0 ? 0.0 : (double)(want(bad) * scale + add));
+  free(got);
+}
+
+static float big_root(int64_t i) { return big_val(size - 1, i); }
+static float rank_val(int64_t i) { return big_val(rank, i); }
+
+/* Allreduce (sum) and broadcast of n f32 on dev in chunks of chunk bytes. */
+static void test_large(clt_device *dev, int64_t n, size_t chunk) {
+  char what[160];
+  size_t old = clt_mpi_chunk_set(chunk);
+  clt_tensor *t = make_big(n, 0, dev);
+  snprintf(what, sizeof what, "allreduce of %lld f32 (%.1f MiB) on %s in %zu-byte chunks",
+           (long long)n, (double)n * 4 / (1 << 20), clt_device_name(dev), chunk);
+  clt_status st = t ? clt_mpi_allreduce(t, CLT_MPI_SUM, MPI_COMM_WORLD) : CLT_ERR_INTERNAL;
+  CHECK(st == CLT_OK, "%s", what);
+  if (st == CLT_OK)
+    check_big(t, n, big_sum, 1, 0, what);
+  clt_tensor_release(t);
+
+  t = make_big(n, 0, dev);
+  snprintf(what, sizeof what, "broadcast of %lld f32 from rank %d on %s in %zu-byte chunks",
+           (long long)n, size - 1, clt_device_name(dev), chunk);
+  st = t ? clt_mpi_broadcast(t, size - 1, MPI_COMM_WORLD) : CLT_ERR_INTERNAL;
+  CHECK(st == CLT_OK, "%s", what);
+  if (st == CLT_OK)
+    check_big(t, n, big_root, 1, 0, what);
+  clt_tensor_release(t);
+  clt_mpi_chunk_set(old);
+}
+
+/* The staging is ordered by the tensor's events: kernels still writing t when the call starts
+ * are waited for, and work enqueued right after the call (on t's queue or another device's)
+ * sees the result. Nothing synchronizes in between. On PoCL the work on one device's queue runs
+ * in order anyway, and the driver itself orders a write on one device after earlier writes to
+ * the same buffer on another, so only the broadcast over pending reads on another device fails
+ * there when the staging ignores the events; the other cases matter on GPU drivers. */
+static void test_ordering(clt_device *dev) {
+  const int64_t n = (int64_t)1 << 22; /* 16 MiB: kernels take long enough to be caught */
+  size_t old = clt_mpi_chunk_set((size_t)1 << 20);
+  clt_device *other = dev;
+  for (int i = 0; i < clt_device_count(); i++)
+    if (clt_device_at(i) != dev)
+      other = clt_device_at(i);
+  clt_tensor *t = make_big(n, 0, dev), *one = NULL, *u = NULL, *v = NULL;
+  CHECK(clt_full(CLT_F32, 1, &n, 1.0, dev, &one) == CLT_OK, "clt_full");
+  for (int k = 0; k < 4; k++) /* pending kernels writing t */
+    CHECK(clt_add_(t, one) == CLT_OK, "clt_add_");
+  CHECK(clt_mpi_allreduce(t, CLT_MPI_SUM, MPI_COMM_WORLD) == CLT_OK, "allreduce after clt_add_");
+  CHECK(clt_copy_to(t, other, &u) == CLT_OK, "clt_copy_to %s", clt_device_name(other));
+  CHECK(clt_mul_scalar(t, 2.0, &v) == CLT_OK, "clt_mul_scalar");
+  check_big(u, n, big_sum, 1, 4.0f * size, "allreduce after pending kernels, copied at once");
+  check_big(v, n, big_sum, 2, 8.0f * size, "allreduce after pending kernels, then a kernel");
+  clt_tensor_release(u);
+  clt_tensor_release(v);
+
+  /* Broadcast into a tensor that a kernel is still reading and writing. */
+  u = v = NULL;
+  CHECK(clt_add_(t, one) == CLT_OK, "clt_add_");
+  CHECK(clt_mpi_broadcast(t, 0, MPI_COMM_WORLD) == CLT_OK, "broadcast after clt_add_");
+  CHECK(clt_copy_to(t, other, &u) == CLT_OK, "clt_copy_to %s", clt_device_name(other));
+  /* rank 0's t was big_sum + 4 * size + 1 before the broadcast */
+  check_big(u, n, big_sum, 1, 4.0f * size + 1, "broadcast after a pending kernel");
+  clt_tensor_release(u);
+  clt_tensor_release(t);
+
+  /* Broadcast into a tensor that copies on another device's queue are still reading (kept busy
+   * by kernels first): the copies must get the old contents. */
+  if (other != dev) {
+    clt_tensor *busy = make_big(n, 0, other), *cp[3] = {NULL, NULL, NULL};
+    t = make_big(n, 0, dev);
+    CHECK(clt_device_synchronize(dev) == CLT_OK, "synchronize");
+    for (int k = 0; k < 6; k++)
+      CHECK(clt_add_(busy, busy) == CLT_OK, "clt_add_ on %s", clt_device_name(other));
+    for (int k = 0; k < 3; k++)
+      CHECK(clt_copy_to(t, other, &cp[k]) == CLT_OK, "clt_copy_to %s", clt_device_name(other));
+    CHECK(clt_mpi_broadcast(t, size - 1, MPI_COMM_WORLD) == CLT_OK, "broadcast over reads");
+    for (int k = 0; k < 3; k++) {
+      check_big(cp[k], n, rank_val, 1, 0, "a copy read before a broadcast into its source");
+      clt_tensor_release(cp[k]);
+    }
+    check_big(t, n, big_root, 1, 0, "broadcast into a tensor being read");
+    clt_tensor_release(t);
+    clt_tensor_release(busy);
+
+    /* The copies back of a broadcast wait on t's queue behind unrelated kernels; they are t's
+     * last write, so a copy on another device's queue enqueued at once waits for them. */
+    busy = make_big(n, 0, dev);
+    t = make_big(n, 0, dev);
+    CHECK(clt_device_synchronize(dev) == CLT_OK, "synchronize");
+    for (int k = 0; k < 6; k++)
+      CHECK(clt_add_(busy, busy) == CLT_OK, "clt_add_ on %s", clt_device_name(dev));
+    CHECK(clt_mpi_broadcast(t, size - 1, MPI_COMM_WORLD) == CLT_OK, "broadcast behind kernels");
+    CHECK(clt_copy_to(t, other, &cp[0]) == CLT_OK, "clt_copy_to %s", clt_device_name(other));
+    check_big(cp[0], n, big_root, 1, 0, "a copy enqueued right after a broadcast");
+    clt_tensor_release(cp[0]);
+    clt_tensor_release(t);
+    clt_tensor_release(busy);
+  }
+
+  /* A host tensor that an asynchronous copy is still filling. */
+  clt_tensor *d = make_big(n, 0, dev), *h = NULL;
+  CHECK(clt_add_(d, one) == CLT_OK, "clt_add_");
+  CHECK(clt_to(d, clt_cpu(), &h) == CLT_OK, "clt_to cpu");
+  CHECK(clt_mpi_allreduce(h, CLT_MPI_SUM, MPI_COMM_WORLD) == CLT_OK, "allreduce of a host copy");
+  check_big(h, n, big_sum, 1, (float)size, "allreduce of a host tensor being copied into");
+  clt_tensor_release(h);
+  clt_tensor_release(d);
+  clt_tensor_release(one);
+  clt_mpi_chunk_set(old);
+}
+
+static float small_sum(int64_t i) { return big_sum(i); }
+static float small_rows(int64_t i) { return (float)i; }
+
+/* Even ranks pass host tensors, odd ranks device tensors, and rank 1 stages in 12-byte chunks
+ * while the others keep the default: the MPI calls still match. */
+static void test_mixed(clt_device *dev) {
+  const int64_t n = 1001;
+  size_t old = clt_mpi_chunk_set(rank == 1 ? 12 : (size_t)1 << 20);
+  clt_device *mine = rank % 2 ? dev : clt_cpu();
+  clt_tensor *t = make_big(n, 0, mine);
+  clt_transfer_stats before, after;
+  CHECK(clt_device_synchronize(mine) == CLT_OK, "synchronize");
+  CHECK(clt_transfer_stats_get(mine, &before) == CLT_OK, "clt_transfer_stats_get");
+  CHECK(clt_mpi_allreduce(t, CLT_MPI_SUM, MPI_COMM_WORLD) == CLT_OK, "mixed allreduce");
+  CHECK(clt_transfer_stats_get(mine, &after) == CLT_OK, "clt_transfer_stats_get");
+  /* A device tensor's staging counts as explicit copies, each way, of the whole tensor. */
+  uint64_t bytes = mine == clt_cpu() ? 0 : (uint64_t)n * sizeof(float);
+  CHECK(after.d2h_bytes - before.d2h_bytes == bytes && after.h2d_bytes - before.h2d_bytes == bytes,
+        "the staging of %llu bytes on %s counted %llu down, %llu up", (unsigned long long)bytes,
+        clt_device_name(mine), (unsigned long long)(after.d2h_bytes - before.d2h_bytes),
+        (unsigned long long)(after.h2d_bytes - before.h2d_bytes));
+  check_big(t, n, small_sum, 1, 0, "allreduce, host and device ranks, different chunks");
+  clt_tensor_release(t);
+  t = make_big(n, 0, mine);
+  CHECK(clt_mpi_broadcast(t, size - 1, MPI_COMM_WORLD) == CLT_OK, "mixed broadcast");
+  check_big(t, n, big_root, 1, 0, "broadcast, host and device ranks, different chunks");
+  clt_tensor_release(t);
+
+  /* allgather: rank r gives rows [r * (r + 1) / 2 * 3 ...) of arange, (r + 1) x 3 */
+  int64_t shape[2] = {rank + 1, 3}, first = (int64_t)rank * (rank + 1) / 2 * 3;
+  float buf[64];
+  for (int64_t i = 0; i < shape[0] * 3; i++)
+    buf[i] = (float)(first + i);
+  clt_tensor *g = NULL, *out = NULL;
+  CHECK(clt_from_host(buf, CLT_F32, 2, shape, mine, &g) == CLT_OK, "clt_from_host");
+  CHECK(clt_mpi_allgather(g, MPI_COMM_WORLD, &out) == CLT_OK, "mixed allgather");
+  CHECK(out && clt_tensor_device(out) == mine, "allgather result device");
+  check_big(out, (int64_t)size * (size + 1) / 2 * 3, small_rows, 1, 0,
+            "allgather, host and device ranks, different chunks");
+  clt_tensor_release(out);
+  clt_tensor_release(g);
+  clt_mpi_chunk_set(old);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   double start = MPI_Wtime();
+  int large = argc > 1 && strcmp(argv[1], "--large") == 0;
 
   clt_device *dev = NULL;
   CHECK(clt_mpi_device(MPI_COMM_WORLD, &dev) == CLT_OK && dev, "clt_mpi_device");
@@ -319,6 +519,15 @@ int main(int argc, char **argv) {
     test_allgather(devs[d]);
     test_send_recv(devs[d]);
     test_mismatch(devs[d]);
+  }
+  if (dev != clt_cpu())
+    test_mixed(dev);
+  if (large && dev != clt_cpu()) {
+    test_ordering(dev);
+    const int64_t n = (int64_t)16 << 20;            /* 64 MiB of f32 */
+    test_large(dev, n, clt_mpi_chunk_get());        /* the default: 64 chunks of 1 MiB */
+    test_large(dev, n + 3, ((size_t)1 << 20) + 12); /* boundaries that do not divide */
+    test_large(dev, ((int64_t)1 << 20) + 5, 0);     /* whole, no chunks */
   }
 
   int totals[2] = {checks, failures}, sums[2];

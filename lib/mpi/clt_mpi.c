@@ -1,19 +1,132 @@
 /* clt_mpi.c - MPI collectives on clt tensors (libclt_mpi; see include/clt_mpi.h).
  *
- * Each call runs in three steps. First every rank checks its own arguments and, for a device
- * tensor, stages the elements into a host tensor (pinned near the device where possible); a
- * local failure is not returned yet. Then the ranks exchange one small record each (status,
- * dtype, shape, the op or root) with MPI_Allgather, and every rank reaches the same verdict from
- * the same records: a rank's failure, different dtypes or shapes fail everywhere, so no rank is
- * left waiting in a collective the others skipped. Only then does data move, and a device
- * tensor gets the result back with clt_copy from the staging tensor. No overlap of transfers
- * and communication yet: each step completes before the next. */
+ * Each call runs in steps. First every rank checks its own arguments and prepares its memory:
+ * the elements of a host tensor (once pending copies into or out of it are done), or pinned host
+ * memory for the staging slots of a device tensor. A local failure is not returned yet. Then the
+ * ranks exchange one small record each (status, dtype, shape, the op or root, the chunk size
+ * they can take, whether the tensor is on a device) with MPI_Allgather, and every rank reaches
+ * the same verdict from the same records: a rank's failure, different dtypes or shapes fail
+ * everywhere, so no rank is left waiting in a collective the others skipped. Only then does data
+ * move (move()), in chunks of the same number of elements on every rank: the smallest that any
+ * rank proposed, so that the MPI calls match even when ranks set different chunk sizes.
+ *
+ * Host tensors go to MPI in place, in chunks of at most INT_MAX elements (MPI counts are int).
+ * Device tensors go through SLOTS pinned host slots on the device's in-order queue: while MPI
+ * works on chunk k in one slot, the device-to-host read of chunk k + 1 (and k + 2) fills the
+ * next slots and the host-to-device write of chunk k - 1 drains the previous one, all enqueued
+ * without blocking. The first command waits for the tensor's pending work (its last write, and
+ * every read if we write it: clt__waitlist_for), the last write becomes the tensor's write event
+ * (clt__note_command), and the slots stay alive until it completes (clt__keep_alive), so the
+ * call returns with the last writes still in flight and later kernels wait for them.
+ *
+ * A rank that fails while moving (an OpenCL error) keeps making the MPI calls, so that no rank
+ * hangs, and a last small MPI_Allreduce (only when some rank has a device tensor; host tensors
+ * cannot fail there) tells every rank, which then all return the failure.
+ *
+ * Errors are reported with the public clt_set_error. The staging needs what only libclt's
+ * internals give (lib/clt-internal.h: the tensor's storage, buffer and offset, the device's
+ * queue, the storage's events through clt__waitlist_for / clt__note_command / clt__keep_alive,
+ * clt__cl_error, the transfer counters); they are exported from libclt.so, and libclt_mpi is
+ * built with libclt from the same tree, so it links them like any file of libclt would. */
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clt-internal.h"
 #include "clt_mpi.h"
+
+/* Staging slots per device tensor: one under MPI, one being read ahead, one being written back.
+ * With one in-order queue the copies run one at a time anyway, so more slots only let reads
+ * run further ahead. */
+enum { SLOTS = 3 };
+/* 1 MiB: in bench/mpi_allreduce (PoCL, Open MPI over shared memory) it beat 256 KiB, 4 MiB and
+ * 16 MiB in every run; larger chunks also leave the start and the end of the pipeline exposed. */
+#define DEFAULT_CHUNK ((size_t)1 << 20)
+
+/* ---- settings ------------------------------------------------------------------------------ */
+
+static atomic_size_t chunk_bytes;
+static int64_t max_count = INT_MAX; /* elements per MPI call; CLT_MPI_MAX_COUNT, for tests */
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+/* "4194304", "4m", "512k", "1g" (KiB, MiB, GiB) -> bytes; 0 and 1 on success. */
+static int parse_size(const char *e, unsigned long long *out) {
+  if (!e || !*e || strchr(e, '-'))
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(e, &end, 10), mult = 1;
+  if (end == e || errno)
+    return 0;
+  switch (*end) {
+  case 'k':
+  case 'K':
+    mult = 1ull << 10;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    mult = 1ull << 20;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    mult = 1ull << 30;
+    end++;
+    break;
+  }
+  if (*end || (v && mult > ULLONG_MAX / v) || v * mult > SIZE_MAX)
+    return 0;
+  *out = v * mult;
+  return 1;
+}
+
+static void settings_init(void) {
+  unsigned long long v;
+  const char *e = getenv("CLT_MPI_CHUNK");
+  size_t c = DEFAULT_CHUNK;
+  if (e && parse_size(e, &v))
+    c = (size_t)v;
+  else if (e && *e)
+    fprintf(stderr,
+            "clt_mpi: warning: CLT_MPI_CHUNK='%s' is not a size in bytes (such as 4194304, 4m, "
+            "512k, or 0 for whole tensors); using %zu\n",
+            e, c);
+  atomic_store(&chunk_bytes, c);
+  e = getenv("CLT_MPI_MAX_COUNT");
+  if (e && parse_size(e, &v) && v >= 1 && v <= INT_MAX)
+    max_count = (int64_t)v;
+  else if (e && *e)
+    fprintf(stderr, "clt_mpi: warning: CLT_MPI_MAX_COUNT='%s' is not in [1, %d]; using %d\n", e,
+            INT_MAX, INT_MAX);
+}
+
+size_t clt_mpi_chunk_set(size_t bytes) {
+  pthread_once(&settings_once, settings_init);
+  return atomic_exchange(&chunk_bytes, bytes);
+}
+
+size_t clt_mpi_chunk_get(void) {
+  pthread_once(&settings_once, settings_init);
+  return atomic_load(&chunk_bytes);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The elements per MPI call this rank proposes for moving numel elements of t. */
+static int64_t propose_chunk(const clt_tensor *t, int64_t numel) {
+  pthread_once(&settings_once, settings_init);
+  int64_t c = numel;
+  size_t bytes = atomic_load(&chunk_bytes);
+  if (t && !clt_device_is_host(clt_tensor_device(t)) && bytes > 0)
+    c = min64(c, (int64_t)(bytes / clt_dtype_size(clt_tensor_dtype(t))));
+  c = min64(c, max_count);
+  return c < 1 ? 1 : c;
+}
 
 /* ---- the record each rank contributes ------------------------------------------------------ */
 
@@ -23,8 +136,10 @@ enum {
   R_DTYPE,
   R_NDIM,
   R_NUMEL,
-  R_PARAM, /* the op (allreduce) or root (broadcast); 0 otherwise */
-  R_SHAPE, /* CLT_MAX_DIMS entries */
+  R_PARAM,  /* the op (allreduce) or root (broadcast); 0 otherwise */
+  R_CHUNK,  /* the elements per MPI call this rank proposes */
+  R_DEVICE, /* 1 if the tensor is on an OpenCL device */
+  R_SHAPE,  /* CLT_MAX_DIMS entries */
   R_LEN = R_SHAPE + CLT_MAX_DIMS
 };
 enum { REC_HEADER = 1, REC_ACK = 2 };
@@ -33,24 +148,17 @@ typedef struct record {
   int64_t v[R_LEN];
 } record;
 
-/* A tensor on its way to or from MPI: host is t itself (retained) for a host tensor, else a
- * host staging tensor of the same dtype and shape. data is host's elements. */
-typedef struct stage {
-  clt_tensor *t;
-  clt_tensor *host;
-  void *data;
-  size_t nbytes;
-} stage;
-
-static record record_of(const clt_tensor *t, clt_status status, int64_t param) {
+static record record_of(const clt_tensor *t, clt_status status, int64_t param, int64_t chunk) {
   record r;
   memset(&r, 0, sizeof r);
   r.v[R_STATUS] = status;
   r.v[R_PARAM] = param;
+  r.v[R_CHUNK] = chunk;
   if (t) {
     r.v[R_DTYPE] = clt_tensor_dtype(t);
     r.v[R_NDIM] = clt_tensor_ndim(t);
     r.v[R_NUMEL] = clt_tensor_numel(t);
+    r.v[R_DEVICE] = !clt_device_is_host(clt_tensor_device(t));
     const int64_t *shape = clt_tensor_shape(t);
     for (int i = 0; i < clt_tensor_ndim(t); i++)
       r.v[R_SHAPE + i] = shape[i];
@@ -92,7 +200,7 @@ static clt_status mpi_error(const char *fn, int rc, const char *what) {
   char msg[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  return clt__error(CLT_ERR_IO, fn, "%s failed: %s", what, msg);
+  return clt_set_error(CLT_ERR_IO, fn, "%s failed: %s", what, msg);
 }
 
 /* Whether two records describe the same dtype and shape (tail_only: all but the first dim). */
@@ -107,11 +215,19 @@ static int same_shape(const record *a, const record *b, int tail_only) {
   return 1;
 }
 
+/* What the ranks agreed on, besides going ahead. */
+typedef struct agreement {
+  int nranks, me;
+  int64_t chunk;  /* elements per MPI call: the smallest proposal */
+  int any_device; /* some rank's tensor is on an OpenCL device */
+  record *all;    /* every rank's record (malloc'ed; the caller frees) */
+} agreement;
+
 /* Exchanges the records and returns the verdict every rank reaches. mine.v[R_STATUS] is this
  * rank's own status, whose message is already set. param_name names R_PARAM ("op", "root"),
- * or NULL if it is not compared. */
-static clt_status agree(const char *fn, MPI_Comm comm, const record *mine, record **all_out,
-                        int *nranks_out, const char *param_name, int tail_only) {
+ * or NULL if it is not compared. On CLT_OK, *a is filled and a->all must be freed. */
+static clt_status agree(const char *fn, MPI_Comm comm, const record *mine, const char *param_name,
+                        int tail_only, agreement *a) {
   int nranks = 0, me = 0;
   int rc = MPI_Comm_size(comm, &nranks);
   if (rc == MPI_SUCCESS)
@@ -120,105 +236,75 @@ static clt_status agree(const char *fn, MPI_Comm comm, const record *mine, recor
     return mpi_error(fn, rc, "MPI_Comm_size");
   record *all = malloc((size_t)nranks * sizeof *all);
   if (!all) /* a few hundred bytes a rank: failing here leaves the others waiting */
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no memory for %d ranks' records", nranks);
+    return clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "no memory for %d ranks' records", nranks);
   rc = MPI_Allgather(mine->v, R_LEN, MPI_INT64_T, all->v, R_LEN, MPI_INT64_T, comm);
   if (rc != MPI_SUCCESS) {
     free(all);
     return mpi_error(fn, rc, "MPI_Allgather");
   }
-  *all_out = all;
-  *nranks_out = nranks;
 
-  for (int r = 0; r < nranks; r++) {
+  clt_status verdict = CLT_OK;
+  char list[1024];
+  for (int r = 0; r < nranks && verdict == CLT_OK; r++) {
     if (all[r].v[R_STATUS] == CLT_OK)
       continue;
-    if (r == me)
-      return (clt_status)mine->v[R_STATUS];
     clt_status s = (clt_status)all[r].v[R_STATUS];
-    return clt__error(s, fn, "rank %d failed (%s); every rank returns its status", r,
-                      clt_status_message(s));
+    verdict = r == me ? s
+                      : clt_set_error(s, fn, "rank %d failed (%s); every rank returns its status",
+                                      r, clt_status_message(s));
   }
-  char list[1024];
-  if (param_name) {
-    for (int r = 1; r < nranks; r++)
-      if (all[r].v[R_PARAM] != all[0].v[R_PARAM])
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                          "ranks pass different %s values: rank 0 %lld, rank %d %lld", param_name,
-                          (long long)all[0].v[R_PARAM], r, (long long)all[r].v[R_PARAM]);
-  }
-  for (int r = 1; r < nranks; r++)
+  for (int r = 1; r < nranks && verdict == CLT_OK && param_name; r++)
+    if (all[r].v[R_PARAM] != all[0].v[R_PARAM])
+      verdict = clt_set_error(
+          CLT_ERR_INVALID_ARGUMENT, fn, "ranks pass different %s values: rank 0 %lld, rank %d %lld",
+          param_name, (long long)all[0].v[R_PARAM], r, (long long)all[r].v[R_PARAM]);
+  for (int r = 1; r < nranks && verdict == CLT_OK; r++)
     if (all[r].v[R_DTYPE] != all[0].v[R_DTYPE]) {
       describe_all(all, nranks, list, sizeof list);
-      return clt__error(CLT_ERR_DTYPE, fn, "ranks pass different dtypes: %s", list);
+      verdict = clt_set_error(CLT_ERR_DTYPE, fn, "ranks pass different dtypes: %s", list);
     }
-  for (int r = 1; r < nranks; r++)
+  for (int r = 1; r < nranks && verdict == CLT_OK; r++)
     if (!same_shape(&all[r], &all[0], tail_only)) {
       describe_all(all, nranks, list, sizeof list);
-      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "ranks pass different shapes%s: %s",
-                        tail_only ? " (beyond the first dimension)" : "", list);
+      verdict = clt_set_error(CLT_ERR_SHAPE_MISMATCH, fn, "ranks pass different shapes%s: %s",
+                              tail_only ? " (beyond the first dimension)" : "", list);
     }
+  if (verdict != CLT_OK) {
+    free(all);
+    return verdict;
+  }
+  a->nranks = nranks;
+  a->me = me;
+  a->chunk = all[0].v[R_CHUNK];
+  a->any_device = 0;
+  for (int r = 0; r < nranks; r++) {
+    a->chunk = min64(a->chunk, all[r].v[R_CHUNK]);
+    a->any_device |= all[r].v[R_DEVICE] != 0;
+  }
+  a->all = all;
   return CLT_OK;
 }
 
-/* ---- staging --------------------------------------------------------------------------------- */
-
-/* Local checks shared by every call: t is there and small enough for an int count. */
-static clt_status check_tensor(const char *fn, const clt_tensor *t) {
-  if (!t)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "t is NULL");
-  if (clt_tensor_nbytes(t) > (size_t)INT_MAX)
-    return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                      "t holds %zu bytes; MPI counts are int, at most %d bytes for now",
-                      clt_tensor_nbytes(t), INT_MAX);
-  return CLT_OK;
+/* After the data moved: every rank learns whether some rank failed locally while moving, so
+ * that none returns CLT_OK with wrong data. */
+static clt_status settle(const char *fn, MPI_Comm comm, clt_status local, int me) {
+  struct {
+    int status, rank;
+  } in = {local, me}, out = {0, 0};
+  int rc = MPI_Allreduce(&in, &out, 1, MPI_2INT, MPI_MINLOC, comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_error(fn, rc, "MPI_Allreduce");
+  if (out.status == CLT_OK)
+    return CLT_OK;
+  if (local != CLT_OK)
+    return local; /* our own message is set */
+  return clt_set_error((clt_status)out.status, fn,
+                       "rank %d failed while moving the data (%s); the result is undefined on "
+                       "every rank",
+                       out.rank, clt_status_message((clt_status)out.status));
 }
 
-/* Prepares s for t; fill: read t's elements into the staging tensor. */
-static clt_status stage_open(const char *fn, clt_tensor *t, int fill, stage *s) {
-  memset(s, 0, sizeof *s);
-  s->t = t;
-  s->nbytes = clt_tensor_nbytes(t);
-  clt_device *dev = clt_tensor_device(t);
-  if (clt_device_is_host(dev)) {
-    s->host = clt_tensor_retain(t);
-  } else {
-    if (clt_empty_pinned(clt_tensor_dtype(t), clt_tensor_ndim(t), clt_tensor_shape(t), dev,
-                         &s->host) != CLT_OK) {
-      clt_status st = clt_empty(clt_tensor_dtype(t), clt_tensor_ndim(t), clt_tensor_shape(t),
-                                clt_cpu(), &s->host);
-      if (st != CLT_OK)
-        return st;
-    }
-    clt_clear_error();
-  }
-  s->data = clt_tensor_data(s->host); /* waits for pending copies into or out of t */
-  if (!s->data && s->nbytes > 0) {
-    clt_status st = clt_last_status();
-    clt_tensor_release(s->host);
-    s->host = NULL;
-    return st != CLT_OK ? st : clt__error(CLT_ERR_INTERNAL, fn, "no host data");
-  }
-  if (fill && s->host != t) {
-    clt_status st = clt_tensor_read(t, s->data, s->nbytes);
-    if (st != CLT_OK) {
-      clt_tensor_release(s->host);
-      s->host = NULL;
-      return st;
-    }
-  }
-  return CLT_OK;
-}
-
-/* Releases s; writeback: copy the staging tensor into a device tensor t (asynchronous, ordered
- * like any clt_copy). */
-static clt_status stage_close(stage *s, int writeback) {
-  clt_status st = CLT_OK;
-  if (writeback && s->host && s->host != s->t)
-    st = clt_copy(s->t, s->host);
-  clt_tensor_release(s->host);
-  s->host = NULL;
-  return st;
-}
+/* ---- moving data in chunks ------------------------------------------------------------------ */
 
 static MPI_Datatype mpi_type(clt_dtype dt) {
   switch (dt) {
@@ -233,6 +319,343 @@ static MPI_Datatype mpi_type(clt_dtype dt) {
   default: /* CLT_U8, CLT_BOOL */
     return MPI_UINT8_T;
   }
+}
+
+/* This rank's memory for one call: host (a host tensor's elements) or slots (staging for a
+ * device tensor dev: a pinned host tensor, or a pageable one where pinning failed) with the
+ * last read into and write from each slot, which outlive one move (allgather makes several),
+ * and the last command of all. */
+typedef struct local_mem {
+  void *host;
+  clt_device *dev;
+  clt_tensor *slots;
+  cl_event rd[SLOTS], wr[SLOTS], last;
+} local_mem;
+
+/* Replaces *slot by ev (whose reference it takes), releasing the old event. */
+static void hold(cl_event *slot, cl_event ev) {
+  if (*slot)
+    clReleaseEvent(*slot);
+  *slot = ev;
+}
+
+/* ---- staging memory kept between calls ------------------------------------------------------
+ * Pinning and first touching the slots takes time (10 ms for 12 MiB on PoCL, as long as a
+ * whole 64 MiB allreduce in 1 MiB chunks takes on two ranks), and a training loop makes the same
+ * calls every step: so each device keeps its last staging block (up to CACHE_MAX_BYTES) with the
+ * last command that used it. The next call takes it over without waiting: its slots start out
+ * "being written back" by that command, which the pipeline already waits for before touching a
+ * slot. The cache is emptied at MPI_Finalize (an attribute of MPI_COMM_SELF, deleted first thing
+ * there). */
+
+enum { CACHE_MAX = 16 };
+#define CACHE_MAX_BYTES ((int64_t)64 << 20)
+
+typedef struct cached {
+  clt_device *dev;
+  clt_tensor *slots;
+  cl_event last;
+} cached;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cached cache[CACHE_MAX];
+static int ncached, cache_hooked;
+
+static void cached_release(cached *c) {
+  clt_tensor_release(c->slots); /* kept alive by its pending commands (clt__keep_alive) */
+  hold(&c->last, NULL);
+}
+
+static int cache_clear(MPI_Comm comm, int keyval, void *attr, void *extra) {
+  (void)comm;
+  (void)keyval;
+  (void)attr;
+  (void)extra;
+  pthread_mutex_lock(&cache_lock);
+  cached all[CACHE_MAX];
+  int n = ncached;
+  memcpy(all, cache, sizeof all);
+  ncached = 0;
+  pthread_mutex_unlock(&cache_lock);
+  for (int i = 0; i < n; i++)
+    cached_release(&all[i]);
+  return MPI_SUCCESS;
+}
+
+/* Takes dev's cached block into lm if it holds at least bytes; 1 if it did. */
+static int cache_take(clt_device *dev, int64_t bytes, local_mem *lm) {
+  cached c = {NULL, NULL, NULL};
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < ncached; i++)
+    if (cache[i].dev == dev && (int64_t)clt_tensor_nbytes(cache[i].slots) >= bytes) {
+      c = cache[i];
+      cache[i] = cache[--ncached];
+      break;
+    }
+  pthread_mutex_unlock(&cache_lock);
+  if (!c.slots)
+    return 0;
+  lm->slots = c.slots;
+  for (int j = 0; j < SLOTS && c.last; j++) {
+    clRetainEvent(c.last);
+    lm->wr[j] = c.last; /* the queue is in order: every earlier use is done when it is */
+  }
+  hold(&c.last, NULL);
+  return 1;
+}
+
+/* Gives lm's staging block to the cache (in place of dev's smaller one), or releases it. */
+static void cache_give(local_mem *lm) {
+  cached c = {lm->dev, lm->slots, lm->last}, out = {NULL, NULL, NULL};
+  lm->slots = NULL;
+  lm->last = NULL;
+  if ((int64_t)clt_tensor_nbytes(c.slots) > CACHE_MAX_BYTES) {
+    cached_release(&c);
+    return;
+  }
+  pthread_mutex_lock(&cache_lock);
+  int i = 0;
+  while (i < ncached && cache[i].dev != c.dev)
+    i++;
+  if (i < ncached) { /* keep the larger block */
+    out = clt_tensor_nbytes(cache[i].slots) >= clt_tensor_nbytes(c.slots) ? c : cache[i];
+    if (out.slots != c.slots)
+      cache[i] = c;
+  } else if (ncached < CACHE_MAX) {
+    cache[ncached++] = c;
+  } else {
+    out = c;
+  }
+  if (!cache_hooked) {
+    int keyval;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, cache_clear, &keyval, NULL) == MPI_SUCCESS &&
+        MPI_Comm_set_attr(MPI_COMM_SELF, keyval, NULL) == MPI_SUCCESS) {
+      cache_hooked = 1;
+      MPI_Comm_free_keyval(&keyval); /* freed for good once the attribute is deleted */
+    }
+  }
+  pthread_mutex_unlock(&cache_lock);
+  if (out.slots)
+    cached_release(&out);
+}
+
+/* Prepares lm for moving numel elements of t in chunks of `chunk` elements (or fewer: a smaller
+ * agreed chunk fits the same slots). */
+static clt_status prepare(const char *fn, clt_tensor *t, int64_t numel, int64_t chunk,
+                          local_mem *lm) {
+  memset(lm, 0, sizeof *lm);
+  clt_device *dev = clt_tensor_device(t);
+  lm->dev = dev;
+  if (clt_device_is_host(dev)) {
+    lm->host = clt_tensor_data(t); /* waits for pending copies into or out of t */
+    if (!lm->host && clt_tensor_nbytes(t) > 0)
+      return clt_last_status() != CLT_OK ? clt_last_status()
+                                         : clt_set_error(CLT_ERR_INTERNAL, fn, "no host data");
+    return CLT_OK;
+  }
+  if (numel == 0)
+    return CLT_OK;
+  int64_t nchunks = (numel + chunk - 1) / chunk;
+  int64_t bytes = min64(SLOTS, nchunks) * chunk * (int64_t)clt_dtype_size(clt_tensor_dtype(t));
+  if (cache_take(dev, bytes, lm))
+    return CLT_OK;
+  clt_status st = clt_empty_pinned(CLT_U8, 1, &bytes, dev, &lm->slots);
+  if (st != CLT_OK) {
+    st = clt_empty(CLT_U8, 1, &bytes, clt_cpu(), &lm->slots);
+    if (st != CLT_OK)
+      return clt_set_error(st, fn, "no host memory to stage %s's tensor through: %s",
+                           clt_device_name(dev), clt_last_error());
+    clt_clear_error();
+  }
+  return CLT_OK;
+}
+
+/* Gives lm's staging block back (to the cache) and drops its events. */
+static void release_mem(local_mem *lm) {
+  for (int j = 0; j < SLOTS; j++) {
+    hold(&lm->rd[j], NULL);
+    hold(&lm->wr[j], NULL);
+  }
+  if (lm->slots)
+    cache_give(lm);
+  hold(&lm->last, NULL);
+}
+
+/* The MPI call on one chunk: count elements at buf. Returns MPI's code. */
+typedef int (*mpi_step)(void *buf, int count, void *ctx);
+
+/* One transfer through MPI: numel elements, read from src (from element src_first) and/or
+ * written to dst (from element dst_first), chunk elements per step. src and dst are on one
+ * device when both are given; host tensors use src_host/dst_host (their element 0), device
+ * tensors the slots. */
+typedef struct move {
+  const char *fn, *what; /* the public function, the MPI call (for messages) */
+  clt_tensor *src, *dst;
+  int64_t src_first, dst_first, numel, chunk;
+  void *src_host, *dst_host;
+  local_mem *mem;
+  mpi_step step;
+  void *ctx;
+} move;
+
+static clt_status move_host(const move *m) {
+  size_t elem = clt_dtype_size(clt_tensor_dtype(m->src ? m->src : m->dst));
+  for (int64_t first = 0; first < m->numel; first += m->chunk) {
+    int count = (int)min64(m->chunk, m->numel - first);
+    char *s = m->src ? (char *)m->src_host + (size_t)(m->src_first + first) * elem : NULL;
+    char *d = m->dst ? (char *)m->dst_host + (size_t)(m->dst_first + first) * elem : NULL;
+    if (s && d && s != d)
+      memcpy(d, s, (size_t)count * elem);
+    int rc = m->step(d ? d : s, count, m->ctx);
+    if (rc != MPI_SUCCESS)
+      return mpi_error(m->fn, rc, m->what);
+  }
+  return CLT_OK;
+}
+
+/* Waits for ev (if any) and reports its failure. */
+static clt_status wait_event(cl_event ev, const char *fn, const char *what, clt_device *d) {
+  if (!ev)
+    return CLT_OK;
+  cl_int err = clWaitForEvents(1, &ev), status = CL_COMPLETE;
+  if (err == CL_SUCCESS)
+    err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+  if (err == CL_SUCCESS && status < 0)
+    err = status;
+  return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, what, d);
+}
+
+/* The device path of move(). *local is this rank's status: once it is an error, the remaining
+ * chunks skip the device and only make their MPI calls. Returns an MPI failure (after which
+ * nothing can be relied on), else CLT_OK. */
+static clt_status move_device(const move *m, clt_status *local) {
+  const char *fn = m->fn;
+  clt_tensor *t = m->dst ? m->dst : m->src;
+  clt_device *d = t->storage->dev;
+  size_t elem = clt_dtype_size(t->dtype), cbytes = (size_t)m->chunk * elem;
+  int64_t nchunks = (m->numel + m->chunk - 1) / m->chunk;
+  int nslots = (int)min64(min64(SLOTS, nchunks), (int64_t)(m->mem->slots->nbytes / cbytes));
+  char *slots = clt__host_ptr(m->mem->slots);
+  cl_mem src_mem = m->src ? m->src->storage->mem : NULL,
+         dst_mem = m->dst ? m->dst->storage->mem : NULL;
+  cl_event *rd = m->mem->rd, *wr = m->mem->wr, last = NULL;
+  clt_storage *reads[1] = {
+      m->src && (!m->dst || m->src->storage != m->dst->storage) ? m->src->storage : NULL};
+  clt_storage *writes[1] = {m->dst ? m->dst->storage : NULL};
+  /* The first command waits for the tensors' pending work; the rest follow it on the queue. */
+  clt_waitlist first = {.n = 0};
+  int first_pending = 1;
+  if (*local == CLT_OK)
+    *local = clt__waitlist_for(&first, d, reads, 1, writes, 1, fn);
+  size_t nread = 0, nwritten = 0;
+  int64_t next_read = 0;
+  clt_status st = CLT_OK;
+
+  for (int64_t k = 0; k < nchunks && st == CLT_OK; k++) {
+    int j = (int)(k % nslots);
+    char *buf = slots + (size_t)j * cbytes;
+    int count = (int)min64(m->chunk, m->numel - k * m->chunk);
+    /* Read ahead into the free slots: chunk i goes to slot i % nslots, which chunk i - nslots
+     * left; its write-back was enqueued before, and the read waits for it. */
+    while (m->src && *local == CLT_OK && next_read < nchunks && next_read < k + nslots) {
+      int64_t i = next_read;
+      int ji = (int)(i % nslots);
+      cl_event wl[sizeof first.ev / sizeof first.ev[0] + 1], ev = NULL;
+      cl_uint n = 0;
+      for (cl_uint e = 0; first_pending && e < first.n; e++)
+        wl[n++] = first.ev[e];
+      if (wr[ji])
+        wl[n++] = wr[ji];
+      size_t len = (size_t)min64(m->chunk, m->numel - i * m->chunk) * elem;
+      cl_int err =
+          clEnqueueReadBuffer(d->queue, src_mem, CL_FALSE,
+                              m->src->offset + (size_t)(m->src_first + i * m->chunk) * elem, len,
+                              slots + (size_t)ji * cbytes, n, n ? wl : NULL, &ev);
+      if (err != CL_SUCCESS) {
+        *local = clt__cl_error(err, fn, "clEnqueueReadBuffer (device to host staging)", d);
+        break;
+      }
+      first_pending = 0;
+      clRetainEvent(ev);
+      hold(&last, ev);
+      hold(&rd[ji], ev);
+      nread += len;
+      next_read++;
+    }
+    if (*local == CLT_OK)
+      *local = wait_event(rd[j], fn, "reading a chunk to the host", d);
+    /* Even after a failure: the slot may still be copied from, for this call or an earlier. */
+    clt_status ws = wait_event(wr[j], fn, "writing a chunk to the device", d);
+    if (*local == CLT_OK)
+      *local = ws;
+    int rc = m->step(buf, count, m->ctx);
+    if (rc != MPI_SUCCESS) {
+      st = mpi_error(fn, rc, m->what);
+      break;
+    }
+    if (m->dst && *local == CLT_OK) {
+      cl_event ev = NULL;
+      cl_uint n = first_pending ? first.n : 0;
+      cl_int err =
+          clEnqueueWriteBuffer(d->queue, dst_mem, CL_FALSE,
+                               m->dst->offset + (size_t)(m->dst_first + k * m->chunk) * elem,
+                               (size_t)count * elem, buf, n, n ? first.ev : NULL, &ev);
+      if (err != CL_SUCCESS) {
+        *local = clt__cl_error(err, fn, "clEnqueueWriteBuffer (host staging to device)", d);
+        continue;
+      }
+      first_pending = 0;
+      clRetainEvent(ev);
+      hold(&last, ev);
+      hold(&wr[j], ev);
+      nwritten += (size_t)count * elem;
+    }
+  }
+
+  clt__waitlist_clear(&first);
+  if (last) {
+    /* The queue is in order: the last command completes after all of ours. */
+    clt__keep_alive(last, m->mem->slots->storage, fn);
+    clRetainEvent(last);
+    hold(&m->mem->last, last); /* for the next user of the slots */
+    if (!nwritten) {           /* nothing written after all (a failure): we only read src */
+      writes[0] = NULL;
+      reads[0] = m->src ? m->src->storage : NULL;
+    }
+    /* The storages note a marker enqueued under the queue's lock (the protocol of
+     * clt_device.lock: events are noted in enqueue order); the queue is in order, so the marker
+     * completes after every command above. */
+    cl_event mark = NULL;
+    pthread_mutex_lock(&d->lock);
+    cl_int err = clEnqueueMarkerWithWaitList(d->queue, 0, NULL, &mark);
+    if (err == CL_SUCCESS)
+      clt__note_command(mark, d, reads, 1, writes, 1);
+    pthread_mutex_unlock(&d->lock);
+    clt_status s;
+    if (err == CL_SUCCESS) {
+      s = clt__command_done(mark, d, fn);
+    } else { /* nothing to note: wait here instead, so that no later command can overtake */
+      clWaitForEvents(1, &last);
+      s = clt__cl_error(err, fn, "clEnqueueMarkerWithWaitList (end of staging)", d);
+    }
+    clReleaseEvent(last);
+    if (*local == CLT_OK)
+      *local = s;
+  }
+  clt__count_d2h(d, nread);
+  clt__count_h2d(d, nwritten);
+  return st;
+}
+
+/* Runs m. Returns an MPI failure at once; a local failure (OpenCL) goes to *local, the MPI calls
+ * still being made so that the other ranks do not wait forever. */
+static clt_status move_run(const move *m, clt_status *local) {
+  if (m->numel == 0)
+    return CLT_OK;
+  clt_tensor *t = m->dst ? m->dst : m->src;
+  if (clt_device_is_host(clt_tensor_device(t)))
+    return move_host(m);
+  return move_device(m, local);
 }
 
 /* ---- the device --------------------------------------------------------------------------- */
@@ -258,7 +681,7 @@ clt_status clt_mpi_device(MPI_Comm comm, clt_device **out) {
   if (rc != MPI_SUCCESS)
     return mpi_error(fn, rc, "MPI_Comm_rank on the node communicator");
   if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   int n = clt_device_count();
   clt_device *d = n > 0 ? clt_device_at(lrank % n) : NULL;
   if (!d) {
@@ -275,176 +698,228 @@ clt_status clt_mpi_device(MPI_Comm comm, clt_device **out) {
   return CLT_OK;
 }
 
-/* ---- collectives ------------------------------------------------------------------------------
- */
+/* ---- collectives ---------------------------------------------------------------------------- */
+
+static clt_status check_tensor(const char *fn, const clt_tensor *t) {
+  if (!t)
+    return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "t is NULL");
+  return CLT_OK;
+}
+
+typedef struct reduce_ctx {
+  MPI_Datatype type;
+  MPI_Op op;
+  MPI_Comm comm;
+  clt_dtype dtype;
+  int mean_of; /* CLT_MPI_MEAN: the number of ranks to divide by; 0 otherwise */
+} reduce_ctx;
+
+static int reduce_step(void *buf, int count, void *ctx) {
+  reduce_ctx *c = ctx;
+  int rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, c->type, c->op, c->comm);
+  if (rc == MPI_SUCCESS && c->mean_of) {
+    if (c->dtype == CLT_F32) {
+      float *p = buf;
+      for (int i = 0; i < count; i++)
+        p[i] /= (float)c->mean_of;
+    } else {
+      double *p = buf;
+      for (int i = 0; i < count; i++)
+        p[i] /= (double)c->mean_of;
+    }
+  }
+  return rc;
+}
 
 clt_status clt_mpi_allreduce(clt_tensor *t, clt_mpi_op op, MPI_Comm comm) {
   static const char fn[] = "clt_mpi_allreduce";
-  stage s = {0};
+  local_mem lm = {0};
+  int64_t numel = clt_tensor_numel(t), chunk = propose_chunk(t, numel);
   clt_status st = check_tensor(fn, t);
   if (st == CLT_OK && (op < CLT_MPI_SUM || op > CLT_MPI_MEAN))
-    st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "unknown op %d", (int)op);
+    st = clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "unknown op %d", (int)op);
   clt_dtype dt = clt_tensor_dtype(t);
   if (st == CLT_OK && op == CLT_MPI_MEAN && dt != CLT_F32 && dt != CLT_F64)
-    st = clt__error(CLT_ERR_DTYPE, fn, "CLT_MPI_MEAN takes f32 or f64, not %s: cast first",
-                    clt_dtype_name(dt));
+    st = clt_set_error(CLT_ERR_DTYPE, fn, "CLT_MPI_MEAN takes f32 or f64, not %s: cast first",
+                       clt_dtype_name(dt));
   if (st == CLT_OK)
-    st = stage_open(fn, t, 1, &s);
+    st = prepare(fn, t, numel, chunk, &lm);
 
-  record mine = record_of(t, st, op), *all = NULL;
-  int nranks = 0;
-  clt_status verdict = agree(fn, comm, &mine, &all, &nranks, "op", 0);
-  free(all);
+  record mine = record_of(t, st, op, chunk);
+  agreement a;
+  clt_status verdict = agree(fn, comm, &mine, "op", 0, &a);
   if (verdict != CLT_OK) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     return verdict;
   }
+  free(a.all);
 
-  MPI_Op mop = op == CLT_MPI_MAX ? MPI_MAX : op == CLT_MPI_MIN ? MPI_MIN : MPI_SUM;
+  reduce_ctx c = {mpi_type(dt),
+                  op == CLT_MPI_MAX   ? MPI_MAX
+                  : op == CLT_MPI_MIN ? MPI_MIN
+                                      : MPI_SUM,
+                  comm, dt, op == CLT_MPI_MEAN ? a.nranks : 0};
   if (dt == CLT_BOOL)
-    mop = op == CLT_MPI_MIN ? MPI_LAND : MPI_LOR;
-  int count = (int)clt_tensor_numel(t);
-  int rc = MPI_Allreduce(MPI_IN_PLACE, s.data, count, mpi_type(dt), mop, comm);
-  if (rc != MPI_SUCCESS) {
-    stage_close(&s, 0);
-    return mpi_error(fn, rc, "MPI_Allreduce");
-  }
-  if (op == CLT_MPI_MEAN) {
-    if (dt == CLT_F32) {
-      float *p = s.data;
-      for (int i = 0; i < count; i++)
-        p[i] /= (float)nranks;
-    } else {
-      double *p = s.data;
-      for (int i = 0; i < count; i++)
-        p[i] /= (double)nranks;
-    }
-  }
-  return stage_close(&s, 1);
+    c.op = op == CLT_MPI_MIN ? MPI_LAND : MPI_LOR;
+  move m = {.fn = fn,
+            .what = "MPI_Allreduce",
+            .src = t,
+            .dst = t,
+            .numel = numel,
+            .chunk = a.chunk,
+            .src_host = lm.host,
+            .dst_host = lm.host,
+            .mem = &lm,
+            .step = reduce_step,
+            .ctx = &c};
+  clt_status local = CLT_OK;
+  st = move_run(&m, &local);
+  release_mem(&lm);
+  if (st != CLT_OK)
+    return st;
+  return a.any_device ? settle(fn, comm, local, a.me) : local;
+}
+
+typedef struct bcast_ctx {
+  MPI_Datatype type;
+  int root;
+  MPI_Comm comm;
+} bcast_ctx;
+
+static int bcast_step(void *buf, int count, void *ctx) {
+  bcast_ctx *c = ctx;
+  return MPI_Bcast(buf, count, c->type, c->root, c->comm);
 }
 
 clt_status clt_mpi_broadcast(clt_tensor *t, int root, MPI_Comm comm) {
   static const char fn[] = "clt_mpi_broadcast";
-  stage s = {0};
+  local_mem lm = {0};
   int me = 0, nranks = 0;
   int rc = MPI_Comm_rank(comm, &me);
   if (rc == MPI_SUCCESS)
     rc = MPI_Comm_size(comm, &nranks);
   if (rc != MPI_SUCCESS)
     return mpi_error(fn, rc, "MPI_Comm_rank");
+  int64_t numel = clt_tensor_numel(t), chunk = propose_chunk(t, numel);
   clt_status st = check_tensor(fn, t);
   if (st == CLT_OK && (root < 0 || root >= nranks))
-    st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "root %d is not a rank of the %d", root, nranks);
+    st = clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "root %d is not a rank of the %d", root,
+                       nranks);
   if (st == CLT_OK)
-    st = stage_open(fn, t, me == root, &s);
+    st = prepare(fn, t, numel, chunk, &lm);
 
-  record mine = record_of(t, st, root), *all = NULL;
-  clt_status verdict = agree(fn, comm, &mine, &all, &nranks, "root", 0);
-  free(all);
+  record mine = record_of(t, st, root, chunk);
+  agreement a;
+  clt_status verdict = agree(fn, comm, &mine, "root", 0, &a);
   if (verdict != CLT_OK) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     return verdict;
   }
-  rc = MPI_Bcast(s.data, (int)s.nbytes, MPI_BYTE, root, comm);
-  if (rc != MPI_SUCCESS) {
-    stage_close(&s, 0);
-    return mpi_error(fn, rc, "MPI_Bcast");
-  }
-  return stage_close(&s, me != root);
+  free(a.all);
+  bcast_ctx c = {mpi_type(clt_tensor_dtype(t)), root, comm};
+  /* The root only reads t; the others only write it. */
+  move m = {.fn = fn,
+            .what = "MPI_Bcast",
+            .src = me == root ? t : NULL,
+            .dst = me == root ? NULL : t,
+            .numel = numel,
+            .chunk = a.chunk,
+            .src_host = lm.host,
+            .dst_host = lm.host,
+            .mem = &lm,
+            .step = bcast_step,
+            .ctx = &c};
+  clt_status local = CLT_OK;
+  st = move_run(&m, &local);
+  release_mem(&lm);
+  if (st != CLT_OK)
+    return st;
+  return a.any_device ? settle(fn, comm, local, a.me) : local;
 }
 
+/* Every rank's piece goes to every rank as one chunked broadcast from its owner into its place
+ * in the result: MPI_Allgatherv takes int counts and displacements, which would cap the result
+ * at INT_MAX elements, and pieces of different sizes cannot be chunked in step with it. */
 clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out) {
   static const char fn[] = "clt_mpi_allgather";
-  stage s = {0};
+  local_mem lm = {0};
+  int64_t numel = clt_tensor_numel(t);
   clt_status st = check_tensor(fn, t);
   if (st == CLT_OK && !out)
-    st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    st = clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if (st == CLT_OK && clt_tensor_ndim(t) == 0)
-    st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                    "t is 0-d; allgather joins along the first dimension: reshape to [1]");
-  if (st == CLT_OK)
-    st = stage_open(fn, t, 1, &s);
+    st = clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
+                       "t is 0-d; allgather joins along the first dimension: reshape to [1]");
+  if (st == CLT_OK && clt_device_is_host(clt_tensor_device(t)))
+    st = prepare(fn, t, numel, 1, &lm); /* the slots come with the result, below */
 
-  record mine = record_of(t, st, 0), *all = NULL;
-  int nranks = 0;
-  clt_status verdict = agree(fn, comm, &mine, &all, &nranks, NULL, 1);
-  if (verdict != CLT_OK) {
-    free(all);
-    stage_close(&s, 0);
+  /* Pieces differ in size: propose the device chunk (or the largest count), not our size. */
+  record mine = record_of(t, st, 0, propose_chunk(t, INT64_MAX));
+  agreement a;
+  clt_status verdict = agree(fn, comm, &mine, NULL, 1, &a);
+  if (verdict != CLT_OK)
     return verdict;
-  }
 
-  /* Counts and offsets in bytes; the total must fit an int as well. */
-  size_t elem = clt_dtype_size(clt_tensor_dtype(t));
-  int *counts = malloc(2 * (size_t)nranks * sizeof *counts);
-  int64_t rows = 0, total = 0;
-  for (int r = 0; r < nranks; r++) {
-    rows += all[r].v[R_SHAPE];
-    total += all[r].v[R_NUMEL] * (int64_t)elem;
-  }
-  if (total > INT_MAX) {
-    free(counts);
-    free(all);
-    stage_close(&s, 0);
-    return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                      "the gathered tensor would hold %lld bytes; at most %d for now",
-                      (long long)total, INT_MAX);
+  int64_t rows = 0, largest = 0;
+  for (int r = 0; r < a.nranks; r++) {
+    rows += a.all[r].v[R_SHAPE];
+    largest = largest > a.all[r].v[R_NUMEL] ? largest : a.all[r].v[R_NUMEL];
   }
   /* An allocation failure here is local; it is still reported after the exchange, so a rank
    * that fails does not leave the others waiting. */
-  clt_tensor *res = NULL, *res_host = NULL;
+  clt_tensor *res = NULL;
+  local_mem res_mem = {0};
   int64_t shape[CLT_MAX_DIMS];
   memcpy(shape, clt_tensor_shape(t), (size_t)clt_tensor_ndim(t) * sizeof *shape);
   shape[0] = rows;
-  clt_device *dev = clt_tensor_device(t);
-  st = counts ? CLT_OK : clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no memory for counts");
-  if (st == CLT_OK) {
-    st = clt_empty(clt_tensor_dtype(t), clt_tensor_ndim(t), shape, dev, &res);
-    if (st == CLT_OK && !clt_device_is_host(dev) &&
-        clt_empty_pinned(clt_tensor_dtype(t), clt_tensor_ndim(t), shape, dev, &res_host) !=
-            CLT_OK) {
-      clt_clear_error();
-      st = clt_empty(clt_tensor_dtype(t), clt_tensor_ndim(t), shape, clt_cpu(), &res_host);
-    }
-  }
-  void *dst = NULL;
-  if (st == CLT_OK) {
-    dst = clt_tensor_data(res_host ? res_host : res);
-    if (!dst && total > 0)
-      st = clt_last_status();
-  }
+  int64_t chunk = min64(a.chunk, largest > 0 ? largest : 1); /* the same on every rank */
+  st = clt_empty(clt_tensor_dtype(t), clt_tensor_ndim(t), shape, clt_tensor_device(t), &res);
+  if (st == CLT_OK)
+    st = prepare(fn, res, largest, chunk, &res_mem);
   /* Second exchange, of the allocation verdicts: all ranks go on or none does. */
   int ok = st == CLT_OK, all_ok = 0;
   int rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
   if (rc != MPI_SUCCESS || !all_ok) {
-    free(counts);
-    free(all);
+    free(a.all);
     clt_tensor_release(res);
-    clt_tensor_release(res_host);
-    stage_close(&s, 0);
+    release_mem(&res_mem);
     if (rc != MPI_SUCCESS)
       return mpi_error(fn, rc, "MPI_Allreduce");
     return st != CLT_OK ? st
-                        : clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
-                                     "another rank could not allocate the result");
+                        : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn,
+                                        "another rank could not allocate the result");
   }
-  int *displs = counts + nranks;
-  int64_t off = 0;
-  for (int r = 0; r < nranks; r++) {
-    counts[r] = (int)(all[r].v[R_NUMEL] * (int64_t)elem);
-    displs[r] = (int)off;
-    off += counts[r];
+
+  bcast_ctx c = {mpi_type(clt_tensor_dtype(t)), 0, comm};
+  clt_status local = CLT_OK;
+  int64_t first = 0;
+  for (int r = 0; r < a.nranks && st == CLT_OK; r++) {
+    c.root = r;
+    int64_t n = a.all[r].v[R_NUMEL];
+    move m = {.fn = fn,
+              .what = "MPI_Bcast",
+              .src = r == a.me ? t : NULL,
+              .dst = res,
+              .dst_first = first,
+              .numel = n,
+              .chunk = chunk,
+              .src_host = lm.host,
+              .dst_host = res_mem.host,
+              .mem = &res_mem,
+              .step = bcast_step,
+              .ctx = &c};
+    st = move_run(&m, &local);
+    first += n;
   }
-  free(all);
-  rc = MPI_Allgatherv(s.data, (int)s.nbytes, MPI_BYTE, dst, counts, displs, MPI_BYTE, comm);
-  free(counts);
-  stage_close(&s, 0);
-  if (rc == MPI_SUCCESS && res_host)
-    st = clt_copy(res, res_host);
-  clt_tensor_release(res_host);
-  if (rc != MPI_SUCCESS || st != CLT_OK) {
+  free(a.all);
+  release_mem(&res_mem);
+  if (st == CLT_OK && a.any_device)
+    st = settle(fn, comm, local, a.me);
+  else if (st == CLT_OK)
+    st = local;
+  if (st != CLT_OK) {
     clt_tensor_release(res);
-    return rc != MPI_SUCCESS ? mpi_error(fn, rc, "MPI_Allgatherv") : st;
+    return st;
   }
   *out = res;
   return CLT_OK;
@@ -452,70 +927,106 @@ clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out) {
 
 /* ---- point to point -------------------------------------------------------------------------
  * The sender sends a header record; the receiver answers with an ack record carrying its own
- * verdict; only on an ok does the data follow. Both ends therefore fail together on a mismatch,
- * and no message is left unreceived. */
+ * verdict; only on an ok does the data follow, in chunks of the smaller of the two proposals,
+ * then the sender's own status while moving (so that a receiver never takes garbage for data).
+ * Both ends therefore fail together on a mismatch, and no message is left unreceived. */
+
+typedef struct p2p_ctx {
+  MPI_Datatype type;
+  int peer, tag;
+  MPI_Comm comm;
+} p2p_ctx;
+
+static int send_step(void *buf, int count, void *ctx) {
+  p2p_ctx *c = ctx;
+  return MPI_Send(buf, count, c->type, c->peer, c->tag, c->comm);
+}
+
+static int recv_step(void *buf, int count, void *ctx) {
+  p2p_ctx *c = ctx;
+  return MPI_Recv(buf, count, c->type, c->peer, c->tag, c->comm, MPI_STATUS_IGNORE);
+}
 
 clt_status clt_mpi_send(clt_tensor *t, int dest, int tag, MPI_Comm comm) {
   static const char fn[] = "clt_mpi_send";
-  stage s = {0};
+  local_mem lm = {0};
+  int64_t numel = clt_tensor_numel(t), chunk = propose_chunk(t, numel);
   clt_status st = check_tensor(fn, t);
   if (st == CLT_OK)
-    st = stage_open(fn, t, 1, &s);
-  record hdr = record_of(t, st, 0), ack;
+    st = prepare(fn, t, numel, chunk, &lm);
+  record hdr = record_of(t, st, 0, chunk), ack;
   hdr.v[R_KIND] = REC_HEADER;
   int rc = MPI_Send(hdr.v, R_LEN, MPI_INT64_T, dest, tag, comm);
   if (rc != MPI_SUCCESS) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     return mpi_error(fn, rc, "MPI_Send");
   }
   if (st != CLT_OK)
     return st; /* the receiver sees our failure in the header and sends no ack */
   rc = MPI_Recv(ack.v, R_LEN, MPI_INT64_T, dest, tag, comm, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     return mpi_error(fn, rc, "MPI_Recv");
   }
   if (ack.v[R_KIND] != REC_ACK) {
-    stage_close(&s, 0);
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "rank %d sent to this rank (tag %d) while this rank was sending to it: "
-                      "order the sends and receives so that each send meets a receive",
-                      dest, tag);
+    release_mem(&lm);
+    return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
+                         "rank %d sent to this rank (tag %d) while this rank was sending to it: "
+                         "order the sends and receives so that each send meets a receive",
+                         dest, tag);
   }
   if (ack.v[R_STATUS] != CLT_OK) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     char mine[128] = "", theirs[128] = "";
     describe(&hdr, mine, sizeof mine);
     describe(&ack, theirs, sizeof theirs);
     clt_status vs = (clt_status)ack.v[R_STATUS];
-    return clt__error(vs, fn,
-                      "rank %d refused the tensor (%s): it receives into %s, this rank "
-                      "sends %s",
-                      dest, clt_status_message(vs), theirs, mine);
+    return clt_set_error(vs, fn,
+                         "rank %d refused the tensor (%s): it receives into %s, this rank "
+                         "sends %s",
+                         dest, clt_status_message(vs), theirs, mine);
   }
-  rc = MPI_Send(s.data, (int)s.nbytes, MPI_BYTE, dest, tag, comm);
-  stage_close(&s, 0);
-  return rc == MPI_SUCCESS ? CLT_OK : mpi_error(fn, rc, "MPI_Send");
+  p2p_ctx c = {mpi_type(clt_tensor_dtype(t)), dest, tag, comm};
+  move m = {.fn = fn,
+            .what = "MPI_Send",
+            .src = t,
+            .numel = numel,
+            .chunk = min64(chunk, ack.v[R_CHUNK]),
+            .src_host = lm.host,
+            .mem = &lm,
+            .step = send_step,
+            .ctx = &c};
+  clt_status local = CLT_OK;
+  st = move_run(&m, &local);
+  release_mem(&lm);
+  if (st != CLT_OK)
+    return st;
+  int64_t trailer = local;
+  rc = MPI_Send(&trailer, 1, MPI_INT64_T, dest, tag, comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_error(fn, rc, "MPI_Send");
+  return local;
 }
 
 clt_status clt_mpi_recv(clt_tensor *t, int src, int tag, MPI_Comm comm) {
   static const char fn[] = "clt_mpi_recv";
-  stage s = {0};
+  local_mem lm = {0};
+  int64_t numel = clt_tensor_numel(t), chunk = propose_chunk(t, numel);
   clt_status st = check_tensor(fn, t);
   if (st == CLT_OK)
-    st = stage_open(fn, t, 0, &s);
-  record hdr, mine = record_of(t, st, 0);
+    st = prepare(fn, t, numel, chunk, &lm);
+  record hdr, mine = record_of(t, st, 0, chunk);
   MPI_Status mst;
   int rc = MPI_Recv(hdr.v, R_LEN, MPI_INT64_T, src, tag, comm, &mst);
   if (rc != MPI_SUCCESS) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     return mpi_error(fn, rc, "MPI_Recv");
   }
   int peer = mst.MPI_SOURCE;
   if (hdr.v[R_STATUS] != CLT_OK) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     clt_status hs = (clt_status)hdr.v[R_STATUS];
-    return clt__error(hs, fn, "the sender, rank %d, failed (%s)", peer, clt_status_message(hs));
+    return clt_set_error(hs, fn, "the sender, rank %d, failed (%s)", peer, clt_status_message(hs));
   }
   char list[256] = "";
   if (st == CLT_OK && hdr.v[R_DTYPE] != mine.v[R_DTYPE])
@@ -527,20 +1038,41 @@ clt_status clt_mpi_recv(clt_tensor *t, int src, int tag, MPI_Comm comm) {
     describe(&hdr, list, sizeof list);
     strncat(list, ", this rank receives into ", sizeof list - strlen(list) - 1);
     describe(&mine, list, sizeof list);
-    clt__error(st, fn, "%s", list);
+    clt_set_error(st, fn, "%s", list);
   }
   record ack = mine;
   ack.v[R_STATUS] = st;
   ack.v[R_KIND] = REC_ACK;
   rc = MPI_Send(ack.v, R_LEN, MPI_INT64_T, peer, tag, comm);
   if (rc != MPI_SUCCESS || st != CLT_OK) {
-    stage_close(&s, 0);
+    release_mem(&lm);
     return rc != MPI_SUCCESS ? mpi_error(fn, rc, "MPI_Send") : st;
   }
-  rc = MPI_Recv(s.data, (int)s.nbytes, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE);
-  if (rc != MPI_SUCCESS) {
-    stage_close(&s, 0);
+  p2p_ctx c = {mpi_type(clt_tensor_dtype(t)), peer, tag, comm};
+  move m = {.fn = fn,
+            .what = "MPI_Recv",
+            .dst = t,
+            .numel = numel,
+            .chunk = min64(chunk, hdr.v[R_CHUNK]),
+            .dst_host = lm.host,
+            .mem = &lm,
+            .step = recv_step,
+            .ctx = &c};
+  clt_status local = CLT_OK;
+  st = move_run(&m, &local);
+  release_mem(&lm);
+  if (st != CLT_OK)
+    return st;
+  int64_t trailer = CLT_OK;
+  rc = MPI_Recv(&trailer, 1, MPI_INT64_T, peer, tag, comm, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS)
     return mpi_error(fn, rc, "MPI_Recv");
-  }
-  return stage_close(&s, 1);
+  if (local != CLT_OK)
+    return local;
+  if (trailer != CLT_OK)
+    return clt_set_error((clt_status)trailer, fn,
+                         "the sender, rank %d, failed while sending (%s); t's contents are "
+                         "undefined",
+                         peer, clt_status_message((clt_status)trailer));
+  return CLT_OK;
 }
