@@ -206,4 +206,14 @@ uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
  * U+10FFFF). */
 bool clt__utf8_valid(const unsigned char *s, size_t n);
 
+/* ---- files from memory (io/safetensors.c, io/npy.c) ------------------------------------- */
+
+/* clt_load and clt_load_npy over the size bytes at data instead of a file (the fuzz targets in
+ * tests/fuzz call these): the same checks, results and errors, name standing for the path in
+ * messages. */
+clt_status clt__load_mem(const void *data, size_t size, const char *name, clt_device *map_location,
+                         clt_params **out);
+clt_status clt__load_npy_mem(const void *data, size_t size, const char *name, clt_device *dev,
+                             clt_tensor **out);
+
 #endif /* CLT_INTERNAL_H */
