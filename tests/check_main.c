@@ -26,6 +26,7 @@ int main(void) {
   srunner_add_suite(sr, dlpack_suite());
   srunner_add_suite(sr, params_suite());
   srunner_add_suite(sr, io_suite());
+  srunner_add_suite(sr, fuzz_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);
