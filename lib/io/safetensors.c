@@ -690,11 +690,9 @@ static int cmp_meta(const void *a, const void *b) {
 
 /* Everything about the tensors that can be checked without their data. */
 static clt_status validate(parser *p, uint64_t data_size) {
-  if (p->nt == 0)
-    return data_size == 0
-               ? CLT_OK
-               : fmt_error(p, NULL, "the header lists no tensors but %llu bytes of data follow",
-                           (unsigned long long)data_size);
+  if (p->nt == 0 && data_size > 0)
+    return fmt_error(p, NULL, "the header lists no tensors but %llu bytes of data follow",
+                     (unsigned long long)data_size);
   for (size_t i = 0; i < p->nt; i++) {
     tinfo *t = &p->t[i];
     uint64_t numel = 1, bytes;
@@ -720,7 +718,7 @@ static clt_status validate(parser *p, uint64_t data_size) {
           st_dtype_name(t->dt), (unsigned long long)bytes, (unsigned long long)t->begin,
           (unsigned long long)t->end, (unsigned long long)(t->end - t->begin));
   }
-  tinfo **order = malloc(p->nt * sizeof *order);
+  tinfo **order = malloc((p->nt ? p->nt : 1) * sizeof *order);
   if (!order)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
   for (size_t i = 0; i < p->nt; i++)
@@ -768,7 +766,7 @@ static clt_status validate(parser *p, uint64_t data_size) {
       return fmt_error(p, NULL, "__metadata__ has the key \"%.200s\" twice", p->m[i].key);
   size_t klen = strlen(DEVICE_KEY);
   if (p->nm > 0) {
-    tinfo **byname = malloc(p->nt * sizeof *byname);
+    tinfo **byname = malloc((p->nt ? p->nt : 1) * sizeof *byname);
     if (!byname)
       return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
     for (size_t i = 0; i < p->nt; i++)
@@ -982,6 +980,6 @@ clt_status clt__load_mem(const void *data, size_t size, const char *name, clt_de
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", name ? "out" : "name");
   if (map_location && (s = clt__check_device(map_location, fn, "map_location")) != CLT_OK)
     return s;
-  return load_source(&(st_source){.fd = -1, .mem = data, .size = size, .path = name},
-                     map_location, out);
+  return load_source(&(st_source){.fd = -1, .mem = data, .size = size, .path = name}, map_location,
+                     out);
 }
