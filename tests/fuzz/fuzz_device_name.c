@@ -83,8 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   s = clt_result_dtype(name, CLT_I32, CLT_F32, &dt);
   if (is_op) {
     FUZZ_CHECK(s == CLT_OK, "clt_result_dtype(\"%s\", i32, f32) failed", name);
-    FUZZ_CHECK(dt == CLT_F32 || dt == CLT_BOOL, "clt_result_dtype(\"%s\", i32, f32) gave %d",
-               name, (int)dt);
+    FUZZ_CHECK(dt == CLT_F32 || dt == CLT_BOOL, "clt_result_dtype(\"%s\", i32, f32) gave %d", name,
+               (int)dt);
   } else {
     fuzz_check_failure(s, "clt_result_dtype", op_errors);
     FUZZ_CHECK(dt == (clt_dtype)-7, "a failed clt_result_dtype wrote its out-parameter");

@@ -61,8 +61,8 @@ static uint64_t check_params(const clt_params *p, const uint8_t *data, size_t si
       FUZZ_CHECK(!__builtin_mul_overflow(numel, shape[d], &numel),
                  "tensor '%s': the product of its shape overflows", name);
     }
-    FUZZ_CHECK(clt_tensor_numel(t) == numel, "tensor '%s': numel %lld, product of shape %lld",
-               name, (long long)clt_tensor_numel(t), (long long)numel);
+    FUZZ_CHECK(clt_tensor_numel(t) == numel, "tensor '%s': numel %lld, product of shape %lld", name,
+               (long long)clt_tensor_numel(t), (long long)numel);
     FUZZ_CHECK(clt_tensor_nbytes(t) == (size_t)numel * esize,
                "tensor '%s': nbytes %zu, numel x dtype size %zu", name, clt_tensor_nbytes(t),
                (size_t)numel * esize);

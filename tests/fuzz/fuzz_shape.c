@@ -72,14 +72,15 @@ static int64_t dim_any(fuzz_reader *r) {
 }
 
 static int ndim_any(fuzz_reader *r) {
-  static const int special[16] = {-1, 9, 10, INT_MIN, INT_MAX, -8, 100, 0, 8, 1, -2, 16, 255, -255,
-                                  64, 7};
+  static const int special[16] = {-1, 9, 10, INT_MIN, INT_MAX, -8,   100, 0,
+                                  8,  1, -2, 16,      255,     -255, 64,  7};
   uint8_t b = fuzz_u8(r);
   return b < 0xf0 ? b % 9 : special[b - 0xf0];
 }
 
 static clt_dtype dtype_any(fuzz_reader *r) {
-  static const int special[16] = {-1, 6, 7, 100, INT_MIN, INT_MAX, 0, 1, 2, 3, 4, 5, -6, 255, 64, 8};
+  static const int special[16] = {-1, 6, 7, 100, INT_MIN, INT_MAX, 0,  1,
+                                  2,  3, 4, 5,   -6,      255,     64, 8};
   uint8_t b = fuzz_u8(r);
   return (clt_dtype)(b < 0xf0 ? b % CLT_DTYPE_COUNT : special[b - 0xf0]);
 }
@@ -233,8 +234,8 @@ static void check_meta(const clt_tensor *t, clt_dtype dt, int ndim, const int64_
              ndim);
   const int64_t *got = clt_tensor_shape(t);
   for (int i = 0; i < ndim; i++)
-    FUZZ_CHECK(got[i] == d[i], "%s: dimension %d is %lld, expected %lld", fn, i,
-               (long long)got[i], (long long)d[i]);
+    FUZZ_CHECK(got[i] == d[i], "%s: dimension %d is %lld, expected %lld", fn, i, (long long)got[i],
+               (long long)d[i]);
   int over;
   int64_t n = product(ndim, d, &over);
   FUZZ_CHECK(!over && clt_tensor_numel(t) == n, "%s: numel %lld, expected %lld", fn,
@@ -385,8 +386,10 @@ static void fuzz_create(fuzz_reader *r) {
     for (int64_t i = 0; i < numel; i++) {
       double v = get(p, dt, i);
       if (creator == 1 || creator == 2 || creator == 3)
-        FUZZ_CHECK(v == (creator == 1 ? 0 : creator == 2 ? 1 : value), "%s: element %lld is %g",
-                   fn, (long long)i, v);
+        FUZZ_CHECK(v == (creator == 1   ? 0
+                         : creator == 2 ? 1
+                                        : value),
+                   "%s: element %lld is %g", fn, (long long)i, v);
       else if (creator == 5)
         FUZZ_CHECK(v >= 0 && v < 1, "clt_rand: element %lld is %g", (long long)i, v);
       else if (creator == 6)
@@ -400,7 +403,8 @@ static void fuzz_create(fuzz_reader *r) {
   free(d);
 }
 
-/* ---- mode 1: reshape ---------------------------------------------------------------------------- */
+/* ---- mode 1: reshape ----------------------------------------------------------------------------
+ */
 
 static void fuzz_reshape(fuzz_reader *r) {
   static const char fn[] = "clt_reshape";
@@ -573,8 +577,8 @@ static void fuzz_broadcast(fuzz_reader *r) {
       v[k] = operand_value(dt[k], seed[k], bindex(idx, res.ndim, sh[k].ndim, sh[k].d));
     double want_v = op == 6 ? as_dtype(rt, v[0] ? v[1] : v[2])
                             : as_dtype(rt, binop(op >= 7 ? 0 : op, v[0], v[1]));
-    FUZZ_CHECK(get(rp, rt, i) == want_v, "%s: element %lld is %g, expected %g", fn,
-               (long long)i, get(rp, rt, i), want_v);
+    FUZZ_CHECK(get(rp, rt, i) == want_v, "%s: element %lld is %g, expected %g", fn, (long long)i,
+               get(rp, rt, i), want_v);
   }
   if (!outsh)
     clt_tensor_release(out);
@@ -666,8 +670,8 @@ done:
 /* ---- mode 4: reductions and transpose ------------------------------------------------------ */
 
 static void fuzz_reduce(fuzz_reader *r) {
-  static const char *const fns[] = {"clt_sum_dim", "clt_mean_dim", "clt_max_dim", "clt_argmax_dim",
-                                    "clt_sum", "clt_transpose"};
+  static const char *const fns[] = {"clt_sum_dim",    "clt_mean_dim", "clt_max_dim",
+                                    "clt_argmax_dim", "clt_sum",      "clt_transpose"};
   int op = fuzz_u8(r) % 6;
   uint8_t seed = fuzz_u8(r);
   clt_dtype dt = (clt_dtype)(seed % CLT_DTYPE_COUNT);

@@ -83,7 +83,9 @@ static void run_file(const char *path) {
     bads++;
   if (want >= 0 && fuzz_outcome != want) {
     fprintf(stderr, "FAIL %s: the call %s but the file's name says it should %s (%s: %s)\n", path,
-            fuzz_outcome == 1 ? "succeeded" : fuzz_outcome == 0 ? "failed" : "was not made",
+            fuzz_outcome == 1   ? "succeeded"
+            : fuzz_outcome == 0 ? "failed"
+                                : "was not made",
             want ? "succeed" : "fail", clt_status_name(clt_last_status()), clt_last_error());
     failures++;
   }
