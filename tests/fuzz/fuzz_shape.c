@@ -649,6 +649,8 @@ static void fuzz_matmul(fuzz_reader *r) {
   check_meta(out, dt[0], nd, rs, fn);
   const void *p = clt_tensor_data(out);
   int64_t i = 0;
+  if (clt_tensor_numel(out) == 0)
+    batch = 0; /* nothing to check, and the loops below could be long */
   for (int64_t q = 0; q < batch; q++)
     for (int64_t x = 0; x < m; x++)
       for (int64_t y = 0; y < n; y++, i++) {
@@ -762,18 +764,20 @@ static void fuzz_reduce(fuzz_reader *r) {
   check_meta(out, rt, res.ndim, res.d, fn);
   int over;
   int64_t rn = product(res.ndim, res.d, &over);
-  if (op == 1 || rn > MAX_RESULT)
-    goto release; /* mean: not exact in general */
+  /* Values: not for mean (not exact in general), nor without elements (the input may then have
+   * dimensions whose product does not fit). */
+  if (op == 1 || rn == 0 || rn > MAX_RESULT)
+    goto release;
   const void *p = clt_tensor_data(out);
-  /* The input as (outer, n, inner) around the dimension reduced (the whole tensor for sum). */
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int i = 0; i < sh.ndim; i++) {
-    if (op == 4 || i == rdim)
-      len *= sh.d[i];
-    else if (i < rdim)
-      outer *= sh.d[i];
-    else
-      inner *= sh.d[i];
+  /* The input as (outer, len, inner) around the dimension reduced (all of it for sum): with a
+   * result of elements, outer and inner fit, and len is 0 if the input has none. */
+  int64_t outer = 1, len, inner = 1;
+  if (op == 4 || sh.ndim == 0) {
+    len = product(sh.ndim, sh.d, &over);
+  } else {
+    outer = product(rdim, sh.d, &over);
+    len = sh.d[rdim];
+    inner = product(sh.ndim - rdim - 1, sh.d + rdim + 1, &over);
   }
   if (op == 5) { /* transpose: out[.., j, .., i, ..] = t[.., i, .., j, ..] */
     int64_t idx[CLT_MAX_DIMS] = {0};
