@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check_util.h"
@@ -143,6 +144,45 @@ START_TEST(test_safetensors_metadata_twice) {
 }
 END_TEST
 
+/* clt_load added each tensor with clt_params_add, which looks for the name among those already
+ * added: time in n^2 for n tensors, so that a hostile 5 MB header of 80000 empty tensors took six
+ * minutes (and the 100 MiB the header may have, days). Now about a second for 60000, even under
+ * sanitizers; the bound is generous for slow machines. */
+START_TEST(test_safetensors_many_tensors) {
+  enum { N = 60000 };
+  char path[] = "/tmp/clt-fuzz-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "wb");
+  ck_assert_ptr_nonnull(f);
+  static const char entry[] = "\"t%06d\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}";
+  uint64_t hlen = 2 + (uint64_t)N * (sizeof entry - 1 - 4 + 6) + (N - 1);
+  unsigned char len[8];
+  for (int i = 0; i < 8; i++)
+    len[i] = (unsigned char)(hlen >> (8 * i));
+  ck_assert_uint_eq(fwrite(len, 1, 8, f), 8);
+  fputc('{', f);
+  for (int i = 0; i < N; i++) {
+    if (i)
+      fputc(',', f);
+    fprintf(f, entry, i);
+  }
+  fputc('}', f);
+  ck_assert_int_eq(fclose(f), 0);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  clt_params *p;
+  CU_OK(clt_load(path, clt_cpu(), &p));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  ck_assert_uint_eq(clt_params_count(p), N);
+  ck_assert_str_eq(clt_params_name_at(p, N - 1), "t059999");
+  ck_assert_msg(s < 45, "loading %d empty tensors took %.1f s", N, s);
+  clt_params_release(p);
+  unlink(path);
+}
+END_TEST
+
 Suite *fuzz_suite(void) {
   Suite *s = suite_create("fuzz");
   TCase *tc = cu_tcase("fuzz");
@@ -152,6 +192,7 @@ Suite *fuzz_suite(void) {
   tcase_add_test(tc, test_reduce_transpose_huge_dims);
   tcase_add_test(tc, test_matmul_huge_dims);
   tcase_add_test(tc, test_safetensors_metadata_twice);
+  tcase_add_test(tc, test_safetensors_many_tensors);
   suite_add_tcase(s, tc);
   return s;
 }

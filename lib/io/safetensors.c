@@ -877,7 +877,7 @@ static clt_status load_tensors(parser *p, const st_source *src, uint64_t data_st
     }
     free(buf);
     if (s == CLT_OK)
-      s = clt_params_add(out, t->name, ten);
+      s = clt__params_add_unique(out, t->name, ten, "clt_load"); /* validate() checked names */
     clt_tensor_release(ten);
     if (s != CLT_OK)
       return s;
