@@ -47,6 +47,10 @@ void fuzz_check_failure(clt_status st, const char *fn, const clt_status *allowed
 extern char fuzz_sentinel_storage[16];
 #define FUZZ_SENTINEL ((void *)fuzz_sentinel_storage)
 
+/* The number of elements of a shape: 0 if a dimension is 0 (the others may then be anything),
+ * -1 if a dimension is negative or the product does not fit in int64_t. */
+int64_t fuzz_numel(int ndim, const int64_t *shape);
+
 /* Reads the fuzz input as a stream: bytes past the end read as zero. */
 typedef struct fuzz_reader {
   const uint8_t *p;

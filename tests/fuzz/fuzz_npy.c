@@ -77,11 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int ndim = clt_tensor_ndim(t);
   FUZZ_CHECK(ndim >= 0 && ndim <= CLT_MAX_DIMS, "the tensor has ndim %d", ndim);
   const int64_t *shape = clt_tensor_shape(t);
-  int64_t numel = 1;
-  for (int d = 0; d < ndim; d++) {
-    FUZZ_CHECK(shape[d] >= 0, "dimension %d is %lld", d, (long long)shape[d]);
-    FUZZ_CHECK(!__builtin_mul_overflow(numel, shape[d], &numel), "the shape's product overflows");
-  }
+  int64_t numel = fuzz_numel(ndim, shape);
+  FUZZ_CHECK(numel >= 0, "the tensor has a negative dimension or too many elements");
   FUZZ_CHECK(clt_tensor_numel(t) == numel, "numel %lld, product of the shape %lld",
              (long long)clt_tensor_numel(t), (long long)numel);
   size_t nbytes = clt_tensor_nbytes(t);

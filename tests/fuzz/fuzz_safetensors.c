@@ -54,13 +54,8 @@ static uint64_t check_params(const clt_params *p, const uint8_t *data, size_t si
     int ndim = clt_tensor_ndim(t);
     FUZZ_CHECK(ndim >= 0 && ndim <= CLT_MAX_DIMS, "tensor '%s' has ndim %d", name, ndim);
     const int64_t *shape = clt_tensor_shape(t);
-    int64_t numel = 1;
-    for (int d = 0; d < ndim; d++) {
-      FUZZ_CHECK(shape[d] >= 0, "tensor '%s' has dimension %d = %lld", name, d,
-                 (long long)shape[d]);
-      FUZZ_CHECK(!__builtin_mul_overflow(numel, shape[d], &numel),
-                 "tensor '%s': the product of its shape overflows", name);
-    }
+    int64_t numel = fuzz_numel(ndim, shape);
+    FUZZ_CHECK(numel >= 0, "tensor '%s' has a negative dimension or too many elements", name);
     FUZZ_CHECK(clt_tensor_numel(t) == numel, "tensor '%s': numel %lld, product of shape %lld", name,
                (long long)clt_tensor_numel(t), (long long)numel);
     FUZZ_CHECK(clt_tensor_nbytes(t) == (size_t)numel * esize,

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fuzz.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,16 @@ void fuzz_fail(const char *file, int line, const char *fmt, ...) {
   abort();
 }
 
+/* PoCL's LLVM installs handlers for crash signals when the registry opens; on SIGABRT (a broken
+ * invariant: FUZZ_CHECK calls abort) LLVM's handler puts back the previous action and raises the
+ * signal again, and libFuzzer, which installs its own handler only where none is set, would never
+ * see the crash: the process would die without a reproducer. So the registry is opened with
+ * these signals' actions saved and put back afterwards (ASan's where it has some), before
+ * libFuzzer sets its handlers. SIGFPE and SIGUSR1 stay PoCL's: it uses them itself. */
+static const int crash_signals[] = {SIGABRT, SIGILL,  SIGBUS, SIGSEGV, SIGTRAP,
+                                    SIGINT,  SIGTERM, SIGHUP, SIGQUIT};
+#define NCRASH (sizeof crash_signals / sizeof crash_signals[0])
+
 void fuzz_init(void) {
   static int done;
   if (done)
@@ -32,7 +43,12 @@ void fuzz_init(void) {
   setenv("POCL_DEVICES", "pthread pthread", 0);
   unsetenv("CLT_DEVICE");
   unsetenv("CLT_SYNC");
+  struct sigaction saved[NCRASH];
+  for (size_t i = 0; i < NCRASH; i++)
+    sigaction(crash_signals[i], NULL, &saved[i]);
   (void)clt_device_count();
+  for (size_t i = 0; i < NCRASH; i++)
+    sigaction(crash_signals[i], &saved[i], NULL);
 }
 
 void fuzz_check_failure(clt_status st, const char *fn, const clt_status *allowed) {
@@ -51,6 +67,22 @@ void fuzz_check_failure(clt_status st, const char *fn, const clt_status *allowed
   FUZZ_CHECK(len > fl + 2 && strncmp(msg, fn, fl) == 0 && msg[fl] == ':' && msg[fl + 1] == ' ',
              "%s failed (%s) with a message that does not start with \"%s: \" and say more", fn,
              clt_status_name(st), fn);
+}
+
+int64_t fuzz_numel(int ndim, const int64_t *shape) {
+  int zero = 0;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return -1;
+    zero |= shape[i] == 0;
+  }
+  if (zero)
+    return 0;
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++)
+    if (__builtin_mul_overflow(n, shape[i], &n))
+      return -1;
+  return n;
 }
 
 uint8_t fuzz_u8(fuzz_reader *r) { return r->pos < r->n ? r->p[r->pos++] : 0; }
