@@ -11,7 +11,8 @@
  *                of fuzzed shapes and dtypes;
  *   3 matmul:    clt_matmul over operands of 0 to 4 dimensions;
  *   4 reduce:    sum / mean / max / argmax along a fuzzed dim (keepdim or not), whole-tensor sum,
- *                and clt_transpose of two fuzzed dims.
+ *                and clt_transpose of two fuzzed dims;
+ *   5 linear:    clt_linear with or without bias.
  * Every call is checked against an oracle written here from the documentation (clt.h): the exact
  * status, a message naming the function, untouched out-parameters on failure; on success the
  * result's dtype, ndim, shape, numel and nbytes, and its elements (small integers, so exact).
@@ -818,10 +819,93 @@ done:
   clt_tensor_release(t);
 }
 
+/* ---- mode 5: a linear layer ---------------------------------------------------------------- */
+
+static void fuzz_linear(fuzz_reader *r) {
+  static const char fn[] = "clt_linear";
+  shape sh[3];
+  clt_dtype dt[3];
+  uint8_t seed[3];
+  clt_tensor *in[3] = {NULL, NULL, NULL};
+  int with_bias = fuzz_u8(r) & 1, n = with_bias ? 3 : 2; /* x, weight, bias */
+  for (int k = 0; k < n; k++) {
+    seed[k] = fuzz_u8(r);
+    if (seed[k] >= 0xe0)
+      dt[k] = (clt_dtype)(seed[k] % CLT_DTYPE_COUNT); /* any dtype, now and then */
+    else
+      dt[k] = k > 0 ? dt[0] : seed[k] & 1 ? CLT_F64 : CLT_F32;
+    sh[k] = shape_small(r, 4, MAX_OPERAND);
+    in[k] = operand(&sh[k], dt[k], seed[k]);
+  }
+  /* The oracle (clt.h): one float dtype; x (N, in) or (B, N, in), weight (out, in), bias (out);
+   * then "those of clt_matmul": x times the transposed weight. */
+  clt_status want = CLT_OK;
+  const shape *x = &sh[0], *w = &sh[1], *b = with_bias ? &sh[2] : NULL;
+  for (int k = 0; k < n; k++)
+    if (!is_float(dt[k]) || dt[k] != dt[0])
+      want = CLT_ERR_DTYPE;
+  int64_t out_f = 0, in_f = 0, rows = 0;
+  if (want == CLT_OK) {
+    if (w->ndim != 2 || x->ndim < 2 || x->ndim > 3 || x->d[x->ndim - 1] != w->d[1] ||
+        (b && (b->ndim != 1 || b->d[0] != w->d[0])))
+      want = CLT_ERR_SHAPE_MISMATCH;
+  }
+  shape res = {0, {0}};
+  if (want == CLT_OK) {
+    out_f = w->d[0];
+    in_f = w->d[1];
+    int64_t batch = x->ndim == 3 ? x->d[0] : 1;
+    if (__builtin_mul_overflow(batch, x->d[x->ndim - 2], &rows) || rows > INT32_MAX ||
+        out_f > INT32_MAX || in_f > INT32_MAX)
+      want = CLT_ERR_SHAPE_MISMATCH;
+    res = *x;
+    res.d[res.ndim - 1] = out_f;
+  }
+  uint64_t bytes = 0;
+  if (want == CLT_OK &&
+      (want = shape_status(res.ndim, res.d, clt_dtype_size(dt[0]), &bytes)) == CLT_OK) {
+    int a = alloc_expect(bytes);
+    if (a == SKIP)
+      goto done;
+    want = (clt_status)a;
+  }
+
+  clt_tensor *y = FUZZ_SENTINEL;
+  clt_clear_error();
+  clt_status s = clt_linear(in[0], in[1], b ? in[2] : NULL, &y);
+  fuzz_outcome = s == CLT_OK;
+  if (want != CLT_OK) {
+    FUZZ_CHECK(s == want, "clt_linear gave %s, expected %s", clt_status_name(s),
+               clt_status_name(want));
+    FUZZ_CHECK(y == FUZZ_SENTINEL, "a failed clt_linear wrote its out-parameter");
+    /* Its own checks, or those of the operations it calls (documented). */
+    const char *msg = clt_last_error();
+    FUZZ_CHECK(!strncmp(msg, "clt_linear: ", 12) || !strncmp(msg, "clt_matmul: ", 12),
+               "clt_linear failed with a message from elsewhere");
+    goto done;
+  }
+  FUZZ_CHECK(s == CLT_OK, "clt_linear failed");
+  check_meta(y, dt[0], res.ndim, res.d, fn);
+  const void *p = clt_tensor_data(y);
+  int64_t rn = clt_tensor_numel(y);
+  for (int64_t i = 0; i < rn && rn <= MAX_RESULT; i++) {
+    int64_t row = i / out_f, o = i % out_f, acc = b ? operand_value(dt[2], seed[2], o) : 0;
+    for (int64_t k = 0; k < in_f; k++)
+      acc += operand_value(dt[0], seed[0], row * in_f + k) *
+             operand_value(dt[1], seed[1], o * in_f + k);
+    FUZZ_CHECK(get(p, dt[0], i) == (double)acc, "clt_linear: element %lld is %g, expected %lld",
+               (long long)i, get(p, dt[0], i), (long long)acc);
+  }
+  clt_tensor_release(y);
+done:
+  for (int k = 0; k < n; k++)
+    clt_tensor_release(in[k]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_reader r = {data, size, 0};
   fuzz_outcome = -1;
-  switch (fuzz_u8(&r) % 5) {
+  switch (fuzz_u8(&r) % 6) {
   case 0:
     fuzz_create(&r);
     break;
@@ -834,8 +918,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 3:
     fuzz_matmul(&r);
     break;
-  default:
+  case 4:
     fuzz_reduce(&r);
+    break;
+  default:
+    fuzz_linear(&r);
     break;
   }
   return 0;

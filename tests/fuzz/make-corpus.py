@@ -385,6 +385,17 @@ def shapes():
     w("bad-sum-dim-zero-huge", red(0, F32, S(2**62, 2**62, 0), 2))
     w("ok-sum-dim-zero-huge", red(0, F32, S(2**62, 0, 2**62), 2))
     w("ok-transpose-zero-huge", red(5, F32, S(0, 2**62, 2**62), 0, 2))
+    # mode 5: clt_linear. a byte (odd: with a bias), then x, weight (and bias) as for matmul.
+    lin = lambda *ops: (bytes([5, 1 if len(ops) == 3 else 0]) +
+                        b"".join(bytes([sd]) + sh for sd, sh in ops))
+    w("ok-linear", lin((0, S(2, 3)), (0, S(4, 3)), (0, S(4))))
+    w("ok-linear-batch-no-bias", lin((1, S(2, 2, 3)), (1, S(5, 3))))
+    w("ok-linear-empty-batch", lin((0, S(0, 3)), (0, S(2, 3)), (0, S(2))))
+    w("bad-linear-in", lin((0, S(2, 3)), (0, S(4, 2)), (0, S(4))))
+    w("bad-linear-bias", lin((0, S(2, 3)), (0, S(4, 3)), (0, S(3))))
+    w("bad-linear-1d", lin((0, S(3)), (0, S(4, 3))))
+    w("bad-linear-i32", lin((0xe0, S(2, 3)), (0xe0, S(4, 3))))
+    w("bad-linear-huge-out", lin((0, S(2, 0)), (0, S(2**62, 0))))
 
 
 safetensors()
