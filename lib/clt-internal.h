@@ -223,5 +223,20 @@ uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
 /* 1 if the n bytes at s are valid UTF-8 (no overlong forms, surrogates or code points above
  * U+10FFFF). */
 bool clt__utf8_valid(const unsigned char *s, size_t n);
+/* clt_params_add without its checks of the name, for a caller that has made them for a whole set
+ * at once (the safetensors loader sorts the names): name is valid UTF-8, not empty, not
+ * "__metadata__" and not yet in p. clt_params_add looks for duplicates one by one, which made
+ * loading a file of n tensors take time in n^2. Errors are reported for fn. */
+clt_status clt__params_add_unique(clt_params *p, const char *name, clt_tensor *t, const char *fn);
+
+/* ---- files from memory (io/safetensors.c, io/npy.c) ------------------------------------- */
+
+/* clt_load and clt_load_npy over the size bytes at data instead of a file (the fuzz targets in
+ * tests/fuzz call these): the same checks, results and errors, name standing for the path in
+ * messages. */
+clt_status clt__load_mem(const void *data, size_t size, const char *name, clt_device *map_location,
+                         clt_params **out);
+clt_status clt__load_npy_mem(const void *data, size_t size, const char *name, clt_device *dev,
+                             clt_tensor **out);
 
 #endif /* CLT_INTERNAL_H */

@@ -150,6 +150,12 @@ static clt_status broadcast(clt_tensor *const *in, int n, const char *fn, clt_bc
   }
   bc->same = true;
   for (int k = 0; k < n; k++) {
+    if (in[k]->ndim != nd || memcmp(in[k]->shape, bc->shape, sizeof(int64_t) * nd) != 0)
+      bc->same = false;
+    /* An operand without elements makes the result empty: no strides are needed, and the
+     * product of its other dimensions may not fit. */
+    if (in[k]->numel == 0)
+      continue;
     int64_t stride = 1;
     for (int d = nd - 1; d >= 0; d--) {
       int dk = d - (nd - in[k]->ndim);
@@ -157,8 +163,6 @@ static clt_status broadcast(clt_tensor *const *in, int n, const char *fn, clt_bc
       bc->s[k][d] = (nk == 1 && bc->shape[d] != 1) ? 0 : stride;
       stride *= nk;
     }
-    if (in[k]->ndim != nd || memcmp(in[k]->shape, bc->shape, sizeof(int64_t) * nd) != 0)
-      bc->same = false;
   }
   return CLT_OK;
 }
@@ -345,6 +349,19 @@ clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor 
 
 static const char *const reduce_names[] = {"sum", "mean", "max", "min", "argmax"};
 
+/* The product of shape[from .. to-1]: 0 if one of them is 0, INT64_MAX if it does not fit (a
+ * tensor without elements may have any other dimensions). */
+static int64_t dims_product(const int64_t *shape, int from, int to) {
+  for (int d = from; d < to; d++)
+    if (shape[d] == 0)
+      return 0;
+  int64_t n = 1;
+  for (int d = from; d < to; d++)
+    if (__builtin_mul_overflow(n, shape[d], &n))
+      return INT64_MAX;
+  return n;
+}
+
 /* Every reduction comes through here: dim < 0 means the whole tensor. */
 static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bool whole, int dim,
                          int keepdim, clt_tensor **out) {
@@ -365,12 +382,9 @@ static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bo
     if (nd > 0) {
       if (dim < 0)
         dim += nd;
-      red.outer = 1;
-      red.inner = 1;
-      for (int d = 0; d < dim; d++)
-        red.outer *= t->shape[d];
-      for (int d = dim + 1; d < nd; d++)
-        red.inner *= t->shape[d];
+      /* Saturated where the result would not fit: clt__tensor_new refuses its shape. */
+      red.outer = dims_product(t->shape, 0, dim);
+      red.inner = dims_product(t->shape, dim + 1, nd);
       red.r = t->shape[dim];
       for (int d = 0; d < nd; d++)
         if (d != dim)
@@ -400,7 +414,7 @@ static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bo
     break;
   }
   if (red.r == 0 && (kind == CLT__RED_MAX || kind == CLT__RED_MIN || kind == CLT__RED_ARGMAX) &&
-      red.outer * red.inner > 0)
+      red.outer > 0 && red.inner > 0)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "%s of an empty %s has no value: the reduced size is 0", red.name,
                       whole ? "tensor" : "dimension");
@@ -496,10 +510,13 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
     return shape_error(fn, a, b, why);
   }
   g.batch = ba >= 0 ? ba : bb >= 0 ? bb : 1;
-  g.sa = ba >= 0 ? g.m * g.k : 0;
-  g.sb = bb >= 0 ? g.k * g.n : 0;
-  if (g.batch * g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
+  int64_t rows;
+  if (__builtin_mul_overflow(g.batch, g.m, &rows) || rows > INT32_MAX || g.n > INT32_MAX ||
+      g.k > INT32_MAX)
     return shape_error(fn, a, b, "BLAS takes dimensions up to 2^31-1 (batch * m counts as one)");
+  /* m fits too unless the batch is empty (a result without elements, strides unused). */
+  g.sa = ba >= 0 && g.batch > 0 ? g.m * g.k : 0;
+  g.sb = bb >= 0 ? g.k * g.n : 0;
   int nd = ba >= 0 || bb >= 0 ? 3 : 2;
   int64_t shape[3] = {g.batch, g.m, g.n};
   clt_device *dev = a->storage->dev;
@@ -546,10 +563,12 @@ clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out) {
   int64_t shape[CLT_MAX_DIMS];
   for (int i = 0; i < t->ndim; i++)
     shape[i] = t->shape[i];
-  clt_transpose_desc g = {1, 1, 1, 1, 1};
   if (t->ndim > 0) {
     shape[d0] = t->shape[d1];
     shape[d1] = t->shape[d0];
+  }
+  clt_transpose_desc g = {1, 1, 1, 1, 1};
+  if (t->ndim > 0 && t->numel > 0) { /* without elements, the products may not fit */
     for (int i = 0; i < t->ndim; i++) {
       if (i < d0)
         g.outer *= t->shape[i];

@@ -77,6 +77,27 @@ static entry *find(const clt_params *p, const char *name) {
   return NULL;
 }
 
+/* Adds (name, t) at the end of p, retaining t; name is not checked. */
+static clt_status append(clt_params *p, const char *name, size_t len, clt_tensor *t,
+                         const char *fn) {
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 8;
+    entry *e = realloc(p->e, cap * sizeof *e);
+    if (!e)
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    p->e = e;
+    p->cap = cap;
+  }
+  char *copy = malloc(len + 1);
+  if (!copy)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  memcpy(copy, name, len + 1);
+  p->e[p->n].name = copy;
+  p->e[p->n].t = clt_tensor_retain(t);
+  p->n++;
+  return CLT_OK;
+}
+
 clt_status clt_params_add(clt_params *p, const char *name, clt_tensor *t) {
   static const char fn[] = "clt_params_add";
   clt_status s;
@@ -96,22 +117,11 @@ clt_status clt_params_add(clt_params *p, const char *name, clt_tensor *t) {
   if (find(p, name))
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "the set already holds a tensor named '%s'; names are unique", name);
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? 2 * p->cap : 8;
-    entry *e = realloc(p->e, cap * sizeof *e);
-    if (!e)
-      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-    p->e = e;
-    p->cap = cap;
-  }
-  char *copy = malloc(len + 1);
-  if (!copy)
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  memcpy(copy, name, len + 1);
-  p->e[p->n].name = copy;
-  p->e[p->n].t = clt_tensor_retain(t);
-  p->n++;
-  return CLT_OK;
+  return append(p, name, len, t, fn);
+}
+
+clt_status clt__params_add_unique(clt_params *p, const char *name, clt_tensor *t, const char *fn) {
+  return append(p, name, strlen(name), t, fn);
 }
 
 clt_tensor *clt_params_get(const clt_params *p, const char *name) {

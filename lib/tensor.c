@@ -89,11 +89,18 @@ clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt
   atomic_init(&t->refs, 1);
   t->dtype = dtype;
   t->ndim = ndim;
-  t->numel = 1;
+  /* The shape was validated: its product fits, unless a 0 makes it 0 (then the other dimensions
+   * may be anything, and their product must not be taken). */
+  bool empty = false;
   for (int i = 0; i < ndim; i++) {
     t->shape[i] = shape[i];
-    t->numel *= shape[i];
+    empty |= shape[i] == 0;
   }
+  t->numel = 1;
+  for (int i = 0; i < ndim && !empty; i++)
+    t->numel *= shape[i];
+  if (empty)
+    t->numel = 0;
   t->nbytes = (size_t)t->numel * clt_dtype_size(dtype);
   t->storage = clt__storage_retain(s);
   *out = t;
@@ -467,8 +474,11 @@ clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor
                       CLT_MAX_DIMS);
   if (ndim > 0 && !shape)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
+  /* Every dimension is checked before any count: a -1 at most once, no other negative. Counts
+   * follow clt_empty's rule: a shape with a 0 holds 0 elements whatever its other dimensions. */
   int64_t dims[CLT_MAX_DIMS], known = 1;
   int infer = -1;
+  bool zero = false, overflow = false;
   for (int i = 0; i < ndim; i++) {
     dims[i] = shape[i];
     if (shape[i] == -1) {
@@ -481,29 +491,29 @@ clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor
     } else if (shape[i] < 0) {
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
                         (long long)shape[i]);
-    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
-      known = -1; /* cannot match any numel */
-      break;
+    } else if (shape[i] == 0) {
+      zero = true;
+    } else if (!overflow && __builtin_mul_overflow(known, shape[i], &known)) {
+      overflow = true; /* cannot match any numel, unless a 0 follows */
     }
   }
-  char want[256], have[256];
+  if (zero)
+    known = 0;
+  else if (overflow)
+    known = -1;
+  bool fits;
   if (infer >= 0) {
-    if (known > 0 && t->numel % known == 0)
-      dims[infer] = t->numel / known;
-    else if (known == 0 && t->numel == 0)
-      dims[infer] = 0; /* ambiguous in principle; 0 is what NumPy refuses and PyTorch too */
-    else
-      dims[infer] = -1;
     if (known == 0)
       return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
                         "cannot infer the -1 dimension when another dimension is 0");
+    fits = known > 0 && t->numel % known == 0;
+    if (fits)
+      dims[infer] = t->numel / known;
+  } else {
+    fits = known == t->numel;
   }
-  int64_t n = 1;
-  bool bad = false;
-  for (int i = 0; i < ndim && !bad; i++)
-    if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n))
-      bad = true;
-  if (bad || n != t->numel) {
+  if (!fits) {
+    char want[256], have[256];
     clt__format_shape(want, sizeof want, ndim, shape);
     clt__format_shape(have, sizeof have, t->ndim, t->shape);
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,

@@ -29,6 +29,7 @@ int main(void) {
   srunner_add_suite(sr, io_suite());
   srunner_add_suite(sr, badinput_suite());
   srunner_add_suite(sr, threads_suite());
+  srunner_add_suite(sr, fuzz_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

@@ -34,6 +34,7 @@ Suite *params_suite(void);
 Suite *io_suite(void);
 Suite *badinput_suite(void);
 Suite *threads_suite(void);
+Suite *fuzz_suite(void);
 
 /* 1 when Check runs each test in its own child process (the default); set by check_main.c
  * before any test runs. Tests that need a fresh process (environment variables read once at

@@ -422,31 +422,44 @@ static void fortran_to_c(const uint8_t *src, uint8_t *dst, int ndim, const int64
 
 /* ---- loading ------------------------------------------------------------------------------ */
 
-static bool read_all(FILE *f, void *buf, size_t n) { return n == 0 || fread(buf, 1, n, f) == n; }
+/* Where the loader reads from: a file, or bytes in memory (clt__load_npy_mem). */
+typedef struct npy_source {
+  FILE *f;            /* NULL for memory */
+  const uint8_t *mem; /* the bytes, when f is NULL */
+  uint64_t size, pos; /* of the file or the bytes; the next byte to read from memory */
+  const char *path;   /* the file's path, or a name for the bytes; for messages */
+} npy_source;
 
-static clt_status io_error(FILE *f, const char *fn, const char *path) {
-  clt_status st = ferror(f)
-                      ? clt__error(CLT_ERR_IO, fn, "%s: read error: %s", path, strerror(errno))
-                      : clt__error(CLT_ERR_IO, fn, "%s: the file shrank while being read", path);
-  return st;
+static bool read_all(npy_source *src, void *buf, size_t n) {
+  if (n == 0)
+    return true;
+  if (src->f)
+    return fread(buf, 1, n, src->f) == n;
+  if (src->pos > src->size || n > src->size - src->pos)
+    return false;
+  memcpy(buf, src->mem + src->pos, n);
+  src->pos += n;
+  return true;
 }
 
-static clt_status load(FILE *f, const char *path, clt_device *dev, clt_tensor **out) {
+static clt_status io_error(const npy_source *src, const char *fn) {
+  if (src->f && ferror(src->f))
+    return clt__error(CLT_ERR_IO, fn, "%s: read error: %s", src->path, strerror(errno));
+  return clt__error(CLT_ERR_IO, fn, "%s: the file shrank while being read", src->path);
+}
+
+static clt_status load(npy_source *src, clt_device *dev, clt_tensor **out) {
   static const char fn[] = "clt_load_npy";
 #define BAD(...) clt__error(CLT_ERR_FORMAT, fn, __VA_ARGS__)
-  struct stat sb;
-  if (fstat(fileno(f), &sb) != 0)
-    return clt__error(CLT_ERR_IO, fn, "%s: %s", path, strerror(errno));
-  if (!S_ISREG(sb.st_mode))
-    return clt__error(CLT_ERR_IO, fn, "%s is not a regular file", path);
-  uint64_t file_size = (uint64_t)sb.st_size;
+  const char *path = src->path;
+  uint64_t file_size = src->size;
 
   uint8_t prefix[12];
   if (file_size < 10)
     return BAD("%s is not a .npy file: %llu bytes, too short for the 10-byte preamble", path,
                (unsigned long long)file_size);
-  if (!read_all(f, prefix, 10))
-    return io_error(f, fn, path);
+  if (!read_all(src, prefix, 10))
+    return io_error(src, fn);
   if (memcmp(prefix, npy_magic, 6) != 0)
     return BAD("%s is not a .npy file: it does not start with \"\\x93NUMPY\"", path);
   int major = prefix[6], minor = prefix[7];
@@ -457,8 +470,8 @@ static clt_status load(FILE *f, const char *path, clt_device *dev, clt_tensor **
   } else if ((major == 2 || major == 3) && minor == 0) {
     if (file_size < 12)
       return BAD("%s: truncated in the version %d.0 preamble", path, major);
-    if (!read_all(f, prefix + 10, 2))
-      return io_error(f, fn, path);
+    if (!read_all(src, prefix + 10, 2))
+      return io_error(src, fn);
     header_len = (uint64_t)prefix[8] | (uint64_t)prefix[9] << 8 | (uint64_t)prefix[10] << 16 |
                  (uint64_t)prefix[11] << 24;
     start = 12;
@@ -475,9 +488,9 @@ static clt_status load(FILE *f, const char *path, clt_device *dev, clt_tensor **
   char *text = malloc(header_len ? header_len : 1);
   if (!text)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  if (!read_all(f, text, header_len)) {
+  if (!read_all(src, text, header_len)) {
     free(text);
-    return io_error(f, fn, path);
+    return io_error(src, fn);
   }
   npy_header h;
   memset(&h, 0, sizeof h);
@@ -550,8 +563,8 @@ static clt_status load(FILE *f, const char *path, clt_device *dev, clt_tensor **
                     (unsigned long long)bytes, path);
     goto fail;
   }
-  if (!read_all(f, fortran ? tmp : buf, bytes)) {
-    st = io_error(f, fn, path);
+  if (!read_all(src, fortran ? tmp : buf, bytes)) {
+    st = io_error(src, fn);
     goto fail;
   }
   if (fortran)
@@ -594,7 +607,28 @@ clt_status clt_load_npy(const char *path, clt_device *dev, clt_tensor **out) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path, strerror(errno));
-  st = load(f, path, dev, out);
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0)
+    st = clt__error(CLT_ERR_IO, fn, "%s: %s", path, strerror(errno));
+  else if (!S_ISREG(sb.st_mode))
+    st = clt__error(CLT_ERR_IO, fn, "%s is not a regular file", path);
+  else
+    st = load(&(npy_source){.f = f, .size = (uint64_t)sb.st_size, .path = path}, dev, out);
   fclose(f);
   return st;
+}
+
+clt_status clt__load_npy_mem(const void *data, size_t size, const char *name, clt_device *dev,
+                             clt_tensor **out) {
+  static const char fn[] = "clt_load_npy";
+  clt_status st;
+  if (!data && size > 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "data is NULL but size is %zu", size);
+  if (!name)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "name is NULL");
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((st = clt__check_device(dev, fn, "dev")) != CLT_OK)
+    return st;
+  return load(&(npy_source){.mem = data, .size = size, .path = name}, dev, out);
 }

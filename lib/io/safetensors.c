@@ -690,11 +690,9 @@ static int cmp_meta(const void *a, const void *b) {
 
 /* Everything about the tensors that can be checked without their data. */
 static clt_status validate(parser *p, uint64_t data_size) {
-  if (p->nt == 0)
-    return data_size == 0
-               ? CLT_OK
-               : fmt_error(p, NULL, "the header lists no tensors but %llu bytes of data follow",
-                           (unsigned long long)data_size);
+  if (p->nt == 0 && data_size > 0)
+    return fmt_error(p, NULL, "the header lists no tensors but %llu bytes of data follow",
+                     (unsigned long long)data_size);
   for (size_t i = 0; i < p->nt; i++) {
     tinfo *t = &p->t[i];
     uint64_t numel = 1, bytes;
@@ -720,7 +718,7 @@ static clt_status validate(parser *p, uint64_t data_size) {
           st_dtype_name(t->dt), (unsigned long long)bytes, (unsigned long long)t->begin,
           (unsigned long long)t->end, (unsigned long long)(t->end - t->begin));
   }
-  tinfo **order = malloc(p->nt * sizeof *order);
+  tinfo **order = malloc((p->nt ? p->nt : 1) * sizeof *order);
   if (!order)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
   for (size_t i = 0; i < p->nt; i++)
@@ -762,13 +760,14 @@ static clt_status validate(parser *p, uint64_t data_size) {
   if (s != CLT_OK)
     return s;
   /* Devices recorded in __metadata__ (duplicate keys refused). */
-  qsort(p->m, p->nm, sizeof *p->m, cmp_meta);
+  if (p->nm > 1) /* p->m is NULL without metadata, and qsort's pointer must not be */
+    qsort(p->m, p->nm, sizeof *p->m, cmp_meta);
   for (size_t i = 1; i < p->nm; i++)
     if (strcmp(p->m[i - 1].key, p->m[i].key) == 0)
       return fmt_error(p, NULL, "__metadata__ has the key \"%.200s\" twice", p->m[i].key);
   size_t klen = strlen(DEVICE_KEY);
   if (p->nm > 0) {
-    tinfo **byname = malloc(p->nt * sizeof *byname);
+    tinfo **byname = malloc((p->nt ? p->nt : 1) * sizeof *byname);
     if (!byname)
       return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
     for (size_t i = 0; i < p->nt; i++)
@@ -789,10 +788,25 @@ static clt_status validate(parser *p, uint64_t data_size) {
 
 /* ---- loading ------------------------------------------------------------------------------ */
 
-static clt_status read_at(int fd, void *dst, size_t n, uint64_t off, const char *path) {
+/* Where clt_load reads from: an open file, or bytes in memory (clt__load_mem). */
+typedef struct st_source {
+  int fd;                   /* -1 for memory */
+  const unsigned char *mem; /* the bytes, when fd is -1 */
+  uint64_t size;            /* of the file or the bytes */
+  const char *path;         /* the file's path, or a name for the bytes; for messages */
+} st_source;
+
+static clt_status read_at(const st_source *src, void *dst, size_t n, uint64_t off) {
+  const char *path = src->path;
+  if (src->fd < 0) {
+    if (off > src->size || n > src->size - off)
+      return clt__error(CLT_ERR_IO, "clt_load", "%s: unexpected end of data", path);
+    memcpy(dst, src->mem + off, n);
+    return CLT_OK;
+  }
   char *d = dst;
   while (n > 0) {
-    ssize_t r = pread(fd, d, n, (off_t)off);
+    ssize_t r = pread(src->fd, d, n, (off_t)off);
     if (r < 0 && errno == EINTR)
       continue;
     if (r < 0)
@@ -839,8 +853,8 @@ static clt_status resolve_devices(parser *p, clt_device *map, clt_device **where
   return CLT_OK;
 }
 
-static clt_status load_tensors(parser *p, int fd, uint64_t data_start, clt_device **where,
-                               clt_params *out) {
+static clt_status load_tensors(parser *p, const st_source *src, uint64_t data_start,
+                               clt_device **where, clt_params *out) {
   clt_status s;
   for (size_t i = 0; i < p->nt; i++) {
     tinfo *t = &p->t[i];
@@ -850,7 +864,7 @@ static clt_status load_tensors(parser *p, int fd, uint64_t data_start, clt_devic
       return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load",
                         "%s: no host memory for the %zu bytes of tensor '%.200s'", p->path, nbytes,
                         t->name);
-    s = read_at(fd, buf, nbytes, data_start + t->begin, p->path);
+    s = read_at(src, buf, nbytes, data_start + t->begin);
     if (s == CLT_OK && t->dt == CLT_BOOL)
       for (size_t k = 0; k < nbytes && s == CLT_OK; k++)
         if (((unsigned char *)buf)[k] > 1)
@@ -863,7 +877,7 @@ static clt_status load_tensors(parser *p, int fd, uint64_t data_start, clt_devic
     }
     free(buf);
     if (s == CLT_OK)
-      s = clt_params_add(out, t->name, ten);
+      s = clt__params_add_unique(out, t->name, ten, "clt_load"); /* validate() checked names */
     clt_tensor_release(ten);
     if (s != CLT_OK)
       return s;
@@ -871,38 +885,23 @@ static clt_status load_tensors(parser *p, int fd, uint64_t data_start, clt_devic
   return CLT_OK;
 }
 
-clt_status clt_load(const char *path, clt_device *map_location, clt_params **out) {
+/* Everything clt_load does once the file is open: src is validated whole (header length, the
+ * header, the tensors' layout, their devices) before anything is allocated for the tensors. */
+static clt_status load_source(const st_source *src, clt_device *map_location, clt_params **out) {
   static const char fn[] = "clt_load";
   clt_status s;
-  if (!path || !out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", path ? "out" : "path");
-  if (map_location && (s = clt__check_device(map_location, fn, "map_location")) != CLT_OK)
-    return s;
-  int fd = open(path, O_RDONLY);
-  if (fd < 0)
-    return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path, strerror(errno));
-  parser p = {.path = path};
+  parser p = {.path = src->path};
   unsigned char *header = NULL;
   clt_device **where = NULL;
   clt_params *params = NULL;
-  struct stat st;
   unsigned char len8[8];
-  uint64_t hlen = 0;
-  if (fstat(fd, &st) != 0) {
-    s = clt__error(CLT_ERR_IO, fn, "cannot stat %s: %s", path, strerror(errno));
-    goto done;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    s = clt__error(CLT_ERR_IO, fn, "%s is not a regular file", path);
-    goto done;
-  }
-  uint64_t size = (uint64_t)st.st_size;
+  uint64_t hlen = 0, size = src->size;
   if (size < 8) {
     s = fmt_error(&p, NULL, "the file is %llu bytes long, too short for the 8-byte header length",
                   (unsigned long long)size);
     goto done;
   }
-  if ((s = read_at(fd, len8, 8, 0, path)) != CLT_OK)
+  if ((s = read_at(src, len8, 8, 0)) != CLT_OK)
     goto done;
   for (int i = 7; i >= 0; i--)
     hlen = (hlen << 8) | len8[i];
@@ -920,10 +919,10 @@ clt_status clt_load(const char *path, clt_device *map_location, clt_params **out
   }
   header = malloc(hlen ? (size_t)hlen : 1);
   if (!header) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the header of %s", path);
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the header of %s", src->path);
     goto done;
   }
-  if ((s = read_at(fd, header, (size_t)hlen, 8, path)) != CLT_OK)
+  if ((s = read_at(src, header, (size_t)hlen, 8)) != CLT_OK)
     goto done;
   p.s = header;
   p.n = (size_t)hlen;
@@ -938,7 +937,7 @@ clt_status clt_load(const char *path, clt_device *map_location, clt_params **out
     goto done;
   if ((s = clt_params_create(&params)) != CLT_OK)
     goto done;
-  if ((s = load_tensors(&p, fd, 8 + hlen, where, params)) != CLT_OK)
+  if ((s = load_tensors(&p, src, 8 + hlen, where, params)) != CLT_OK)
     goto done;
   *out = params;
   params = NULL;
@@ -947,6 +946,41 @@ done:
   free(where);
   free(header);
   parser_free(&p);
+  return s;
+}
+
+clt_status clt_load(const char *path, clt_device *map_location, clt_params **out) {
+  static const char fn[] = "clt_load";
+  clt_status s;
+  if (!path || !out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", path ? "out" : "path");
+  if (map_location && (s = clt__check_device(map_location, fn, "map_location")) != CLT_OK)
+    return s;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return clt__error(CLT_ERR_IO, fn, "cannot open %s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    s = clt__error(CLT_ERR_IO, fn, "cannot stat %s: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    s = clt__error(CLT_ERR_IO, fn, "%s is not a regular file", path);
+  else
+    s = load_source(&(st_source){.fd = fd, .size = (uint64_t)st.st_size, .path = path},
+                    map_location, out);
   close(fd);
   return s;
+}
+
+clt_status clt__load_mem(const void *data, size_t size, const char *name, clt_device *map_location,
+                         clt_params **out) {
+  static const char fn[] = "clt_load";
+  clt_status s;
+  if (!data && size > 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "data is NULL but size is %zu", size);
+  if (!name || !out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", name ? "out" : "name");
+  if (map_location && (s = clt__check_device(map_location, fn, "map_location")) != CLT_OK)
+    return s;
+  return load_source(&(st_source){.fd = -1, .mem = data, .size = size, .path = name}, map_location,
+                     out);
 }
