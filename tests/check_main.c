@@ -26,6 +26,8 @@ int main(void) {
   srunner_add_suite(sr, dlpack_suite());
   srunner_add_suite(sr, params_suite());
   srunner_add_suite(sr, io_suite());
+  srunner_add_suite(sr, oom_suite());
+  srunner_add_suite(sr, faults_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

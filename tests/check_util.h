@@ -31,6 +31,8 @@ Suite *npy_suite(void);
 Suite *dlpack_suite(void);
 Suite *params_suite(void);
 Suite *io_suite(void);
+Suite *oom_suite(void);    /* check_oom.c: out of memory (reliability) */
+Suite *faults_suite(void); /* check_faults.c: injected faults (reliability) */
 
 /* 1 when Check runs each test in its own child process (the default); set by check_main.c
  * before any test runs. Tests that need a fresh process (environment variables read once at
