@@ -393,6 +393,23 @@ static void child(const walk_config *c, long n, report *r) {
   const char *tmp = getenv("TMPDIR");
   snprintf(w.path, sizeof w.path, "%s/clt-faults-%ld.bin", tmp && *tmp ? tmp : "/tmp",
            (long)getpid());
+  /* CLBlast keeps its compiled programs for the life of the process (a context reference
+   * each): let it make them before the count starts. */
+  bool clblast = false;
+  for (int v = 1; v < nd; v++) {
+    const char *path = clt_matmul_path(devs[v]);
+    if (path && strcmp(path, "clblast") == 0) {
+      clblast = true;
+      int64_t sq[2] = {WR, WR};
+      clt_tensor *x = NULL, *y = NULL;
+      if (clt_ones(CLT_F32, 2, sq, devs[v], &x) != CLT_OK || clt_matmul(x, x, &y) != CLT_OK ||
+          clt_device_synchronize(devs[v]) != CLT_OK)
+        flag(r, "warming CLBlast up on %s failed: %s", clt_device_name(devs[v]), clt_last_error());
+      clt_tensor_release(x);
+      clt_tensor_release(y);
+    }
+  }
+  clt_device_empty_cache(NULL);
   long ctx0, q0;
   cl_objects(devs, nd, &ctx0, &q0);
 
@@ -437,9 +454,11 @@ static void child(const walk_config *c, long n, report *r) {
       break;
     usleep(5000);
   }
-  if (ctx1 != ctx0 || q1 != q0)
-    flag(r, "OpenCL objects leaked: context references %+ld (buffers, user events), queue "
-            "references %+ld (events)",
+  /* Fewer references than before would be a release too many, except that CLBlast drops
+   * events it held at the start. */
+  if (ctx1 > ctx0 || q1 > q0 || (!clblast && (ctx1 != ctx0 || q1 != q0)))
+    flag(r, "OpenCL objects leaked or released too often: context references %+ld (buffers, "
+            "user events), queue references %+ld (events)",
          ctx1 - ctx0, q1 - q0);
 }
 
@@ -491,14 +510,20 @@ static void walk(const walk_config *c, const char *test) {
   ck_assert_msg(sites > 0, "%s: the workload makes no %s calls", test, kind);
   if (fig && !c->contexts_per_device && c->kind < CLT__FAULT_ANY)
     fig->sites[c->kind] = sites;
-  long errors = 0, recovered = 0;
+  long errors = 0, recovered = 0, missed = 0;
   for (long n = 1; n <= sites; n++) {
     spawn(c, n, &r);
     ck_assert_msg(!r.bad[0], "%s: %s call %ld (%s) failing: %s (the workload returned %s: %s)",
                   test, kind, n, r.site, r.bad, clt_status_name(r.status), r.message);
-    ck_assert_msg(r.injected >= 1, "%s: %s call %ld was never made (%ld made): the workload is "
-                  "not deterministic",
-                  test, kind, n, r.count[c->kind]);
+    if (r.injected == 0) {
+      /* The workload made fewer calls this time. Not every count is fixed: a host buffer that
+       * a driver callback returns to the cache a little later or earlier carries events of
+       * other contexts, and reusing it bridges them with user events (or not). */
+      ck_assert_msg(r.status == CLT_OK, "%s: the workload failed with no fault injected: %s", test,
+                    r.message);
+      missed++;
+      continue;
+    }
     if (r.status != CLT_OK) {
       ck_assert_msg(strncmp(r.message, "clt_", 4) == 0 && strstr(r.message, ": ") != NULL,
                     "%s: %s call %ld (%s) failing gave %s with the message '%s'", test, kind, n,
@@ -512,11 +537,13 @@ static void walk(const walk_config *c, const char *test) {
       recovered++;
     }
   }
-  printf("%s: %ld %s calls failed one at a time%s: %ld errors, %ld recovered\n", test, sites, kind,
-         sticky ? " (and every later one)" : "", errors, recovered);
+  printf("%s: %ld %s calls failed one at a time%s: %ld errors, %ld recovered, %ld not reached\n",
+         test, sites, kind, sticky ? " (and every later one)" : "", errors, recovered, missed);
   fflush(stdout);
+  ck_assert_msg(missed * 10 <= sites, "%s: %ld of the %ld %s calls were not made again", test,
+                missed, sites, kind);
   if (fig) {
-    __atomic_add_fetch(&fig->injected, sites, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&fig->injected, errors + recovered, __ATOMIC_RELAXED);
     __atomic_add_fetch(&fig->errors, errors, __ATOMIC_RELAXED);
     __atomic_add_fetch(&fig->recovered, recovered, __ATOMIC_RELAXED);
   }
