@@ -28,20 +28,21 @@ const char *clt__fault_kind_name(clt_fault_kind kind) {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static struct {
-  bool counting;         /* calls are counted (and one may fail) */
-  bool armed;            /* n >= 1 */
-  clt_fault_kind kind;   /* the kind whose n-th call fails */
+  bool counting;       /* calls are counted (and one may fail) */
+  bool armed;          /* n >= 1 */
+  clt_fault_kind kind; /* the kind whose n-th call fails */
   long n;
-  unsigned flags;        /* CLT__FAULT_STICKY, CLT__FAULT_THIS_THREAD */
-  pthread_t owner;       /* with CLT__FAULT_THIS_THREAD: the only thread counted */
-  bool verbose;          /* armed by CLT_FAULT: report each fault on stderr */
+  unsigned flags;  /* CLT__FAULT_STICKY, CLT__FAULT_THIS_THREAD */
+  pthread_t owner; /* with CLT__FAULT_THIS_THREAD: the only thread counted */
+  bool verbose;    /* armed by CLT_FAULT: report each fault on stderr */
   long count[CLT__FAULT_KINDS];
   long injected;
   const char *site;
 } st = {.site = ""};
 
 static void report_counts(void) {
-  fprintf(stderr, "clt: fault injection: calls counted: alloc %ld, enqueue %ld, build %ld, host %ld\n",
+  fprintf(stderr,
+          "clt: fault injection: calls counted: alloc %ld, enqueue %ld, build %ld, host %ld\n",
           st.count[CLT__FAULT_ALLOC], st.count[CLT__FAULT_ENQUEUE], st.count[CLT__FAULT_BUILD],
           st.count[CLT__FAULT_HOST]);
 }
@@ -225,8 +226,8 @@ void *clt__fault_clEnqueueMapBuffer(cl_command_queue q, cl_mem buf, cl_bool bloc
   return clEnqueueMapBuffer(q, buf, blocking, flags, offset, size, nwait, wait, ev, err);
 }
 
-cl_int clt__fault_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem mem, void *ptr,
-                                          cl_uint nwait, const cl_event *wait, cl_event *ev) {
+cl_int clt__fault_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem mem, void *ptr, cl_uint nwait,
+                                          const cl_event *wait, cl_event *ev) {
   FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueUnmapMemObject", CL_OUT_OF_RESOURCES);
   return clEnqueueUnmapMemObject(q, mem, ptr, nwait, wait, ev);
 }
@@ -276,8 +277,8 @@ cl_program clt__fault_clCreateProgramWithBinary(cl_context ctx, cl_uint ndev,
 }
 
 cl_int clt__fault_clBuildProgram(cl_program p, cl_uint ndev, const cl_device_id *devs,
-                                 const char *options,
-                                 void(CL_CALLBACK *notify)(cl_program, void *), void *user) {
+                                 const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
+                                 void *user) {
   FAIL_STATUS(CLT__FAULT_BUILD, "clBuildProgram", CL_BUILD_PROGRAM_FAILURE);
   return clBuildProgram(p, ndev, devs, options, notify, user);
 }
@@ -289,7 +290,9 @@ cl_kernel clt__fault_clCreateKernel(cl_program p, const char *name, cl_int *err)
 
 /* ---- host ----------------------------------------------------------------------------------- */
 
-void *clt__fault_malloc(size_t n) { return hit(CLT__FAULT_HOST, "malloc", "NULL") ? NULL : malloc(n); }
+void *clt__fault_malloc(size_t n) {
+  return hit(CLT__FAULT_HOST, "malloc", "NULL") ? NULL : malloc(n);
+}
 
 void *clt__fault_calloc(size_t n, size_t size) {
   return hit(CLT__FAULT_HOST, "calloc", "NULL") ? NULL : calloc(n, size);

@@ -36,10 +36,11 @@ typedef enum clt_fault_kind {
   CLT__FAULT_KINDS
 } clt_fault_kind;
 
-/* clt__fault_set flags */
-#define CLT__FAULT_STICKY 1u      /* the n-th call and every later one fail */
-#define CLT__FAULT_THIS_THREAD 2u /* count only the calls of the thread that called set: driver
-                                   * callback threads (and other user threads) are left alone */
+/* clt__fault_set flags. STICKY: the n-th call and every later one fail. THIS_THREAD: only the
+ * calls of the thread that called clt__fault_set count (and fail); driver callback threads and
+ * other user threads are left alone. */
+#define CLT__FAULT_STICKY 1u
+#define CLT__FAULT_THIS_THREAD 2u
 
 #ifdef CLT_FAULT_INJECTION
 
@@ -66,11 +67,9 @@ const char *clt__fault_kind_name(clt_fault_kind kind);
 #endif
 #include <CL/cl.h>
 
-cl_context clt__fault_clCreateContext(const cl_context_properties *props, cl_uint ndev,
-                                      const cl_device_id *devs,
-                                      void(CL_CALLBACK *notify)(const char *, const void *, size_t,
-                                                                void *),
-                                      void *user, cl_int *err);
+cl_context clt__fault_clCreateContext(
+    const cl_context_properties *props, cl_uint ndev, const cl_device_id *devs,
+    void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *), void *user, cl_int *err);
 cl_command_queue clt__fault_clCreateCommandQueue(cl_context ctx, cl_device_id dev,
                                                  cl_command_queue_properties props, cl_int *err);
 cl_mem clt__fault_clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host,
@@ -91,8 +90,8 @@ cl_int clt__fault_clEnqueueFillBuffer(cl_command_queue q, cl_mem buf, const void
 void *clt__fault_clEnqueueMapBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking,
                                     cl_map_flags flags, size_t offset, size_t size, cl_uint nwait,
                                     const cl_event *wait, cl_event *ev, cl_int *err);
-cl_int clt__fault_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem mem, void *ptr,
-                                          cl_uint nwait, const cl_event *wait, cl_event *ev);
+cl_int clt__fault_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem mem, void *ptr, cl_uint nwait,
+                                          const cl_event *wait, cl_event *ev);
 cl_int clt__fault_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dim,
                                          const size_t *offset, const size_t *global,
                                          const size_t *local, cl_uint nwait, const cl_event *wait,
@@ -112,8 +111,8 @@ cl_program clt__fault_clCreateProgramWithBinary(cl_context ctx, cl_uint ndev,
                                                 const unsigned char **binaries, cl_int *status,
                                                 cl_int *err);
 cl_int clt__fault_clBuildProgram(cl_program p, cl_uint ndev, const cl_device_id *devs,
-                                 const char *options,
-                                 void(CL_CALLBACK *notify)(cl_program, void *), void *user);
+                                 const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
+                                 void *user);
 cl_kernel clt__fault_clCreateKernel(cl_program p, const char *name, cl_int *err);
 void *clt__fault_malloc(size_t n);
 void *clt__fault_calloc(size_t n, size_t size);

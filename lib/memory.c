@@ -183,7 +183,8 @@ static clt_status too_large(clt_device *dev, uint64_t bytes, const char *what, c
                     "(CL_DEVICE_MAX_MEM_ALLOC_SIZE; the device has %s in all); use smaller "
                     "tensors, e.g. split this one along its first dimension",
                     fmt_bytes(a, sizeof a, bytes), what, dev->name,
-                    fmt_bytes(m, sizeof m, dev->max_alloc), fmt_bytes(g, sizeof g, dev->global_mem));
+                    fmt_bytes(m, sizeof m, dev->max_alloc),
+                    fmt_bytes(g, sizeof g, dev->global_mem));
 }
 
 /* True if holding size more bytes on dev would take clt past the device's memory. */

@@ -314,8 +314,8 @@ static void check_earlier(clt_tensor *t, float base, report *r) {
   }
   for (int i = 0; i < EARLIER_N; i++)
     if (v[i] != base + (float)i * 0.25f) {
-      flag(r, "the earlier tensor on %s changed at %d: %g", clt_device_name(clt_tensor_device(t)), i,
-           (double)v[i]);
+      flag(r, "the earlier tensor on %s changed at %d: %g", clt_device_name(clt_tensor_device(t)),
+           i, (double)v[i]);
       return;
     }
 }
@@ -388,7 +388,10 @@ static void child(const walk_config *c, long n, report *r) {
     flag(r, "no OpenCL device");
     return;
   }
-  workload w = {.cpu = devs[0], .d0 = devs[1], .d1 = devs[nd > 2 ? 2 : 1], .r = r,
+  workload w = {.cpu = devs[0],
+                .d0 = devs[1],
+                .d1 = devs[nd > 2 ? 2 : 1],
+                .r = r,
                 .calm_cleanup = (c->flags & CLT__FAULT_STICKY) != 0};
   const char *tmp = getenv("TMPDIR");
   snprintf(w.path, sizeof w.path, "%s/clt-faults-%ld.bin", tmp && *tmp ? tmp : "/tmp",
@@ -457,8 +460,9 @@ static void child(const walk_config *c, long n, report *r) {
   /* Fewer references than before would be a release too many, except that CLBlast drops
    * events it held at the start. */
   if (ctx1 > ctx0 || q1 > q0 || (!clblast && (ctx1 != ctx0 || q1 != q0)))
-    flag(r, "OpenCL objects leaked or released too often: context references %+ld (buffers, "
-            "user events), queue references %+ld (events)",
+    flag(r,
+         "OpenCL objects leaked or released too often: context references %+ld (buffers, "
+         "user events), queue references %+ld (events)",
          ctx1 - ctx0, q1 - q0);
 }
 
@@ -466,8 +470,8 @@ static void child(const walk_config *c, long n, report *r) {
  * or exited with a failure status (LeakSanitizer's, for one). */
 static void spawn(const walk_config *c, long n, report *out) {
   memset(out, 0, sizeof *out);
-  report *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                        -1, 0);
+  report *shared =
+      mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ck_assert_msg(shared != MAP_FAILED, "mmap: %s", strerror(errno));
   memset(shared, 0, sizeof *shared);
   fflush(stdout);

@@ -26,7 +26,7 @@
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CU_SANITIZED 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                      \
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
     __has_feature(memory_sanitizer)
 #define CU_SANITIZED 1
 #endif
@@ -36,7 +36,8 @@
 static long *oom_cases;
 
 static void cases_setup(void) {
-  void *p = mmap(NULL, sizeof *oom_cases, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void *p =
+      mmap(NULL, sizeof *oom_cases, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   oom_cases = p == MAP_FAILED ? NULL : p;
   if (oom_cases)
     *oom_cases = 0;
@@ -102,8 +103,8 @@ static void check_alive(clt_device *dev, clt_tensor *earlier, float seed, uint64
   float got[ALIVE_N];
   CU_OK(clt_tensor_read(earlier, got, sizeof got));
   for (int i = 0; i < ALIVE_N; i++)
-    ck_assert_msg(got[i] == seed + (float)i, "%s: earlier tensor changed at %d: %g", cu_dev_name(dev),
-                  i, (double)got[i]);
+    ck_assert_msg(got[i] == seed + (float)i, "%s: earlier tensor changed at %d: %g",
+                  cu_dev_name(dev), i, (double)got[i]);
   int64_t n = ALIVE_N;
   clt_tensor *a, *b, *s;
   CU_OK(clt_full(CLT_F32, 1, &n, 2.0, dev, &a));
@@ -112,8 +113,8 @@ static void check_alive(clt_device *dev, clt_tensor *earlier, float seed, uint64
   double total;
   CU_OK(clt_item(s, &total));
   double want = ALIVE_N * (2.0 + seed) + ALIVE_N * (ALIVE_N - 1) / 2.0;
-  ck_assert_msg(total == want, "%s: a fresh operation gave %g, expected %g", cu_dev_name(dev), total,
-                want);
+  ck_assert_msg(total == want, "%s: a fresh operation gave %g, expected %g", cu_dev_name(dev),
+                total, want);
   clt_tensor_release(a);
   clt_tensor_release(b);
   clt_tensor_release(s);
@@ -283,7 +284,8 @@ END_TEST
  * buffer) and on nothing larger than 2 GiB; the buffers are never touched. */
 START_TEST(test_cl_many_buffers) {
   if (!cu_forked) {
-    cu_skip("test_cl_many_buffers", "needs CK_FORK (POCL_MEMORY_LIMIT is set before OpenCL starts)");
+    cu_skip("test_cl_many_buffers",
+            "needs CK_FORK (POCL_MEMORY_LIMIT is set before OpenCL starts)");
     return;
   }
   setenv("POCL_MEMORY_LIMIT", "1", 1);
@@ -368,7 +370,8 @@ START_TEST(test_pinned_too_large) {
 }
 END_TEST
 
-/* ---- the retry, with injected faults ---------------------------------------------------------- */
+/* ---- the retry, with injected faults ----------------------------------------------------------
+ */
 
 #ifdef CLT_FAULT_INJECTION
 /* A driver that refuses a buffer once: clt empties the cache, asks again and succeeds; one that
