@@ -512,6 +512,11 @@ static void walk(const walk_config *c, const char *test) {
   ck_assert_msg(r.status == CLT_OK, "%s: the workload failed without faults: %s", test, r.message);
   long sites = r.count[c->kind];
   ck_assert_msg(sites > 0, "%s: the workload makes no %s calls", test, kind);
+  ck_assert_msg(r.count[CLT__FAULT_ANY] == r.count[CLT__FAULT_ALLOC] + r.count[CLT__FAULT_ENQUEUE] +
+                                               r.count[CLT__FAULT_BUILD] + r.count[CLT__FAULT_HOST],
+                "%s: 'any' counted %ld calls, the kinds %ld/%ld/%ld/%ld", test,
+                r.count[CLT__FAULT_ANY], r.count[CLT__FAULT_ALLOC], r.count[CLT__FAULT_ENQUEUE],
+                r.count[CLT__FAULT_BUILD], r.count[CLT__FAULT_HOST]);
   if (fig && !c->contexts_per_device && c->kind < CLT__FAULT_ANY)
     fig->sites[c->kind] = sites;
   long errors = 0, recovered = 0, missed = 0;
