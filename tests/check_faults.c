@@ -1,8 +1,8 @@
 /* check_faults.c - injected faults (issue 6, item 5): a workload that touches every part of clt
  * (tensors on cpu, cl:0 and cl:1; transfers both ways and between devices; pinned memory;
  * elementwise, reduce, matmul, rand, transpose, cast; events; parameters moved, saved and
- * loaded; .npy files; printing) runs once counting the OpenCL allocations, enqueues and builds
- * and the host allocations it makes, then once for every one of them with that call failing
+ * loaded; .npy files; DLPack; printing) runs once counting the OpenCL allocations, enqueues and
+ * builds and the host allocations it makes, then once for every one of them with that call failing
  * (lib/fault.h). Each time the workload must return an error with a message (or, for a fault
  * clt recovers from, the right results), leave every out-parameter untouched, keep the tensors
  * made before it intact, let a fresh operation on every device succeed, and hold no memory nor
@@ -38,6 +38,10 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifdef HAVE_DLPACK
+#include "clt_dlpack.h"
+#endif
 
 /* ---- figures, shared by the forked tests and the runner ---------------------------------- */
 
@@ -156,7 +160,7 @@ static clt_status run_workload(workload *w) {
   int64_t sa[2] = {WR, WC}, sb[2] = {WC, WR}, sr[1] = {16};
   clt_tensor *ha = NULL, *hb = NULL, *a0 = NULL, *b0 = NULL, *a1 = NULL, *c0 = NULL, *c1 = NULL,
              *m0 = NULL, *s0 = NULL, *sd1 = NULL, *t0 = NULL, *k1 = NULL, *r0 = NULL, *rh = NULL,
-             *pin = NULL, *back1 = NULL, *mv = NULL, *npy = NULL;
+             *pin = NULL, *back1 = NULL, *mv = NULL, *npy = NULL, *imported = NULL;
   clt_event *e0 = NULL, *e1 = NULL;
   clt_params *p = NULL, *loaded = NULL, *on_cpu = NULL;
   char text[512];
@@ -207,6 +211,21 @@ static clt_status run_workload(workload *w) {
   STEP(clt_save_npy(w->path, c1));
   MAKE(clt_load_npy(w->path, d0, &npy), npy);
   STEP(clt_format(s0, text, sizeof text, NULL));
+#ifdef HAVE_DLPACK
+  /* exported and imported again, without a copy */
+  DLManagedTensor *dl = CU_SENTINEL;
+  if ((st = clt_to_dlpack(c1, &dl)) != CLT_OK) {
+    CHECK((void *)dl == CU_SENTINEL, "clt_to_dlpack failed but wrote its out-parameter");
+    goto out;
+  }
+  imported = CU_SENTINEL;
+  if ((st = clt_from_dlpack(dl, &imported)) != CLT_OK) {
+    CHECK((void *)imported == CU_SENTINEL, "clt_from_dlpack failed but wrote its out-parameter");
+    imported = NULL;
+    dl->deleter(dl); /* still ours */
+    goto out;
+  }
+#endif
   STEP(clt_device_synchronize(NULL));
 
   /* Everything succeeded: the results must be right. */
@@ -216,6 +235,9 @@ static clt_status run_workload(workload *w) {
   for (int i = 0; i < WN; i++)
     want[i] = A[i] * A[i];
   STEP(check_values(w, "A*A (.npy round trip)", npy, want, WN));
+#ifdef HAVE_DLPACK
+  STEP(check_values(w, "A*A (DLPack round trip)", imported, want, WN));
+#endif
   for (int i = 0; i < WR; i++)
     for (int j = 0; j < WR; j++) {
       float acc = 0;
@@ -278,6 +300,7 @@ out:
   clt_tensor_release(back1);
   clt_tensor_release(mv);
   clt_tensor_release(npy);
+  clt_tensor_release(imported);
   clt_event_release(e0);
   clt_event_release(e1);
   clt_params_release(p);

@@ -762,7 +762,8 @@ static clt_status validate(parser *p, uint64_t data_size) {
   if (s != CLT_OK)
     return s;
   /* Devices recorded in __metadata__ (duplicate keys refused). */
-  qsort(p->m, p->nm, sizeof *p->m, cmp_meta);
+  if (p->nm > 1) /* p->m is NULL without metadata, and qsort's base must not be */
+    qsort(p->m, p->nm, sizeof *p->m, cmp_meta);
   for (size_t i = 1; i < p->nm; i++)
     if (strcmp(p->m[i - 1].key, p->m[i].key) == 0)
       return fmt_error(p, NULL, "__metadata__ has the key \"%.200s\" twice", p->m[i].key);
