@@ -231,6 +231,18 @@ clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *out);
 /** Returns dev's cached memory to the device or the system (NULL: every device). */
 clt_status clt_device_empty_cache(clt_device *dev);
 
+/* Out of memory. Asking a device for more than it has fails with CLT_ERR_OUT_OF_MEMORY, and the
+ * message says how much was asked, what the device has and what to try. clt refuses before any
+ * driver call a buffer larger than the device's CL_DEVICE_MAX_MEM_ALLOC_SIZE, and an allocation
+ * that would take the memory clt holds on the device (tensors and cache) past its
+ * CL_DEVICE_GLOBAL_MEM_SIZE: the same answer on every driver, also on those that accept any
+ * buffer and only fail at its first use, or never (PoCL allocates lazily). On the host, a request
+ * larger than RAM and swap together is refused before malloc. When the driver or malloc refuses
+ * all the same, clt empties that device's cache and tries once more. A failed allocation leaves
+ * everything as it was: earlier tensors intact, nothing held, the device usable. The counts are
+ * clt's own: memory that other programs, or other libraries in this one, use on the device is not
+ * in them. */
+
 /* ---------------------------------------------------------------------------------------- */
 /* Tensors                                                                                   */
 

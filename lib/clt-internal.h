@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "clt.h"
+#include "fault.h" /* injected faults: nothing unless configured with --enable-fault-injection */
 
 struct clt_backend;
 struct clt_program_cache;
@@ -203,6 +204,8 @@ extern const size_t clt__kernel_source_count;
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
+/* How many programs dev's cache holds (each holds a reference to the device's context). */
+int clt__program_count(clt_device *dev);
 /* The directory of the on-disk program cache ($CLT_CACHE_DIR, else $XDG_CACHE_HOME/clt, else
  * $HOME/.cache/clt, else $TMPDIR/clt-<uid>), or NULL when it is off (CLT_CACHE=0) or no directory
  * is usable. Read from the environment once; the string is static. */

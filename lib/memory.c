@@ -9,8 +9,12 @@
  * difference). On an allocation failure the cache is emptied and the allocation retried. */
 #include "clt-internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
 
 #define HOST_ALIGN 64
 
@@ -71,7 +75,12 @@ static void destroy(clt_storage *s) {
       clReleaseMemObject(s->mem);
     s->release(s->release_ctx);
   } else if (s->pin_dev) {
-    clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL);
+    /* A mapped buffer is not freed: if the unmap cannot be enqueued, let the queue drain and
+     * try once more (nobody is left to report a failure to). */
+    if (clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL) != CL_SUCCESS) {
+      clFinish(s->pin_dev->queue);
+      clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL);
+    }
     clReleaseMemObject(s->mem);
   } else if (s->mem) {
     clReleaseMemObject(s->mem); /* OpenCL keeps it until its commands finish */
@@ -123,22 +132,132 @@ static cl_int raw_alloc(clt_storage *s) {
   return err;
 }
 
-clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out) {
-  bool caching = clt__env_alloc_cache() && bytes > 0;
-  size_t size = caching ? round_size(bytes) : bytes;
+/* ---- out of memory ---------------------------------------------------------------------------
+ * What a device has is known before asking it: one buffer may not exceed its
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE, and clt keeps the bytes it holds there (tensors and cache) within
+ * CL_DEVICE_GLOBAL_MEM_SIZE, emptying the cache first when that is what stands in the way. So
+ * "more than the device has" is refused before any driver call, the same way on every driver,
+ * including those that accept any buffer and only fail at its first use, or never (PoCL
+ * allocates lazily). When the driver or malloc refuses all the same, the cache is emptied and the
+ * allocation tried once more. Each refusal is CLT_ERR_OUT_OF_MEMORY with what was asked, what
+ * the device has and what to try. */
+
+/* bytes as "1.5 GiB (1610612736 bytes)", or "100 bytes". */
+static const char *fmt_bytes(char *buf, size_t size, uint64_t bytes) {
+  static const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) {
+    snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
+    return buf;
+  }
+  double v = (double)bytes / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, size, "%.*f %s (%llu bytes)", v < 10 ? 2 : 1, v, units[u],
+           (unsigned long long)bytes);
+  return buf;
+}
+
+/* The host's memory, RAM and swap together (RAM alone where swap is unknown); 0 if unknown. */
+static uint64_t host_memory(const clt_device *host) {
+#ifdef __linux__
+  struct sysinfo si;
+  if (sysinfo(&si) == 0 && si.mem_unit > 0)
+    return ((uint64_t)si.totalram + (uint64_t)si.totalswap) * si.mem_unit;
+#endif
+  return host->global_mem;
+}
+
+static bool is_oom(cl_int err) {
+  return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+         err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE;
+}
+
+/* A device buffer of bytes larger than dev allows. */
+static clt_status too_large(clt_device *dev, uint64_t bytes, const char *what, const char *fn) {
+  char a[64], m[64], g[64];
+  return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
+                    "cannot allocate %s of %s on %s: one buffer can be at most %s there "
+                    "(CL_DEVICE_MAX_MEM_ALLOC_SIZE; the device has %s in all); use smaller "
+                    "tensors, e.g. split this one along its first dimension",
+                    fmt_bytes(a, sizeof a, bytes), what, dev->name,
+                    fmt_bytes(m, sizeof m, dev->max_alloc),
+                    fmt_bytes(g, sizeof g, dev->global_mem));
+}
+
+/* True if holding size more bytes on dev would take clt past the device's memory. */
+static bool over_budget(clt_device *dev, size_t size) {
+  if (dev->kind == CLT_DEVICE_HOST || dev->global_mem == 0)
+    return false;
+  pthread_mutex_lock(&dev->cache_lock);
+  uint64_t held = dev->mem.allocated_bytes + dev->mem.cached_bytes;
+  pthread_mutex_unlock(&dev->cache_lock);
+  return held > dev->global_mem || (uint64_t)size > dev->global_mem - held;
+}
+
+/* The error for an allocation of bytes on dev that failed with err (CL_SUCCESS: refused by
+ * clt's own count), after the cache was emptied. */
+static clt_status out_of_memory(clt_device *dev, size_t bytes, cl_int err, const char *fn) {
+  clt_memory_stats st;
+  clt_device_memory_stats(dev, &st);
+  char a[64], h[64], g[64], m[64];
+  fmt_bytes(a, sizeof a, bytes);
+  fmt_bytes(h, sizeof h, st.allocated_bytes);
   if (dev->kind == CLT_DEVICE_HOST)
-    size = (size + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
-  if (dev->kind != CLT_DEVICE_HOST && (cl_ulong)bytes > dev->max_alloc)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
-                      "%zu bytes exceed the largest buffer %s allows (%llu bytes)", bytes,
-                      dev->name, (unsigned long long)dev->max_alloc);
-  if (dev->kind != CLT_DEVICE_HOST && (cl_ulong)size > dev->max_alloc)
+                      "cannot allocate %s of host memory: malloc failed, also after emptying "
+                      "clt's cache of cpu (tensors on cpu hold %s; the host has %s of RAM); "
+                      "release tensors you no longer need or use smaller ones; "
+                      "clt_device_empty_cache(NULL) frees the blocks cached for OpenCL devices too",
+                      a, h, fmt_bytes(g, sizeof g, dev->global_mem));
+  fmt_bytes(g, sizeof g, dev->global_mem);
+  fmt_bytes(m, sizeof m, dev->max_alloc);
+  if (err == CL_SUCCESS)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
+                      "cannot allocate %s on %s: clt's tensors there already hold %s of the %s "
+                      "the device has (its cache was emptied first; largest buffer %s); release "
+                      "tensors you no longer need or use smaller ones",
+                      a, dev->name, h, g, m);
+  return clt__error(is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
+                    "cannot allocate %s on %s: clCreateBuffer failed with %s (%d), also after "
+                    "emptying clt's cache of %s (tensors there hold %s; the device has %s, largest "
+                    "buffer %s); release tensors you no longer need or use smaller ones; "
+                    "clt_device_empty_cache(NULL) frees the blocks cached for other devices too",
+                    a, dev->name, clt__cl_error_name(err), (int)err, dev->name, h, g, m);
+}
+
+clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out) {
+  bool host = dev->kind == CLT_DEVICE_HOST;
+  bool caching = clt__env_alloc_cache() && bytes > 0;
+  if (!host && (cl_ulong)bytes > dev->max_alloc)
+    return too_large(dev, bytes, "device memory", fn);
+  if (host) {
+    uint64_t have = host_memory(dev);
+    if (have > 0 && bytes > have) {
+      char a[64], g[64];
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
+                        "cannot allocate %s of host memory: the host has %s (RAM and swap); use "
+                        "smaller tensors",
+                        fmt_bytes(a, sizeof a, bytes), fmt_bytes(g, sizeof g, have));
+    }
+  }
+  size_t size = caching ? round_size(bytes) : bytes;
+  if (host)
+    size = (size + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
+  if (!host && (cl_ulong)size > dev->max_alloc)
     size = bytes;
   clt_storage *s = caching ? cache_take(dev, size) : NULL;
   if (s) {
     atomic_store(&s->refs, 1);
     *out = s;
     return CLT_OK;
+  }
+  if (over_budget(dev, size)) {
+    cache_clear(dev);
+    if (over_budget(dev, size))
+      return out_of_memory(dev, bytes, CL_SUCCESS, fn);
   }
   if (!(s = storage_new(dev, size)))
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
@@ -151,18 +270,7 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   if (err != CL_SUCCESS) {
     pthread_mutex_destroy(&s->lock);
     free(s);
-    clt_memory_stats m;
-    clt_device_memory_stats(dev, &m);
-    if (dev->kind == CLT_DEVICE_HOST)
-      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
-                        "cannot allocate %zu bytes of host memory (%llu bytes held by tensors)",
-                        size, (unsigned long long)m.allocated_bytes);
-    clt_status st = clt__cl_error(err, fn, "clCreateBuffer", dev);
-    return clt__error(st, fn,
-                      "cannot allocate %zu bytes on %s: %s (%llu bytes held by tensors, cache "
-                      "emptied, device memory %llu bytes)",
-                      size, dev->name, clt__cl_error_name(err),
-                      (unsigned long long)m.allocated_bytes, (unsigned long long)dev->global_mem);
+    return out_of_memory(dev, bytes, err, fn);
   }
   pthread_mutex_lock(&dev->cache_lock);
   stats_add(dev, size, false);
@@ -171,24 +279,48 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   return CLT_OK;
 }
 
-clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,
-                                     clt_storage **out) {
-  clt_storage *s = storage_new(clt_cpu(), bytes);
-  if (!s)
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  size_t alloc = bytes ? bytes : 1;
+/* A buffer of pinned host memory in near's context, mapped into s->host. */
+static cl_int pinned_alloc(clt_device *near, clt_storage *s, size_t alloc) {
   cl_int err;
   s->mem =
       clCreateBuffer(near->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, alloc, NULL, &err);
-  if (err == CL_SUCCESS)
-    s->host = clEnqueueMapBuffer(near->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, alloc,
-                                 0, NULL, NULL, &err);
+  if (err != CL_SUCCESS)
+    return err;
+  s->host = clEnqueueMapBuffer(near->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, alloc,
+                               0, NULL, NULL, &err);
   if (err != CL_SUCCESS) {
-    if (s->mem)
-      clReleaseMemObject(s->mem);
+    clReleaseMemObject(s->mem);
+    s->mem = NULL;
+    s->host = NULL;
+  }
+  return err;
+}
+
+clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,
+                                     clt_storage **out) {
+  size_t alloc = bytes ? bytes : 1;
+  if ((cl_ulong)alloc > near->max_alloc)
+    return too_large(near, alloc, "pinned host memory", fn);
+  clt_storage *s = storage_new(clt_cpu(), bytes);
+  if (!s)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  cl_int err = pinned_alloc(near, s, alloc);
+  if (err != CL_SUCCESS && is_oom(err)) {
+    /* Pinned memory is host memory: give back what the caches hold there, and try again. */
+    cache_clear(near);
+    cache_clear(clt_cpu());
+    err = pinned_alloc(near, s, alloc);
+  }
+  if (err != CL_SUCCESS) {
     pthread_mutex_destroy(&s->lock);
     free(s);
-    return clt__cl_error(err, fn, "allocating pinned host memory", near);
+    char a[64], m[64];
+    return clt__error(is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
+                      "cannot allocate %s of pinned host memory for %s: %s (%d), also after "
+                      "emptying clt's caches of %s and cpu (largest buffer %s); use smaller "
+                      "tensors or plain host memory (clt_empty on cpu)",
+                      fmt_bytes(a, sizeof a, alloc), near->name, clt__cl_error_name(err), (int)err,
+                      near->name, fmt_bytes(m, sizeof m, near->max_alloc));
   }
   s->pin_dev = near;
   *out = s;

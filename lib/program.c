@@ -75,8 +75,12 @@ static char *load_source(const char *name, const char *fn) {
     return text;
   }
   for (size_t i = 0; i < clt__kernel_source_count; i++)
-    if (strcmp(clt__kernel_sources[i].name, name) == 0)
-      return dup_str(clt__kernel_sources[i].text);
+    if (strcmp(clt__kernel_sources[i].name, name) == 0) {
+      char *text = dup_str(clt__kernel_sources[i].text);
+      if (!text)
+        clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+      return text;
+    }
   clt__error(CLT_ERR_INTERNAL, fn, "no kernel source named %s.cl", name);
   return NULL;
 }
@@ -667,6 +671,15 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
 done:
   pthread_mutex_unlock(&dev->programs_lock);
   return st;
+}
+
+int clt__program_count(clt_device *dev) {
+  int n = 0;
+  pthread_mutex_lock(&dev->lock);
+  for (program_entry *e = dev->programs ? dev->programs->head : NULL; e; e = e->next)
+    n++;
+  pthread_mutex_unlock(&dev->lock);
+  return n;
 }
 
 void clt__program_cache_free(struct clt_program_cache *c) {

@@ -30,6 +30,8 @@ int main(void) {
   srunner_add_suite(sr, badinput_suite());
   srunner_add_suite(sr, threads_suite());
   srunner_add_suite(sr, fuzz_suite());
+  srunner_add_suite(sr, oom_suite());
+  srunner_add_suite(sr, faults_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

@@ -35,6 +35,8 @@ Suite *io_suite(void);
 Suite *badinput_suite(void);
 Suite *threads_suite(void);
 Suite *fuzz_suite(void);
+Suite *oom_suite(void);    /* check_oom.c: out of memory (reliability) */
+Suite *faults_suite(void); /* check_faults.c: injected faults (reliability) */
 
 /* 1 when Check runs each test in its own child process (the default); set by check_main.c
  * before any test runs. Tests that need a fresh process (environment variables read once at

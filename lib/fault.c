@@ -1,0 +1,312 @@
+/* fault.c - the wrappers that count OpenCL and allocation calls and fail the armed one (see
+ * fault.h). Compiled to nothing unless configure ran with --enable-fault-injection. */
+#include "config.h"
+
+#ifdef CLT_FAULT_INJECTION
+
+#define CLT_FAULT_NO_REDIRECT /* this file calls the real functions */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault.h"
+
+static const char *const kind_names[CLT__FAULT_KINDS] = {"alloc", "enqueue", "build", "host",
+                                                         "any"};
+
+const char *clt__fault_kind_name(clt_fault_kind kind) {
+  return (unsigned)kind < CLT__FAULT_KINDS ? kind_names[kind] : "?";
+}
+
+/* Everything under one lock: these builds are for tests, and a lock per call costs nothing
+ * next to an OpenCL call. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static struct {
+  bool counting;       /* calls are counted (and one may fail) */
+  bool armed;          /* n >= 1 */
+  clt_fault_kind kind; /* the kind whose n-th call fails */
+  long n;
+  unsigned flags;  /* CLT__FAULT_STICKY, CLT__FAULT_THIS_THREAD */
+  pthread_t owner; /* with CLT__FAULT_THIS_THREAD: the only thread counted */
+  bool verbose;    /* armed by CLT_FAULT: report each fault on stderr */
+  long count[CLT__FAULT_KINDS];
+  long injected;
+  const char *site;
+} st = {.site = ""};
+
+static void report_counts(void) {
+  fprintf(stderr,
+          "clt: fault injection: calls counted: alloc %ld, enqueue %ld, build %ld, host %ld\n",
+          st.count[CLT__FAULT_ALLOC], st.count[CLT__FAULT_ENQUEUE], st.count[CLT__FAULT_BUILD],
+          st.count[CLT__FAULT_HOST]);
+}
+
+/* Parses CLT_FAULT once; a malformed value is reported and ignored. */
+static void env_init(void) {
+  const char *e = getenv("CLT_FAULT");
+  if (!e || !*e)
+    return;
+  if (strcmp(e, "count") == 0) {
+    st.counting = true;
+    atexit(report_counts);
+    return;
+  }
+  const char *colon = strchr(e, ':');
+  int kind = -1;
+  for (int k = 0; colon && k < CLT__FAULT_KINDS; k++)
+    if (strlen(kind_names[k]) == (size_t)(colon - e) && strncmp(e, kind_names[k], colon - e) == 0)
+      kind = k;
+  char *end = NULL;
+  long n = colon ? strtol(colon + 1, &end, 10) : 0;
+  bool sticky = end && *end == '+';
+  if (kind < 0 || n < 1 || !end || end == colon + 1 || *(end + sticky) != '\0') {
+    fprintf(stderr,
+            "clt: warning: CLT_FAULT='%s' is not KIND:N, KIND:N+ or count (KIND: alloc, enqueue, "
+            "build, host or any; N >= 1); no faults injected\n",
+            e);
+    return;
+  }
+  st.counting = st.armed = st.verbose = true;
+  st.kind = (clt_fault_kind)kind;
+  st.n = n;
+  st.flags = sticky ? CLT__FAULT_STICKY : 0;
+}
+
+void clt__fault_set(clt_fault_kind kind, long n, unsigned flags) {
+  pthread_once(&env_once, env_init);
+  pthread_mutex_lock(&lock);
+  memset(st.count, 0, sizeof st.count);
+  st.injected = 0;
+  st.site = "";
+  st.counting = true;
+  st.armed = n >= 1 && (unsigned)kind < CLT__FAULT_KINDS;
+  st.kind = kind;
+  st.n = n;
+  st.flags = flags;
+  st.owner = pthread_self();
+  st.verbose = false;
+  pthread_mutex_unlock(&lock);
+}
+
+void clt__fault_reset(void) {
+  pthread_once(&env_once, env_init);
+  pthread_mutex_lock(&lock);
+  st.counting = false;
+  st.armed = false;
+  pthread_mutex_unlock(&lock);
+}
+
+long clt__fault_count(clt_fault_kind kind) {
+  pthread_mutex_lock(&lock);
+  long c = (unsigned)kind < CLT__FAULT_KINDS ? st.count[kind] : 0;
+  pthread_mutex_unlock(&lock);
+  return c;
+}
+
+long clt__fault_injected(void) {
+  pthread_mutex_lock(&lock);
+  long c = st.injected;
+  pthread_mutex_unlock(&lock);
+  return c;
+}
+
+const char *clt__fault_site(void) {
+  pthread_mutex_lock(&lock);
+  const char *s = st.site;
+  pthread_mutex_unlock(&lock);
+  return s;
+}
+
+/* Counts a call of kind to site; true if it must fail. */
+static bool hit(clt_fault_kind kind, const char *site, const char *error) {
+  pthread_once(&env_once, env_init);
+  bool fail = false;
+  pthread_mutex_lock(&lock);
+  if (st.counting &&
+      (!(st.flags & CLT__FAULT_THIS_THREAD) || pthread_equal(st.owner, pthread_self()))) {
+    long c = ++st.count[kind];
+    long a = ++st.count[CLT__FAULT_ANY];
+    long at = st.kind == CLT__FAULT_ANY ? a : st.kind == kind ? c : 0;
+    fail = st.armed && at > 0 && (at == st.n || ((st.flags & CLT__FAULT_STICKY) && at > st.n));
+    if (fail) {
+      if (st.injected++ == 0)
+        st.site = site;
+      if (st.verbose)
+        fprintf(stderr, "clt: fault injection: %s call %ld (%s) fails with %s\n",
+                kind_names[st.kind], at, site, error);
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return fail;
+}
+
+/* ---- alloc ---------------------------------------------------------------------------------- */
+
+#define FAIL_OBJECT(kind, site, code)                                                              \
+  do {                                                                                             \
+    if (hit(kind, site, #code)) {                                                                  \
+      if (err)                                                                                     \
+        *err = code;                                                                               \
+      return NULL;                                                                                 \
+    }                                                                                              \
+  } while (0)
+
+#define FAIL_STATUS(kind, site, code)                                                              \
+  do {                                                                                             \
+    if (hit(kind, site, #code))                                                                    \
+      return code;                                                                                 \
+  } while (0)
+
+cl_context clt__fault_clCreateContext(const cl_context_properties *props, cl_uint ndev,
+                                      const cl_device_id *devs,
+                                      void(CL_CALLBACK *notify)(const char *, const void *, size_t,
+                                                                void *),
+                                      void *user, cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_ALLOC, "clCreateContext", CL_OUT_OF_HOST_MEMORY);
+  return clCreateContext(props, ndev, devs, notify, user, err);
+}
+
+cl_command_queue clt__fault_clCreateCommandQueue(cl_context ctx, cl_device_id dev,
+                                                 cl_command_queue_properties props, cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_ALLOC, "clCreateCommandQueue", CL_OUT_OF_RESOURCES);
+  return clCreateCommandQueue(ctx, dev, props, err);
+}
+
+cl_mem clt__fault_clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host,
+                                 cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_ALLOC, "clCreateBuffer", CL_MEM_OBJECT_ALLOCATION_FAILURE);
+  return clCreateBuffer(ctx, flags, size, host, err);
+}
+
+cl_event clt__fault_clCreateUserEvent(cl_context ctx, cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_ALLOC, "clCreateUserEvent", CL_OUT_OF_RESOURCES);
+  return clCreateUserEvent(ctx, err);
+}
+
+/* ---- enqueue -------------------------------------------------------------------------------- */
+
+cl_int clt__fault_clEnqueueReadBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking,
+                                      size_t offset, size_t size, void *ptr, cl_uint nwait,
+                                      const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueReadBuffer", CL_OUT_OF_RESOURCES);
+  return clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, nwait, wait, ev);
+}
+
+cl_int clt__fault_clEnqueueWriteBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking,
+                                       size_t offset, size_t size, const void *ptr, cl_uint nwait,
+                                       const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueWriteBuffer", CL_OUT_OF_RESOURCES);
+  return clEnqueueWriteBuffer(q, buf, blocking, offset, size, ptr, nwait, wait, ev);
+}
+
+cl_int clt__fault_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off,
+                                      size_t dst_off, size_t size, cl_uint nwait,
+                                      const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueCopyBuffer", CL_OUT_OF_RESOURCES);
+  return clEnqueueCopyBuffer(q, src, dst, src_off, dst_off, size, nwait, wait, ev);
+}
+
+cl_int clt__fault_clEnqueueFillBuffer(cl_command_queue q, cl_mem buf, const void *pattern,
+                                      size_t pattern_size, size_t offset, size_t size,
+                                      cl_uint nwait, const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueFillBuffer", CL_OUT_OF_RESOURCES);
+  return clEnqueueFillBuffer(q, buf, pattern, pattern_size, offset, size, nwait, wait, ev);
+}
+
+void *clt__fault_clEnqueueMapBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking,
+                                    cl_map_flags flags, size_t offset, size_t size, cl_uint nwait,
+                                    const cl_event *wait, cl_event *ev, cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_ENQUEUE, "clEnqueueMapBuffer", CL_OUT_OF_RESOURCES);
+  return clEnqueueMapBuffer(q, buf, blocking, flags, offset, size, nwait, wait, ev, err);
+}
+
+cl_int clt__fault_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem mem, void *ptr, cl_uint nwait,
+                                          const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueUnmapMemObject", CL_OUT_OF_RESOURCES);
+  return clEnqueueUnmapMemObject(q, mem, ptr, nwait, wait, ev);
+}
+
+cl_int clt__fault_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dim,
+                                         const size_t *offset, const size_t *global,
+                                         const size_t *local, cl_uint nwait, const cl_event *wait,
+                                         cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueNDRangeKernel", CL_OUT_OF_RESOURCES);
+  return clEnqueueNDRangeKernel(q, k, dim, offset, global, local, nwait, wait, ev);
+}
+
+cl_int clt__fault_clEnqueueNativeKernel(cl_command_queue q, void(CL_CALLBACK *fn)(void *),
+                                        void *args, size_t cb_args, cl_uint nmem,
+                                        const cl_mem *mems, const void **locs, cl_uint nwait,
+                                        const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueNativeKernel", CL_OUT_OF_RESOURCES);
+  return clEnqueueNativeKernel(q, fn, args, cb_args, nmem, mems, locs, nwait, wait, ev);
+}
+
+cl_int clt__fault_clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nwait,
+                                              const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueMarkerWithWaitList", CL_OUT_OF_RESOURCES);
+  return clEnqueueMarkerWithWaitList(q, nwait, wait, ev);
+}
+
+cl_int clt__fault_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait,
+                                               const cl_event *wait, cl_event *ev) {
+  FAIL_STATUS(CLT__FAULT_ENQUEUE, "clEnqueueBarrierWithWaitList", CL_OUT_OF_RESOURCES);
+  return clEnqueueBarrierWithWaitList(q, nwait, wait, ev);
+}
+
+/* ---- build ---------------------------------------------------------------------------------- */
+
+cl_program clt__fault_clCreateProgramWithSource(cl_context ctx, cl_uint count, const char **strings,
+                                                const size_t *lengths, cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_BUILD, "clCreateProgramWithSource", CL_OUT_OF_HOST_MEMORY);
+  return clCreateProgramWithSource(ctx, count, strings, lengths, err);
+}
+
+cl_program clt__fault_clCreateProgramWithBinary(cl_context ctx, cl_uint ndev,
+                                                const cl_device_id *devs, const size_t *lengths,
+                                                const unsigned char **binaries, cl_int *status,
+                                                cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_BUILD, "clCreateProgramWithBinary", CL_OUT_OF_HOST_MEMORY);
+  return clCreateProgramWithBinary(ctx, ndev, devs, lengths, binaries, status, err);
+}
+
+cl_int clt__fault_clBuildProgram(cl_program p, cl_uint ndev, const cl_device_id *devs,
+                                 const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
+                                 void *user) {
+  FAIL_STATUS(CLT__FAULT_BUILD, "clBuildProgram", CL_BUILD_PROGRAM_FAILURE);
+  return clBuildProgram(p, ndev, devs, options, notify, user);
+}
+
+cl_kernel clt__fault_clCreateKernel(cl_program p, const char *name, cl_int *err) {
+  FAIL_OBJECT(CLT__FAULT_BUILD, "clCreateKernel", CL_OUT_OF_RESOURCES);
+  return clCreateKernel(p, name, err);
+}
+
+/* ---- host ----------------------------------------------------------------------------------- */
+
+void *clt__fault_malloc(size_t n) {
+  return hit(CLT__FAULT_HOST, "malloc", "NULL") ? NULL : malloc(n);
+}
+
+void *clt__fault_calloc(size_t n, size_t size) {
+  return hit(CLT__FAULT_HOST, "calloc", "NULL") ? NULL : calloc(n, size);
+}
+
+void *clt__fault_realloc(void *p, size_t n) {
+  return hit(CLT__FAULT_HOST, "realloc", "NULL") ? NULL : realloc(p, n);
+}
+
+void *clt__fault_aligned_alloc(size_t align, size_t n) {
+  return hit(CLT__FAULT_HOST, "aligned_alloc", "NULL") ? NULL : aligned_alloc(align, n);
+}
+
+#else
+/* ISO C wants a translation unit to declare something. */
+typedef int clt_fault_disabled;
+#endif /* CLT_FAULT_INJECTION */
