@@ -761,8 +761,10 @@ static clt_status validate(parser *p, uint64_t data_size) {
                   (unsigned long long)(data_size - at));
   if (s != CLT_OK)
     return s;
-  /* Devices recorded in __metadata__ (duplicate keys refused). */
-  qsort(p->m, p->nm, sizeof *p->m, cmp_meta);
+  /* Devices recorded in __metadata__ (duplicate keys refused). Without __metadata__, p->m is
+   * NULL, and qsort must not see a null pointer even for 0 elements. */
+  if (p->nm > 1)
+    qsort(p->m, p->nm, sizeof *p->m, cmp_meta);
   for (size_t i = 1; i < p->nm; i++)
     if (strcmp(p->m[i - 1].key, p->m[i].key) == 0)
       return fmt_error(p, NULL, "__metadata__ has the key \"%.200s\" twice", p->m[i].key);
