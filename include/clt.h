@@ -674,8 +674,8 @@ clt_status clt_fprint(FILE *f, const clt_tensor *t);
 /** Writes t, on any device, to path as a NumPy .npy file (format version 1.0, little-endian,
  *  C order: descr '<f4', '<f8', '<i4', '<i8', '|u1' or '|b1'; the data starts at a multiple of
  *  64 bytes). A device tensor is read back explicitly, as clt_tensor_read does (blocking). The
- *  write is atomic: a temporary file in path's directory, fsync, then a rename over path, so a
- *  crash leaves either the old file or the new one whole.
+ *  write is atomic, as clt_save's: a temporary file in path's directory, fsync, then a rename over
+ *  path and a flush of the directory, so a crash leaves either the old file or the new one whole.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_IO (the message names the file and the
  *  system's reason), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
 clt_status clt_save_npy(const char *path, const clt_tensor *t);
@@ -811,9 +811,15 @@ clt_status clt_params_device(const clt_params *p, clt_device **out);
  *  JAX, ...): tensors in the set's order, each tensor's device recorded in the header's
  *  __metadata__ as "clt.device.<name>": "cl:1". Device tensors are read back with a blocking
  *  copy. The write is atomic: the file is written under a temporary name in the same directory,
- *  flushed to disk and renamed over path, so a failure or a crash leaves the old file whole.
+ *  "<path>.tmp-<pid>-<n>", flushed to disk (fsync) and renamed over path, then the directory is
+ *  flushed too, so a failure, a crash or a power loss leaves the old file whole or the new one.
+ *  The new file gets the permission bits of the file it replaces, else 0666 less the umask; a
+ *  symbolic link at path is replaced, not followed. A process killed in the middle of a save
+ *  leaves its temporary file behind: clt never deletes files it did not just create, so remove
+ *  stale "<path>.tmp-*" files yourself.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_IO (with the path and the system's
- *  message), CLT_ERR_OUT_OF_MEMORY, and those of clt_tensor_read. */
+ *  message; path is then unchanged, except when only the final flush of the directory failed,
+ *  which the message says), CLT_ERR_OUT_OF_MEMORY, and those of clt_tensor_read. */
 clt_status clt_save(const char *path, const clt_params *p);
 
 /** Reads a safetensors file into a new set (tensors in the header's order). map_location NULL

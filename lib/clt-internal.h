@@ -27,6 +27,28 @@ const char *clt__cl_error_name(cl_int err);
 /* Maps an OpenCL error to a status and sets the message "<fn>: <what> failed on <dev>: NAME". */
 clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt_device *dev);
 
+/* ---- files replaced atomically (io/atomic_file.c) ---------------------------------------- */
+
+/* A file being written under a temporary name beside path, "<path>.tmp-<pid>-<n>" (created with
+ * O_EXCL, mode 0666 less the umask, or the mode of the file it replaces), renamed over path on
+ * commit: a crash at any point leaves path as it was or entirely new (docs/reliability.md). */
+typedef struct clt__afile {
+  int fd;
+  char *tmp;        /* the temporary file's name, malloc'ed */
+  const char *path; /* borrowed from the caller */
+} clt__afile;
+
+/* Creates the temporary file. On failure nothing is left to clean up. */
+clt_status clt__afile_open(clt__afile *f, const char *path, const char *fn);
+/* Writes all n bytes (retrying short writes and EINTR). On failure, call clt__afile_abort. */
+clt_status clt__afile_write(clt__afile *f, const void *data, size_t n, const char *fn);
+/* fsync, close, rename over path, fsync of the directory. On failure before the rename the
+ * temporary file is removed and path is untouched; the one failure after it (the directory's
+ * fsync) is reported with a message saying the new file is in place. */
+clt_status clt__afile_commit(clt__afile *f, const char *fn);
+/* Closes and removes the temporary file (after a failure). */
+void clt__afile_abort(clt__afile *f);
+
 /* ---- devices (device.c) ----------------------------------------------------------------- */
 
 struct clt_device {

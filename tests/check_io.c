@@ -3,12 +3,14 @@
  * Python's safetensors. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_util.h"
@@ -271,6 +273,144 @@ START_TEST(test_atomic) {
     ck_assert_msg(count_files(dir), "a temporary file was left behind");
   }
   clt_params_release(big);
+  clt_params_release(p);
+  rmdir_all(dir);
+}
+END_TEST
+
+/* ---- crash-safe saves: modes, directories, links ----------------------------------------- */
+
+static mode_t file_mode(const char *path) {
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  return st.st_mode & 07777;
+}
+
+/* A new checkpoint gets 0666 less the umask, as files that open() creates; one saved over an
+ * existing file keeps that file's permission bits (only those: not set-id bits). The same for
+ * .npy files, which share the code. No temporary file is left. */
+START_TEST(test_save_modes) {
+  char *dir = tmpdir(), path[128], npy[128];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  snprintf(npy, sizeof npy, "%s/w.npy", dir);
+  clt_params *p = sample_set(clt_cpu());
+  mode_t old_mask = umask(027);
+  CU_OK(clt_save(path, p));
+  ck_assert_int_eq(file_mode(path), 0640);
+  CU_OK(clt_save_npy(npy, clt_params_tensor_at(p, 0)));
+  ck_assert_int_eq(file_mode(npy), 0640);
+  umask(0);
+  static const mode_t kept[] = {0600, 0604, 0444, 0660};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+    ck_assert_int_eq(chmod(path, kept[i]), 0);
+    CU_OK(clt_save(path, p));
+    ck_assert_msg(file_mode(path) == kept[i], "mode %o became %o", (unsigned)kept[i],
+                  (unsigned)file_mode(path));
+    ck_assert_int_eq(chmod(npy, kept[i]), 0);
+    CU_OK(clt_save_npy(npy, clt_params_tensor_at(p, 1)));
+    ck_assert_int_eq(file_mode(npy), kept[i]);
+  }
+  ck_assert_int_eq(chmod(path, 02640), 0); /* set-gid: dropped */
+  CU_OK(clt_save(path, p));
+  ck_assert_int_eq(file_mode(path), 0640);
+  umask(old_mask);
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 2", dir);
+  ck_assert_msg(system(cmd) == 0, "a temporary file was left beside the saved files");
+  clt_params_release(p);
+  rmdir_all(dir);
+}
+END_TEST
+
+/* Saving into a directory the process may not write to fails with CLT_ERR_IO, a message naming
+ * the file and the system's reason, and creates nothing. Root writes anywhere, so as root the
+ * save runs in a child that first becomes "nobody"; the child is forked before this process
+ * makes any clt call, and sees no OpenCL platform (it saves host tensors). */
+START_TEST(test_save_readonly_dir) {
+  if (!cu_forked) {
+    cu_skip("test_save_readonly_dir", "needs CK_FORK (a child changes its user)");
+    return;
+  }
+  char *dir = tmpdir(), path[128], npy[128];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  snprintf(npy, sizeof npy, "%s/w.npy", dir);
+  ck_assert_int_eq(chmod(dir, 0555), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    char d[64]; /* the child frees what it inherits: memcheck checks it at _exit too */
+    snprintf(d, sizeof d, "%s", dir);
+    free(dir);
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+      _exit(77);
+    if (access(d, W_OK) == 0)
+      _exit(78);
+    setenv("OCL_ICD_VENDORS", "/nonexistent/check_io", 1);
+    clt_params *p = sample_set(clt_cpu());
+    int bad = 0;
+    clt_status s = clt_save(path, p);
+    const char *m = clt_last_error();
+    if (s != CLT_ERR_IO || strncmp(m, "clt_save: ", 10) != 0 || !strstr(m, path) ||
+        !strstr(m, strerror(EACCES))) {
+      fprintf(stderr, "clt_save into a read-only directory: %s: %s\n", clt_status_name(s), m);
+      bad = 1;
+    }
+    s = clt_save_npy(npy, clt_params_tensor_at(p, 0));
+    m = clt_last_error();
+    if (s != CLT_ERR_IO || strncmp(m, "clt_save_npy: ", 14) != 0 || !strstr(m, npy) ||
+        !strstr(m, strerror(EACCES))) {
+      fprintf(stderr, "clt_save_npy into a read-only directory: %s: %s\n", clt_status_name(s), m);
+      bad = 1;
+    }
+    clt_params_release(p);
+    _exit(bad);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_int_eq(chmod(dir, 0700), 0);
+  ck_assert(WIFEXITED(st));
+  if (WEXITSTATUS(st) == 77 || WEXITSTATUS(st) == 78) {
+    cu_skip("test_save_readonly_dir", WEXITSTATUS(st) == 77
+                                          ? "cannot become the user nobody (65534)"
+                                          : "this user can write to a mode 0555 directory");
+  } else {
+    ck_assert_msg(WEXITSTATUS(st) == 0, "the saving child failed (status %d)", WEXITSTATUS(st));
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", dir);
+    ck_assert_msg(system(cmd) == 0, "a failed save left a file in the read-only directory");
+  }
+  rmdir_all(dir);
+}
+END_TEST
+
+/* A save whose rename fails (the path is a directory) reports it, removes its temporary file and
+ * leaves the directory alone; a symbolic link at the path is replaced by the new file, and the
+ * file it pointed to is left as it was (documented in clt.h). */
+START_TEST(test_save_over_dir_and_link) {
+  char *dir = tmpdir(), path[128], other[128];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  snprintf(other, sizeof other, "%s/other", dir);
+  clt_params *p = sample_set(clt_cpu());
+  ck_assert_int_eq(mkdir(path, 0755), 0);
+  CU_FAILS(clt_save(path, p), CLT_ERR_IO, "clt_save");
+  ck_assert_msg(strstr(clt_last_error(), "renaming") && strstr(clt_last_error(), path), "%s",
+                clt_last_error());
+  struct stat st;
+  ck_assert_int_eq(lstat(path, &st), 0);
+  ck_assert(S_ISDIR(st.st_mode));
+  ck_assert(count_files(dir)); /* the directory, no temporary file */
+  ck_assert_int_eq(rmdir(path), 0);
+  write_bytes(other, "old", 3);
+  ck_assert_int_eq(symlink("other", path), 0);
+  CU_OK(clt_save(path, p));
+  ck_assert_int_eq(lstat(path, &st), 0);
+  ck_assert(S_ISREG(st.st_mode));
+  ck_assert_uint_eq(file_size(other), 3);
+  clt_params *q;
+  CU_OK(clt_load(path, NULL, &q));
+  assert_same(p, q, NULL);
+  clt_params_release(q);
   clt_params_release(p);
   rmdir_all(dir);
 }
@@ -551,6 +691,9 @@ Suite *io_suite(void) {
   tcase_add_test(tc, test_roundtrip);
   tcase_add_test(tc, test_args_and_io_errors);
   tcase_add_test(tc, test_atomic);
+  tcase_add_test(tc, test_save_modes);
+  tcase_add_test(tc, test_save_readonly_dir);
+  tcase_add_test(tc, test_save_over_dir_and_link);
   tcase_add_test(tc, test_hostile);
   tcase_add_test(tc, test_python);
   suite_add_tcase(s, tc);

@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,32 +47,6 @@ static void byteswap(void *buf, size_t n, size_t size) {
 }
 
 /* ---- saving ------------------------------------------------------------------------------- */
-
-static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
-/* Creates a new file next to path (O_EXCL, mode 0666 less the umask, as NumPy's files get). */
-static int open_temp(const char *path, char *tmp, size_t size) {
-  static atomic_uint counter;
-  for (int attempt = 0; attempt < 100; attempt++) {
-    snprintf(tmp, size, "%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST)
-      return fd;
-  }
-  return -1;
-}
 
 clt_status clt_save_npy(const char *path, const clt_tensor *t) {
   static const char fn[] = "clt_save_npy";
@@ -118,45 +91,18 @@ clt_status clt_save_npy(const char *path, const clt_tensor *t) {
       byteswap(data, (size_t)t->numel, size);
   }
 
-  /* Atomically: a temp file in the same directory, fsync, rename. */
-  size_t tmp_size = strlen(path) + 64;
-  char *tmp = malloc(tmp_size);
-  if (!tmp) {
-    free(data);
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  }
-  int fd = open_temp(path, tmp, tmp_size);
-  if (fd < 0) {
-    int e = errno;
-    free(data);
-    free(tmp);
-    return clt__error(CLT_ERR_IO, fn, "cannot create a temporary file next to %s: %s", path,
-                      strerror(e));
-  }
-  const char *what = NULL;
-  if (!write_all(fd, prefix, sizeof prefix) || !write_all(fd, header, padded - 10) ||
-      (t->nbytes > 0 && !write_all(fd, data, t->nbytes)))
-    what = "writing";
-  else if (fsync(fd) != 0)
-    what = "syncing";
-  int e = errno;
-  if (close(fd) != 0 && !what) {
-    what = "closing";
-    e = errno;
-  }
-  if (!what && rename(tmp, path) != 0) {
-    what = "renaming";
-    e = errno;
+  /* Atomically: a temp file in the same directory, fsync, rename (io/atomic_file.c). */
+  clt__afile f;
+  if ((st = clt__afile_open(&f, path, fn)) == CLT_OK) {
+    if ((st = clt__afile_write(&f, prefix, sizeof prefix, fn)) == CLT_OK &&
+        (st = clt__afile_write(&f, header, padded - 10, fn)) == CLT_OK &&
+        (t->nbytes == 0 || (st = clt__afile_write(&f, data, t->nbytes, fn)) == CLT_OK))
+      st = clt__afile_commit(&f, fn);
+    else
+      clt__afile_abort(&f);
   }
   free(data);
-  if (what) {
-    unlink(tmp);
-    free(tmp);
-    return clt__error(CLT_ERR_IO, fn, "%s %s failed: %s (%s left unchanged)", what, path,
-                      strerror(e), path);
-  }
-  free(tmp);
-  return CLT_OK;
+  return st;
 }
 
 /* ---- the header parser -------------------------------------------------------------------- */

@@ -123,28 +123,14 @@ static void put_json_string(sbuf *b, const char *prefix, const char *s) {
   put(b, "\"", 1);
 }
 
-static clt_status write_all(int fd, const void *data, size_t n, const char *tmp) {
-  const char *p = data;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return clt__error(CLT_ERR_IO, "clt_save", "writing %s failed: %s", tmp,
-                        w < 0 ? strerror(errno) : "no progress");
-    p += w;
-    n -= (size_t)w;
-  }
-  return CLT_OK;
-}
-
-static clt_status write_file(int fd, const char *tmp, const clt_params *p, const sbuf *hdr) {
+static clt_status write_file(clt__afile *f, const clt_params *p, const sbuf *hdr) {
   static const char fn[] = "clt_save";
   unsigned char len[8];
   for (int i = 0; i < 8; i++)
     len[i] = (unsigned char)((uint64_t)hdr->n >> (8 * i));
   clt_status s;
-  if ((s = write_all(fd, len, 8, tmp)) != CLT_OK || (s = write_all(fd, hdr->p, hdr->n, tmp)))
+  if ((s = clt__afile_write(f, len, 8, fn)) != CLT_OK ||
+      (s = clt__afile_write(f, hdr->p, hdr->n, fn)) != CLT_OK)
     return s;
   for (size_t i = 0; i < clt_params_count(p); i++) {
     clt_tensor *t = clt_params_tensor_at(p, i);
@@ -156,33 +142,13 @@ static clt_status write_file(int fd, const char *tmp, const clt_params *p, const
                         t->nbytes, clt_params_name_at(p, i));
     if ((s = clt_tensor_read(t, data, t->nbytes)) == CLT_OK) {
       to_little_endian(data, t->nbytes, clt_dtype_size(t->dtype));
-      s = write_all(fd, data, t->nbytes, tmp);
+      s = clt__afile_write(f, data, t->nbytes, fn);
     }
     free(data);
     if (s != CLT_OK)
       return s;
   }
-  if (fsync(fd) != 0)
-    return clt__error(CLT_ERR_IO, fn, "fsync of %s failed: %s", tmp, strerror(errno));
   return CLT_OK;
-}
-
-/* The directory part of path ("." if none), malloc'ed. */
-static char *dir_of(const char *path) {
-  const char *slash = strrchr(path, '/');
-  size_t n = slash ? (size_t)(slash - path) : 0;
-  char *d = malloc(n + 2);
-  if (!d)
-    return NULL;
-  if (!slash)
-    strcpy(d, ".");
-  else if (n == 0)
-    strcpy(d, "/");
-  else {
-    memcpy(d, path, n);
-    d[n] = '\0';
-  }
-  return d;
 }
 
 clt_status clt_save(const char *path, const clt_params *p) {
@@ -234,47 +200,18 @@ clt_status clt_save(const char *path, const clt_params *p) {
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the header of %s", path);
   }
 
-  /* Written beside the target, then renamed over it: a failure leaves the old file whole. */
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 16);
-  if (!tmp) {
-    free(h.p);
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  /* Written beside the target, then renamed over it: a failure or a crash leaves the old file
+   * whole (io/atomic_file.c). */
+  clt__afile f;
+  clt_status s = clt__afile_open(&f, path, fn);
+  if (s == CLT_OK) {
+    if ((s = write_file(&f, p, &h)) == CLT_OK)
+      s = clt__afile_commit(&f, fn);
+    else
+      clt__afile_abort(&f);
   }
-  snprintf(tmp, plen + 16, "%s.tmp-XXXXXX", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    clt_status s = clt__error(CLT_ERR_IO, fn, "cannot create a temporary file beside %s: %s", path,
-                              strerror(errno));
-    free(tmp);
-    free(h.p);
-    return s;
-  }
-  struct stat old;
-  (void)fchmod(fd, stat(path, &old) == 0 ? (old.st_mode & 07777) : 0644);
-  clt_status s = write_file(fd, tmp, p, &h);
   free(h.p);
-  if (close(fd) != 0 && s == CLT_OK)
-    s = clt__error(CLT_ERR_IO, fn, "closing %s failed: %s", tmp, strerror(errno));
-  if (s == CLT_OK && rename(tmp, path) != 0)
-    s = clt__error(CLT_ERR_IO, fn, "renaming %s to %s failed: %s", tmp, path, strerror(errno));
-  if (s != CLT_OK) {
-    unlink(tmp);
-    free(tmp);
-    return s;
-  }
-  free(tmp);
-  /* Make the rename itself durable. */
-  char *dir = dir_of(path);
-  if (dir) {
-    int dfd = open(dir, O_RDONLY);
-    if (dfd >= 0) {
-      (void)fsync(dfd);
-      close(dfd);
-    }
-    free(dir);
-  }
-  return CLT_OK;
+  return s;
 }
 
 /* ---- the header parser -------------------------------------------------------------------- */
