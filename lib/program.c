@@ -674,11 +674,11 @@ done:
 }
 
 int clt__program_count(clt_device *dev) {
-  int n = 0;
-  pthread_mutex_lock(&dev->lock);
+  int n = 0; /* built programs only: an entry whose build failed holds none */
+  pthread_mutex_lock(&dev->programs_lock);
   for (program_entry *e = dev->programs ? dev->programs->head : NULL; e; e = e->next)
-    n++;
-  pthread_mutex_unlock(&dev->lock);
+    n += e->program != NULL;
+  pthread_mutex_unlock(&dev->programs_lock);
   return n;
 }
 
