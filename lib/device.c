@@ -175,6 +175,11 @@ static void forget_device(clt_device *d) {
   memset(d, 0, sizeof *d);
 }
 
+/* Device discovery has no caller to return an error to: say why devices are missing. */
+static void no_memory(const char *what) {
+  fprintf(stderr, "clt: warning: out of host memory while listing %s; skipping them\n", what);
+}
+
 static void registry_init(void) {
   init_host();
   env_sync = env_flag("CLT_SYNC", false);
@@ -187,6 +192,8 @@ static void registry_init(void) {
     return; /* no OpenCL at all: the host alone */
   cl_platform_id *plats = calloc(np, sizeof *plats);
   if (!plats || clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
+    if (!plats)
+      no_memory("the OpenCL platforms");
     free(plats);
     return;
   }
@@ -199,6 +206,7 @@ static void registry_init(void) {
   }
   cl_devices = calloc(total ? total : 1, sizeof *cl_devices);
   if (!cl_devices) {
+    no_memory("the OpenCL devices");
     free(plats);
     return;
   }
@@ -208,8 +216,10 @@ static void registry_init(void) {
     if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
       continue;
     cl_device_id *ids = calloc(nd, sizeof *ids);
-    if (!ids)
+    if (!ids) {
+      no_memory("the devices of an OpenCL platform");
       continue;
+    }
     if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL) != CL_SUCCESS) {
       free(ids);
       continue;

@@ -629,12 +629,48 @@ START_TEST(test_environment) {
 }
 END_TEST
 
+/* Device discovery that fails (no memory for its lists, no context) leaves the host alone, and
+ * the host works. Runs in the test's own process: nothing has opened OpenCL there yet. */
+static void discovery_fails(clt_fault_kind kind, const char *test) {
+  if (!cu_forked) {
+    cu_skip(test, "needs CK_FORK (devices are discovered once per process)");
+    return;
+  }
+  clt__fault_set(kind, 1, CLT__FAULT_THIS_THREAD | CLT__FAULT_STICKY);
+  int n = clt_device_count();
+  long injected = clt__fault_injected();
+  clt__fault_reset();
+  ck_assert_msg(injected >= 1, "%s: no %s call during discovery", test, clt__fault_kind_name(kind));
+  ck_assert_msg(n == 0, "%s: %d OpenCL devices although discovery failed", test, n);
+  int64_t shape[1] = {4};
+  clt_tensor *a, *s;
+  CU_OK(clt_ones(CLT_F32, 1, shape, clt_cpu(), &a));
+  CU_OK(clt_sum(a, &s));
+  double v;
+  CU_OK(clt_item(s, &v));
+  ck_assert(v == 4.0);
+  clt_tensor_release(a);
+  clt_tensor_release(s);
+}
+
+START_TEST(test_discovery_no_memory) {
+  discovery_fails(CLT__FAULT_HOST, "test_discovery_no_memory");
+}
+END_TEST
+
+START_TEST(test_discovery_no_context) {
+  discovery_fails(CLT__FAULT_ALLOC, "test_discovery_no_context");
+}
+END_TEST
+
 Suite *faults_suite(void) {
   Suite *s = suite_create("faults");
   TCase *tc = cu_tcase("faults");
   tcase_set_timeout(tc, 1200);
   tcase_add_unchecked_fixture(tc, figures_setup, figures_teardown);
   tcase_add_test(tc, test_environment);
+  tcase_add_test(tc, test_discovery_no_memory);
+  tcase_add_test(tc, test_discovery_no_context);
   tcase_add_test(tc, test_alloc_sticky);
   tcase_add_test(tc, test_alloc_once);
   tcase_add_test(tc, test_enqueue_sticky);
