@@ -8,7 +8,9 @@
  * different kinds of devices or who set different chunk sizes, pending kernels that write the
  * tensor right before the call (the staging must wait for them) and work that reads the result
  * right after (it must wait for the copies back), these two and 64 MiB tensors in several chunk
- * sizes, chunk boundaries that do not divide the tensor included, with --large only. tests/mpi.sh
+ * sizes, chunk boundaries that do not divide the tensor included, with --large only. In a build
+ * with --enable-fault-injection, without --large: faults in the middle of every collective on
+ * one rank (test_faults). tests/mpi.sh
  * runs it again with tiny chunks and MPI counts ($CLT_MPI_CHUNK, $CLT_MPI_MAX_COUNT) so that every
  * collective crosses chunk boundaries. Exit status 0 if every check passed on every rank, 1
  * otherwise. */
@@ -17,7 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
+
 #include "clt_mpi.h"
+
+#ifdef CLT_FAULT_INJECTION
+#define CLT_FAULT_NO_REDIRECT /* the test's own allocations are not counted */
+#include "fault.h"
+#endif
 
 static int rank, size, checks, failures;
 
@@ -496,6 +505,166 @@ static void test_mixed(clt_device *dev) {
   clt_mpi_chunk_set(old);
 }
 
+#ifdef CLT_FAULT_INJECTION
+/* ---- failures in the middle of a collective (built with --enable-fault-injection) ----------
+ * One rank, the faulty one, fails the n-th call of one kind (an OpenCL allocation, an enqueue, a
+ * host allocation) that clt makes inside one collective on device tensors, for every n from 1 to
+ * the number of such calls the collective makes (counted first, with nothing failing); the other
+ * ranks run normally. Every rank must come back (mpi.sh bounds the run), with the same status on
+ * every rank of a collective; an error must name the failing rank on the others; a call that
+ * recovers must give the right result; and afterwards the same collective, with nothing failing,
+ * must work and be right on every rank, and a tensor made before must be intact. */
+enum { F_ALLREDUCE, F_BROADCAST, F_ALLGATHER, F_SENDRECV, F_OPS };
+static const char *const fop_names[F_OPS] = {"allreduce", "broadcast", "allgather", "send/recv"};
+enum { F_N = 23 }; /* elements: 5 chunks of 20 bytes (tests/mpi.sh), the last one short */
+
+static long fault_counts[CLT__FAULT_KINDS];
+static long fault_runs, fault_errors, fault_recovered;
+
+/* Runs op once on fresh tensors on dev, with rank faulty armed for the n-th call of kind
+ * (n = 0: only counted). Returns this rank's status; *right: whether this rank's result is right
+ * (on CLT_OK; ranks with no part in a send/recv are right). On the faulty rank, *count gets the
+ * calls of kind counted. */
+static clt_status fault_once(int op, clt_device *dev, int faulty, clt_fault_kind kind, long n,
+                             int *right, long *count) {
+  const int64_t shape[1] = {F_N}, rows[2] = {rank + 1, F_N};
+  int last = size - 1;
+  *right = 1;
+  if (op == F_SENDRECV && rank != 0 && rank != last)
+    return CLT_OK;
+  clt_tensor *t = op == F_ALLGATHER                  ? make(CLT_F32, 2, rows, rank, 0, dev)
+                  : op == F_SENDRECV && rank == last ? make(CLT_F32, 1, shape, last, 100, dev)
+                                                     : make(CLT_F32, 1, shape, rank, 0, dev);
+  clt_tensor *out = NULL;
+  if (!t)
+    return CLT_ERR_INVALID_ARGUMENT;
+  if (rank == faulty)
+    clt__fault_set(kind, n, CLT__FAULT_THIS_THREAD);
+  clt_status st;
+  switch (op) {
+  case F_ALLREDUCE:
+    st = clt_mpi_allreduce(t, CLT_MPI_SUM, MPI_COMM_WORLD);
+    break;
+  case F_BROADCAST:
+    st = clt_mpi_broadcast(t, 0, MPI_COMM_WORLD);
+    break;
+  case F_ALLGATHER:
+    st = clt_mpi_allgather(t, MPI_COMM_WORLD, &out);
+    break;
+  default:
+    st = rank == 0 ? clt_mpi_send(t, last, 11, MPI_COMM_WORLD)
+                   : clt_mpi_recv(t, 0, 11, MPI_COMM_WORLD);
+  }
+  if (rank == faulty) {
+    *count = clt__fault_count(kind);
+    clt__fault_reset();
+  }
+  if (st == CLT_OK) {
+    float *got = contents(out ? out : t);
+    for (int64_t i = 0, j = 0; got && i < (out ? (int64_t)size * (size + 1) / 2 : 1); i++)
+      for (int64_t e = 0; e < F_N; e++, j++) {
+        int r = op == F_ALLGATHER ? 0 : rank;
+        double want = op == F_ALLREDUCE   ? reference(CLT_MPI_SUM, CLT_F32, e)
+                      : op == F_BROADCAST ? gen(0, e, CLT_F32)
+                      : op == F_SENDRECV  ? gen(0, e, CLT_F32)
+                                          : 0;
+        if (op == F_ALLGATHER) { /* row i of the result: which rank's, and which of its rows */
+          int64_t k = i;
+          while (k > r) {
+            k -= r + 1;
+            r++;
+          }
+          want = gen(r, k * F_N + e, CLT_F32);
+        }
+        if (got[j] != want) {
+          *right = 0;
+          i = INT64_MAX - 1;
+          break;
+        }
+      }
+    if (!got)
+      *right = 0;
+    free(got);
+  }
+  clt_tensor_release(out);
+  clt_tensor_release(t);
+  return st;
+}
+
+static void test_faults(clt_device *dev) {
+  const int64_t shape[1] = {64};
+  clt_tensor *keep = make(CLT_F64, 1, shape, rank, 1000, dev); /* must stay intact */
+  const clt_fault_kind kinds[] = {CLT__FAULT_ALLOC, CLT__FAULT_ENQUEUE, CLT__FAULT_HOST};
+  int faulty_ranks[2] = {0, size - 1};
+  for (int op = 0; op < F_OPS; op++)
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+      for (int fr = 0; fr < 2; fr++) {
+        int faulty = faulty_ranks[fr], right = 0;
+        long count = 0;
+        clt_status st = fault_once(op, dev, faulty, kinds[k], 0, &right, &count);
+        CHECK(st == CLT_OK && right, "%s with faults only counted", fop_names[op]);
+        MPI_Bcast(&count, 1, MPI_LONG, faulty, MPI_COMM_WORLD);
+        if (rank == faulty && count > fault_counts[kinds[k]])
+          fault_counts[kinds[k]] = count;
+        for (long n = 1; n <= count; n++) {
+          st = fault_once(op, dev, faulty, kinds[k], n, &right, &(long){0});
+          const char *what = fop_names[op], *kind = clt__fault_kind_name(kinds[k]);
+          /* Every rank of a collective ends with the same status. */
+          int mine[2] = {st, -(int)st}, ext[2] = {0, 0};
+          int part = op != F_SENDRECV || rank == 0 || rank == size - 1;
+          if (!part)
+            mine[0] = INT32_MIN, mine[1] = INT32_MIN;
+          MPI_Allreduce(mine, ext, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+          if (op != F_SENDRECV)
+            CHECK(ext[0] == -ext[1],
+                  "%s, %s call %ld failing on rank %d: ranks returned "
+                  "different statuses",
+                  what, kind, n, faulty);
+          if (part && st == CLT_OK)
+            CHECK(right, "%s, %s call %ld failing on rank %d: CLT_OK with a wrong result", what,
+                  kind, n, faulty);
+          if (part && st != CLT_OK && rank != faulty) {
+            char who[32];
+            snprintf(who, sizeof who, "rank %d", faulty);
+            CHECK(strstr(clt_last_error(), who) != NULL,
+                  "%s, %s call %ld failing on rank %d: the message does not name it: %s", what,
+                  kind, n, faulty, clt_last_error());
+          }
+          if (rank == faulty) {
+            fault_runs++;
+            if (st != CLT_OK)
+              fault_errors++;
+            else if (right)
+              fault_recovered++;
+          }
+          /* Afterwards, with nothing failing, the same collective works everywhere. */
+          st = fault_once(op, dev, -1, kinds[k], 0, &right, &(long){0});
+          CHECK(st == CLT_OK && right, "%s after %s call %ld failed on rank %d: %s", what, kind, n,
+                faulty, clt_status_name(st));
+        }
+      }
+  double *v = keep ? contents(keep) : NULL;
+  for (int64_t i = 0; v && i < 64; i++)
+    if (v[i] != gen(rank, 1000 + i, CLT_F64)) {
+      CHECK(0, "a tensor made before the faults changed: element %lld", (long long)i);
+      break;
+    }
+  free(v);
+  clt_tensor_release(keep);
+  long sums[3], local[3] = {fault_runs, fault_errors, fault_recovered};
+  MPI_Reduce(local, sums, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  long most[CLT__FAULT_KINDS];
+  MPI_Reduce(fault_counts, most, CLT__FAULT_KINDS, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf("mpi_test: faults mid-collective: %ld injected (%ld errors on every rank, %ld "
+           "recovered); sites per call up to alloc %ld, enqueue %ld, host %ld\n",
+           sums[0], sums[1], sums[2], most[CLT__FAULT_ALLOC], most[CLT__FAULT_ENQUEUE],
+           most[CLT__FAULT_HOST]);
+    printf("figure: mpi faults injected (%d ranks): %ld\n", size, sums[0]);
+  }
+}
+#endif
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -522,6 +691,10 @@ int main(int argc, char **argv) {
   }
   if (dev != clt_cpu())
     test_mixed(dev);
+#ifdef CLT_FAULT_INJECTION
+  if (!large && dev != clt_cpu())
+    test_faults(dev);
+#endif
   if (large && dev != clt_cpu()) {
     test_ordering(dev);
     const int64_t n = (int64_t)16 << 20;            /* 64 MiB of f32 */

@@ -220,14 +220,30 @@ typedef struct agreement {
   int nranks, me;
   int64_t chunk;  /* elements per MPI call: the smallest proposal */
   int any_device; /* some rank's tensor is on an OpenCL device */
-  record *all;    /* every rank's record (malloc'ed; the caller frees) */
+  record *all;    /* every rank's record, if asked for (malloc'ed; the caller frees) */
 } agreement;
 
-/* Exchanges the records and returns the verdict every rank reaches. mine.v[R_STATUS] is this
- * rank's own status, whose message is already set. param_name names R_PARAM ("op", "root"),
- * or NULL if it is not compared. On CLT_OK, *a is filled and a->all must be freed. */
+/* Exchanges what the ranks need to agree on and returns the verdict every rank reaches.
+ * mine.v[R_STATUS] is this rank's own status, whose message is already set. param_name names
+ * R_PARAM ("op", "root"), or NULL if it is not compared. need_all: the caller needs every rank's
+ * record (allgather: the rows of each). On CLT_OK, *a is filled; a->all (NULL unless need_all)
+ * must be freed.
+ *
+ * First one MPI_Allreduce (MPI_MAX) of a vector of fixed size: each field of the record and its
+ * negation (so the maximum gives the largest and the smallest value every rank has), the lowest
+ * failing rank with its status, and the lowest rank that could not allocate the table of every
+ * rank's record. That needs no memory that grows with the ranks, so a rank whose malloc fails
+ * still takes part, and every rank learns of it, instead of leaving the others waiting in a
+ * collective it skipped. Only when the table is needed (need_all, or fields that differ, to name
+ * the ranks in the message) and every rank has it does an MPI_Allgather of the records follow. */
+enum { V_HI = 0, V_LO = R_LEN, V_NOTABLE = 2 * R_LEN, V_LEN };
+
+/* The key of rank me in a maximum: nranks - me, so that the lowest rank has the largest key, and
+ * 0 stands for no rank. */
+static int64_t rank_key(int nranks, int me) { return (int64_t)nranks - me; }
+
 static clt_status agree(const char *fn, MPI_Comm comm, const record *mine, const char *param_name,
-                        int tail_only, agreement *a) {
+                        int tail_only, int need_all, agreement *a) {
   int nranks = 0, me = 0;
   int rc = MPI_Comm_size(comm, &nranks);
   if (rc == MPI_SUCCESS)
@@ -235,51 +251,89 @@ static clt_status agree(const char *fn, MPI_Comm comm, const record *mine, const
   if (rc != MPI_SUCCESS)
     return mpi_error(fn, rc, "MPI_Comm_size");
   record *all = malloc((size_t)nranks * sizeof *all);
-  if (!all) /* a few hundred bytes a rank: failing here leaves the others waiting */
-    return clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn, "no memory for %d ranks' records", nranks);
-  rc = MPI_Allgather(mine->v, R_LEN, MPI_INT64_T, all->v, R_LEN, MPI_INT64_T, comm);
+
+  int64_t in[V_LEN], out[V_LEN];
+  for (int i = 0; i < R_LEN; i++) {
+    in[V_HI + i] = mine->v[i];
+    in[V_LO + i] = -mine->v[i]; /* no field is INT64_MIN: its negation is defined */
+  }
+  /* The lowest failing rank wins the maximum: (nranks - rank) above, its status below. */
+  clt_status own = (clt_status)mine->v[R_STATUS];
+  in[V_HI + R_STATUS] =
+      own == CLT_OK ? 0 : (rank_key(nranks, me) << 32) | (int64_t)(uint32_t)(int32_t)own;
+  in[V_LO + R_STATUS] = 0;
+  in[V_NOTABLE] = all ? 0 : rank_key(nranks, me);
+  rc = MPI_Allreduce(in, out, V_LEN, MPI_INT64_T, MPI_MAX, comm);
   if (rc != MPI_SUCCESS) {
     free(all);
-    return mpi_error(fn, rc, "MPI_Allgather");
+    return mpi_error(fn, rc, "MPI_Allreduce");
   }
 
   clt_status verdict = CLT_OK;
-  char list[1024];
-  for (int r = 0; r < nranks && verdict == CLT_OK; r++) {
-    if (all[r].v[R_STATUS] == CLT_OK)
-      continue;
-    clt_status s = (clt_status)all[r].v[R_STATUS];
-    verdict = r == me ? s
+  if (out[V_HI + R_STATUS] != 0) {
+    int r = nranks - (int)(out[V_HI + R_STATUS] >> 32);
+    clt_status s = (clt_status)(int32_t)(uint32_t)(out[V_HI + R_STATUS] & 0xffffffff);
+    verdict = r == me ? own
                       : clt_set_error(s, fn, "rank %d failed (%s); every rank returns its status",
                                       r, clt_status_message(s));
+  } else if (out[V_NOTABLE] != 0) {
+    int r = nranks - (int)out[V_NOTABLE];
+    char who[32] = "this rank";
+    if (r != me)
+      snprintf(who, sizeof who, "rank %d", r);
+    verdict = clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn,
+                            "%s could not allocate the records of %d ranks; every rank returns "
+                            "this status",
+                            who, nranks);
   }
-  for (int r = 1; r < nranks && verdict == CLT_OK && param_name; r++)
-    if (all[r].v[R_PARAM] != all[0].v[R_PARAM])
-      verdict = clt_set_error(
-          CLT_ERR_INVALID_ARGUMENT, fn, "ranks pass different %s values: rank 0 %lld, rank %d %lld",
-          param_name, (long long)all[0].v[R_PARAM], r, (long long)all[r].v[R_PARAM]);
-  for (int r = 1; r < nranks && verdict == CLT_OK; r++)
-    if (all[r].v[R_DTYPE] != all[0].v[R_DTYPE]) {
-      describe_all(all, nranks, list, sizeof list);
-      verdict = clt_set_error(CLT_ERR_DTYPE, fn, "ranks pass different dtypes: %s", list);
+  if (verdict != CLT_OK) {
+    free(all);
+    return verdict;
+  }
+
+  /* Which fields differ between ranks: the largest value is not the smallest. */
+#define DIFFERS(i) (out[V_HI + (i)] != -out[V_LO + (i)])
+  int param_differs = param_name && DIFFERS(R_PARAM);
+  int dtype_differs = DIFFERS(R_DTYPE);
+  int shape_differs = DIFFERS(R_NDIM) || (!tail_only && DIFFERS(R_NUMEL));
+  for (int i = tail_only ? 1 : 0; i < CLT_MAX_DIMS; i++)
+    shape_differs |= DIFFERS(R_SHAPE + i);
+#undef DIFFERS
+
+  if (need_all || param_differs || dtype_differs || shape_differs) {
+    rc = MPI_Allgather(mine->v, R_LEN, MPI_INT64_T, all->v, R_LEN, MPI_INT64_T, comm);
+    if (rc != MPI_SUCCESS) {
+      free(all);
+      return mpi_error(fn, rc, "MPI_Allgather");
     }
-  for (int r = 1; r < nranks && verdict == CLT_OK; r++)
-    if (!same_shape(&all[r], &all[0], tail_only)) {
-      describe_all(all, nranks, list, sizeof list);
-      verdict = clt_set_error(CLT_ERR_SHAPE_MISMATCH, fn, "ranks pass different shapes%s: %s",
-                              tail_only ? " (beyond the first dimension)" : "", list);
-    }
+  }
+  char list[1024];
+  if (param_differs) {
+    int r = 1;
+    while (r < nranks - 1 && all[r].v[R_PARAM] == all[0].v[R_PARAM])
+      r++;
+    verdict = clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
+                            "ranks pass different %s values: rank 0 %lld, rank %d %lld", param_name,
+                            (long long)all[0].v[R_PARAM], r, (long long)all[r].v[R_PARAM]);
+  } else if (dtype_differs) {
+    describe_all(all, nranks, list, sizeof list);
+    verdict = clt_set_error(CLT_ERR_DTYPE, fn, "ranks pass different dtypes: %s", list);
+  } else if (shape_differs) {
+    describe_all(all, nranks, list, sizeof list);
+    verdict = clt_set_error(CLT_ERR_SHAPE_MISMATCH, fn, "ranks pass different shapes%s: %s",
+                            tail_only ? " (beyond the first dimension)" : "", list);
+  }
   if (verdict != CLT_OK) {
     free(all);
     return verdict;
   }
   a->nranks = nranks;
   a->me = me;
-  a->chunk = all[0].v[R_CHUNK];
-  a->any_device = 0;
-  for (int r = 0; r < nranks; r++) {
-    a->chunk = min64(a->chunk, all[r].v[R_CHUNK]);
-    a->any_device |= all[r].v[R_DEVICE] != 0;
+  a->chunk = -out[V_LO + R_CHUNK]; /* the smallest proposal */
+  a->any_device = out[V_HI + R_DEVICE] != 0;
+  if (!need_all) {
+    free(all);
+    all = NULL;
   }
   a->all = all;
   return CLT_OK;
@@ -747,7 +801,7 @@ clt_status clt_mpi_allreduce(clt_tensor *t, clt_mpi_op op, MPI_Comm comm) {
 
   record mine = record_of(t, st, op, chunk);
   agreement a;
-  clt_status verdict = agree(fn, comm, &mine, "op", 0, &a);
+  clt_status verdict = agree(fn, comm, &mine, "op", 0, 0, &a);
   if (verdict != CLT_OK) {
     release_mem(&lm);
     return verdict;
@@ -810,7 +864,7 @@ clt_status clt_mpi_broadcast(clt_tensor *t, int root, MPI_Comm comm) {
 
   record mine = record_of(t, st, root, chunk);
   agreement a;
-  clt_status verdict = agree(fn, comm, &mine, "root", 0, &a);
+  clt_status verdict = agree(fn, comm, &mine, "root", 0, 0, &a);
   if (verdict != CLT_OK) {
     release_mem(&lm);
     return verdict;
@@ -856,7 +910,7 @@ clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out) {
   /* Pieces differ in size: propose the device chunk (or the largest count), not our size. */
   record mine = record_of(t, st, 0, propose_chunk(t, INT64_MAX));
   agreement a;
-  clt_status verdict = agree(fn, comm, &mine, NULL, 1, &a);
+  clt_status verdict = agree(fn, comm, &mine, NULL, 1, 1, &a);
   if (verdict != CLT_OK)
     return verdict;
 
@@ -876,10 +930,11 @@ clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out) {
   st = clt_empty(clt_tensor_dtype(t), clt_tensor_ndim(t), shape, clt_tensor_device(t), &res);
   if (st == CLT_OK)
     st = prepare(fn, res, largest, chunk, &res_mem);
-  /* Second exchange, of the allocation verdicts: all ranks go on or none does. */
-  int ok = st == CLT_OK, all_ok = 0;
-  int rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
-  if (rc != MPI_SUCCESS || !all_ok) {
+  /* Second exchange, of the allocation verdicts: all ranks go on or none does. The maximum of
+   * nranks - rank over the ranks that failed names the lowest of them. */
+  int failed = st == CLT_OK ? 0 : a.nranks - a.me, first_failed = 0;
+  int rc = MPI_Allreduce(&failed, &first_failed, 1, MPI_INT, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS || first_failed) {
     free(a.all);
     clt_tensor_release(res);
     release_mem(&res_mem);
@@ -887,7 +942,9 @@ clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out) {
       return mpi_error(fn, rc, "MPI_Allreduce");
     return st != CLT_OK ? st
                         : clt_set_error(CLT_ERR_OUT_OF_MEMORY, fn,
-                                        "another rank could not allocate the result");
+                                        "rank %d could not allocate its result; every rank "
+                                        "returns this status",
+                                        a.nranks - first_failed);
   }
 
   bcast_ctx c = {mpi_type(clt_tensor_dtype(t)), 0, comm};
