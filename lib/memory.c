@@ -233,7 +233,7 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   bool caching = clt__env_alloc_cache() && bytes > 0;
   if (!host && (cl_ulong)bytes > dev->max_alloc)
     return too_large(dev, bytes, "device memory", fn);
-  if (host) {
+  if (host && (uint64_t)bytes > dev->global_mem) { /* within RAM: no need to ask for swap too */
     uint64_t have = host_memory(dev);
     if (have > 0 && bytes > have) {
       char a[64], g[64];

@@ -15,17 +15,8 @@ if ! command -v mpirun >/dev/null 2>&1; then
 fi
 [ -x "$prog" ] || { echo "ERROR: $prog was not built" >&2; exit 99; }
 
-POCL_DEVICES=${POCL_DEVICES-pthread pthread}
-export POCL_DEVICES
-# Open MPI in containers: no ssh for local launches, no cross-memory attach.
-flags=
-if mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
-  flags="--oversubscribe"
-  [ "$(id -u)" -eq 0 ] && flags="$flags --allow-run-as-root"
-  OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism-none}
-  OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent-}
-  export OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_plm_rsh_agent
-fi
+# POCL_DEVICES and the mpirun flags ($flags), shared with the other MPI test.
+. "$(dirname "$0")/mpi_env.sh"
 limit=240
 if command -v timeout >/dev/null 2>&1; then
   bound="timeout $limit"

@@ -19,17 +19,9 @@ for p in "$single" "$multi"; do
   [ -x "$p" ] || { echo "ERROR: $p was not built" >&2; exit 99; }
 done
 
-POCL_DEVICES=${POCL_DEVICES-pthread pthread}
-export POCL_DEVICES
+# POCL_DEVICES and the mpirun flags ($flags), shared with the other MPI test.
+. "$(dirname "$0")/mpi_env.sh"
 unset CLT_MPI_CHUNK CLT_MPI_MAX_COUNT
-flags=
-if mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
-  flags="--oversubscribe"
-  [ "$(id -u)" -eq 0 ] && flags="$flags --allow-run-as-root"
-  OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism-none}
-  OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent-}
-  export OMPI_MCA_btl_vader_single_copy_mechanism OMPI_MCA_plm_rsh_agent
-fi
 bound=
 command -v timeout >/dev/null 2>&1 && bound="timeout 120"
 

@@ -11,11 +11,9 @@
 #include "clt-internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define NPY_ALIGN 64
 #define NPY_MAX_HEADER 100000 /* NumPy's own limit (max_header_size) is 10000 */

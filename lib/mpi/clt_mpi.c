@@ -1004,6 +1004,27 @@ static int recv_step(void *buf, int count, void *ctx) {
   return MPI_Recv(buf, count, c->type, c->peer, c->tag, c->comm, MPI_STATUS_IGNORE);
 }
 
+/* Moves t's data to (sending) or from peer in chunks, then releases lm; the one data phase of
+ * clt_mpi_send and clt_mpi_recv. Returns an MPI failure; a local one goes to *local. */
+static clt_status p2p_move(const char *fn, clt_tensor *t, int sending, int peer, int tag,
+                           MPI_Comm comm, int64_t chunk, local_mem *lm, clt_status *local) {
+  p2p_ctx c = {mpi_type(clt_tensor_dtype(t)), peer, tag, comm};
+  move m = {.fn = fn,
+            .what = sending ? "MPI_Send" : "MPI_Recv",
+            .src = sending ? t : NULL,
+            .dst = sending ? NULL : t,
+            .numel = clt_tensor_numel(t),
+            .chunk = chunk,
+            .src_host = sending ? lm->host : NULL,
+            .dst_host = sending ? NULL : lm->host,
+            .mem = lm,
+            .step = sending ? send_step : recv_step,
+            .ctx = &c};
+  clt_status st = move_run(&m, local);
+  release_mem(lm);
+  return st;
+}
+
 clt_status clt_mpi_send(clt_tensor *t, int dest, int tag, MPI_Comm comm) {
   static const char fn[] = "clt_mpi_send";
   local_mem lm = {0};
@@ -1043,19 +1064,8 @@ clt_status clt_mpi_send(clt_tensor *t, int dest, int tag, MPI_Comm comm) {
                          "sends %s",
                          dest, clt_status_message(vs), theirs, mine);
   }
-  p2p_ctx c = {mpi_type(clt_tensor_dtype(t)), dest, tag, comm};
-  move m = {.fn = fn,
-            .what = "MPI_Send",
-            .src = t,
-            .numel = numel,
-            .chunk = min64(chunk, ack.v[R_CHUNK]),
-            .src_host = lm.host,
-            .mem = &lm,
-            .step = send_step,
-            .ctx = &c};
   clt_status local = CLT_OK;
-  st = move_run(&m, &local);
-  release_mem(&lm);
+  st = p2p_move(fn, t, 1, dest, tag, comm, min64(chunk, ack.v[R_CHUNK]), &lm, &local);
   if (st != CLT_OK)
     return st;
   int64_t trailer = local;
@@ -1105,19 +1115,8 @@ clt_status clt_mpi_recv(clt_tensor *t, int src, int tag, MPI_Comm comm) {
     release_mem(&lm);
     return rc != MPI_SUCCESS ? mpi_error(fn, rc, "MPI_Send") : st;
   }
-  p2p_ctx c = {mpi_type(clt_tensor_dtype(t)), peer, tag, comm};
-  move m = {.fn = fn,
-            .what = "MPI_Recv",
-            .dst = t,
-            .numel = numel,
-            .chunk = min64(chunk, hdr.v[R_CHUNK]),
-            .dst_host = lm.host,
-            .mem = &lm,
-            .step = recv_step,
-            .ctx = &c};
   clt_status local = CLT_OK;
-  st = move_run(&m, &local);
-  release_mem(&lm);
+  st = p2p_move(fn, t, 0, peer, tag, comm, min64(chunk, hdr.v[R_CHUNK]), &lm, &local);
   if (st != CLT_OK)
     return st;
   int64_t trailer = CLT_OK;
