@@ -37,7 +37,9 @@ TC clt_ipow(TC a, TC b) {
 #define CLT_POW(a, b) clt_ipow(a, b)
 #define CLT_MAXIMUM(a, b) ((a) > (b) ? (a) : (b))
 #define CLT_MINIMUM(a, b) ((a) < (b) ? (a) : (b))
-#define CLT_ABS(a) ((a) < 0 ? (TC)((UTC)0 - (UTC)(a)) : (a))
+/* The built-in abs (unsigned result; |INT_MIN| wraps back to INT_MIN as on the host). Not the
+ * select (a < 0 ? 0 - a : a): clang turns that into llvm.abs, an intrinsic Oclgrind cannot run. */
+#define CLT_ABS(a) ((TC)abs(a))
 #endif
 #define CLT_RELU(a) ((a) < 0 ? (TC)0 : (a))
 

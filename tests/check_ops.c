@@ -1194,6 +1194,93 @@ END_TEST
 
 /* ---- where ---------------------------------------------------------------------------------- */
 
+/* docs/operations.md, "Values C leaves undefined": one row per rule, with the results written
+ * out by hand (not taken from the host), the same on every device. Oclgrind's
+ * convert_int_sat_rtz gave INT_MIN for NaN on cl:0 before the rule was made explicit in the
+ * kernels. */
+typedef struct undefined_case {
+  const char *what;
+  clt_dtype in, out;
+  int op; /* 0 cast, 1 div (a / b), 2 abs, 3 neg, 4 add, 5 mul, 6 pow */
+  double a[4], b[4];
+  double want[4]; /* compared bit for bit after conversion to out's dtype (NaN: any NaN) */
+} undefined_case;
+
+static const undefined_case undefined_cases[] = {
+    {"f32 NaN, inf, out of range -> i32", CLT_F32, CLT_I32, 0, {NAN, INFINITY, -3e9, -2.75},
+     {0}, {0, 2147483647.0, -2147483648.0, -2}},
+    {"f64 NaN, -inf, 3e9 -> i32", CLT_F64, CLT_I32, 0, {NAN, -INFINITY, 3e9, 2.999},
+     {0}, {0, -2147483648.0, 2147483647.0, 2}},
+    {"f32 NaN, 1e19, -1e19 -> i64", CLT_F32, CLT_I64, 0, {NAN, 1e19, -1e19, -0.5},
+     {0}, {0, 9223372036854775807.0, -9223372036854775808.0, 0}},
+    {"f64 NaN, -1, 300, 255.9 -> u8", CLT_F64, CLT_U8, 0, {NAN, -1, 300, 255.9},
+     {0}, {0, 0, 255, 255}},
+    {"f32 NaN, -0, 0.25 -> bool", CLT_F32, CLT_BOOL, 0, {NAN, -0.0, 0.25, 0}, {0}, {1, 0, 1, 0}},
+    {"i64 -> i32 wraps", CLT_I64, CLT_I32, 0, {4294967301.0, -2147483649.0, 2147483648.0, -1},
+     {0}, {5, 2147483647.0, -2147483648.0, -1}},
+    {"i32 -> u8 wraps", CLT_I32, CLT_U8, 0, {-1, 256, 511, -255}, {0}, {255, 0, 255, 1}},
+    {"i32 division by zero is true division", CLT_I32, CLT_F32, 1, {1, -1, 0, 7}, {0, 0, 0, 2},
+     {INFINITY, -INFINITY, NAN, 3.5}},
+    {"abs wraps at INT32_MIN", CLT_I32, CLT_I32, 2, {-2147483648.0, -5, 5, 0}, {0},
+     {-2147483648.0, 5, 5, 0}},
+    {"neg wraps at INT32_MIN", CLT_I32, CLT_I32, 3, {-2147483648.0, -5, 5, 0}, {0},
+     {-2147483648.0, 5, -5, 0}},
+    {"i32 add wraps", CLT_I32, CLT_I32, 4, {2147483647.0, -2147483648.0, 1, 0}, {1, -1, 1, 0},
+     {-2147483648.0, 2147483647.0, 2, 0}},
+    {"i32 mul wraps", CLT_I32, CLT_I32, 5, {65536, 65537, -65536, 3}, {65536, 65537, 32768, 3},
+     {0, 131073, -2147483648.0, 9}},
+    {"i32 pow with negative exponents", CLT_I32, CLT_I32, 6, {2, -1, 1, -1}, {-1, -3, -7, -2},
+     {0, -1, 1, 1}},
+};
+
+START_TEST(test_undefined_values) {
+  const undefined_case *c = &undefined_cases[_i];
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  int64_t shape[1] = {4};
+  size_t ie = clt_dtype_size(c->in), oe = clt_dtype_size(c->out);
+  void *a = cu_malloc(4 * ie), *b = cu_malloc(4 * ie), *want = cu_malloc(4 * oe);
+  for (int k = 0; k < 4; k++) {
+    cu_set(a, c->in, k, c->a[k]);
+    cu_set(b, c->in, k, c->b[k]);
+    if (c->out == CLT_I64 && fabs(c->want[k]) >= 9.2e18) /* 2^63 does not convert to i64 */
+      cu_set_i64(want, c->out, k, c->want[k] > 0 ? INT64_MAX : INT64_MIN);
+    else
+      cu_set(want, c->out, k, c->want[k]);
+  }
+  for (int d = 0; d < ndev; d++) {
+    if (!cu_dtype_ok("test_undefined_values", devs[d], c->in))
+      continue;
+    clt_tensor *ta = cu_tensor(a, c->in, 1, shape, devs[d]);
+    clt_tensor *tb = cu_tensor(b, c->in, 1, shape, devs[d]), *out = NULL;
+    switch (c->op) {
+    case 0: CU_OK(clt_cast(ta, c->out, &out)); break;
+    case 1: CU_OK(clt_div(ta, tb, &out)); break;
+    case 2: CU_OK(clt_abs(ta, &out)); break;
+    case 3: CU_OK(clt_neg(ta, &out)); break;
+    case 4: CU_OK(clt_add(ta, tb, &out)); break;
+    case 5: CU_OK(clt_mul(ta, tb, &out)); break;
+    default: CU_OK(clt_pow(ta, tb, &out)); break;
+    }
+    ck_assert_int_eq(clt_tensor_dtype(out), c->out);
+    unsigned char got[32];
+    CU_OK(clt_tensor_read(out, got, 4 * oe));
+    for (int k = 0; k < 4; k++) {
+      int nan_ok = c->out == CLT_F32 && isnan(c->want[k]) && isnan(((float *)got)[k]);
+      ck_assert_msg(nan_ok || memcmp(got + k * oe, (unsigned char *)want + k * oe, oe) == 0,
+                    "%s on %s: element %d gave %.17g, expected %.17g", c->what,
+                    cu_dev_name(devs[d]), k, cu_get(got, c->out, k), c->want[k]);
+    }
+    clt_tensor_release(ta);
+    clt_tensor_release(tb);
+    clt_tensor_release(out);
+  }
+  free(a);
+  free(b);
+  free(want);
+}
+END_TEST
+
 START_TEST(test_where) {
   static const int64_t s23[2] = {2, 3}, s3[1] = {3}, s21[2] = {2, 1}, s415[3] = {4, 1, 5},
                        s131[3] = {1, 3, 1}, s5[1] = {5};
@@ -1763,6 +1850,8 @@ Suite *ops_suite(void) {
   suite_add_tcase(s, tc);
   tc = cu_tcase("cast_where");
   tcase_add_loop_test(tc, test_cast, 0, CLT_DTYPE_COUNT);
+  tcase_add_loop_test(tc, test_undefined_values, 0,
+                      (int)(sizeof undefined_cases / sizeof undefined_cases[0]));
   tcase_add_test(tc, test_where);
   tcase_add_test(tc, test_where_errors);
   suite_add_tcase(s, tc);

@@ -21,12 +21,15 @@ static const char *unsigned_twin(clt_dtype dt) {
   }
 }
 
-/* How the result is stored: saturating float-to-integer, x != 0 for bool, a plain cast else. */
+/* How the result is stored: saturating float-to-integer with NaN giving 0 (docs/operations.md,
+ * "Values C leaves undefined"; tested explicitly because Oclgrind's convert_int_sat_rtz gives
+ * INT_MIN for NaN, though OpenCL 1.2 section 6.2.3.3 says 0), x != 0 for bool, a plain cast
+ * else. */
 static void store_macro(clt_dtype compute, clt_dtype out, char *buf, size_t size) {
   if (out == CLT_BOOL && compute != CLT_BOOL)
     snprintf(buf, size, "((uchar)((x)!=0))");
   else if (clt__dtype_is_float(compute) && !clt__dtype_is_float(out))
-    snprintf(buf, size, "convert_%s_sat_rtz(x)", clt__dtype_cl_type(out));
+    snprintf(buf, size, "(isnan(x)?(TO)0:convert_%s_sat_rtz(x))", clt__dtype_cl_type(out));
   else
     snprintf(buf, size, "((TO)(x))");
 }
