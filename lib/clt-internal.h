@@ -65,6 +65,9 @@ struct clt_device {
   int platform_index;
   bool fp64;
   bool unified_memory; /* CL_DEVICE_HOST_UNIFIED_MEMORY */
+  /* Kernel shape: chunked (each work-item walks one contiguous chunk; CPU devices) or grid-stride
+   * with work-group reductions (GPUs); CLT_KERNEL_SHAPE overrides it (device.c). */
+  bool chunked;
   size_t max_work_group;
   cl_ulong max_alloc;
   cl_ulong global_mem;
@@ -89,6 +92,11 @@ struct clt_device {
   /* transfer counters (transfer.c), guarded by cache_lock */
   clt_transfer_stats xfer;
 };
+
+/* A per-device setting from the environment variable var: one value for every OpenCL device
+ * ("grid"), or a comma-separated list of NAME=VALUE ("cl:1=grid,cl:0=chunked"). Copies the value
+ * for the device called name into buf and returns buf; NULL when unset or not listed. */
+const char *clt__device_setting(const char *var, const char *name, char *buf, size_t size);
 
 /* Checks that dev is a real device; sets the error for fn and returns the status. */
 clt_status clt__check_device(const clt_device *dev, const char *fn, const char *arg);

@@ -108,6 +108,47 @@ static bool hide_fp64(const char *name) {
   return false;
 }
 
+const char *clt__device_setting(const char *var, const char *name, char *buf, size_t size) {
+  const char *env = getenv(var);
+  if (!env || !*env || size == 0)
+    return NULL;
+  if (!strchr(env, '=')) { /* one value for every device */
+    snprintf(buf, size, "%s", env);
+    return buf;
+  }
+  size_t n = strlen(name);
+  for (const char *p = env; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
+      snprintf(buf, size, "%.*s", (int)(len - n - 1), p + n + 1);
+      return buf;
+    }
+    p += len + (end ? 1 : 0);
+  }
+  return NULL;
+}
+
+/* CLT_KERNEL_SHAPE (grid or chunked, for every OpenCL device or per device as
+ * "cl:1=grid,cl:0=chunked") overrides the kernel shape the device kind chooses, so that the GPU
+ * branches (grid-stride loops, work-group reductions) run on PoCL's CPU devices too. */
+static void choose_shape(clt_device *d) {
+  d->chunked = d->kind == CLT_DEVICE_CL_CPU;
+  char buf[32];
+  const char *v = clt__device_setting("CLT_KERNEL_SHAPE", d->name, buf, sizeof buf);
+  if (!v)
+    return;
+  if (strcmp(v, "grid") == 0)
+    d->chunked = false;
+  else if (strcmp(v, "chunked") == 0)
+    d->chunked = true;
+  else if (strcmp(v, "auto") != 0)
+    fprintf(stderr,
+            "clt: warning: CLT_KERNEL_SHAPE gives '%s' for %s; expected grid, chunked or auto "
+            "(one for every device, or a list such as cl:1=grid,cl:0=chunked); using %s\n",
+            v, d->name, d->chunked ? "chunked" : "grid");
+}
+
 /* Fills one OpenCL device entry; the context is set by the caller. */
 static bool init_cl_device(clt_device *d, int index, int platform_index, cl_platform_id p,
                            cl_device_id id) {
@@ -152,6 +193,7 @@ static bool init_cl_device(clt_device *d, int index, int platform_index, cl_plat
   }
   if (d->fp64 && hide_fp64(d->name))
     d->fp64 = false;
+  choose_shape(d);
   init_locks(d);
   describe(d);
   return true;

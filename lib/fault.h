@@ -23,7 +23,11 @@
  *   CLT_FAULT=KIND:N+    that call and every later one of KIND fail
  *   CLT_FAULT=count      nothing fails; at exit, the calls of each kind go to stderr
  *
- * Under CLT_FAULT each injected fault is reported on stderr as it happens. */
+ * Under CLT_FAULT each injected fault is reported on stderr as it happens.
+ *
+ * CLT_FAULT_DELAY_US=N makes the device run behind the host, as a real GPU does: every command
+ * clt enqueues also waits for a user event that a timer thread completes N microseconds after
+ * the enqueue (the ordering-sensitive suites run with it; see .ci/lanes/60-gpu). */
 #ifndef CLT_FAULT_H
 #define CLT_FAULT_H
 

@@ -6,7 +6,7 @@
 
 clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n) {
   clt_launch l;
-  if (dev->kind == CLT_DEVICE_CL_CPU) {
+  if (dev->chunked) {
     /* A few contiguous chunks per compute unit, each a multiple of 64 elements so vector loops
      * stay aligned; one work-item per work-group so every core takes whole chunks. */
     uint64_t items = (uint64_t)dev->compute_units * 4;
@@ -36,7 +36,7 @@ clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n) {
 }
 
 const char *clt__cl_base_options(const clt_device *dev, bool need_fp64) {
-  bool chunked = dev->kind == CLT_DEVICE_CL_CPU;
+  bool chunked = dev->chunked;
   if (need_fp64)
     return chunked ? "#define CLT_CHUNKED 1\n#define CLT_FP64\n"
                    : "#define CLT_CHUNKED 0\n#define CLT_FP64\n";

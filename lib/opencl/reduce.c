@@ -66,7 +66,7 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
 
   if (!whole) {
     cl_ulong outer = (cl_ulong)red->outer, r = (cl_ulong)red->r, inner = (cl_ulong)red->inner;
-    size_t local = d->kind == CLT_DEVICE_CL_CPU ? 1 : 64;
+    size_t local = d->chunked ? 1 : 64;
     if (local > d->max_work_group)
       local = 1;
     clt_launch l = {.global = (size_t)((outer * inner + local - 1) / local * local),
@@ -101,7 +101,7 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
   cl_mem pidx = NULL;
   cl_ulong n = (cl_ulong)in->numel, step = l.chunk, count = (cl_ulong)red->r;
   size_t final_local = pow2_at_most(d->max_work_group < 64 ? d->max_work_group : 64);
-  if (d->kind == CLT_DEVICE_CL_CPU)
+  if (d->chunked)
     final_local = 1; /* a handful of partials: one work-item combines them in order */
   clt_launch lf = {.global = final_local, .local = final_local, .chunk = 0};
   if (!in_mem) /* an empty tensor has no buffer: the partial buffer stands in, unread */
