@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -608,6 +609,44 @@ WALK_TEST(test_contexts_alloc_once, CLT__FAULT_ALLOC, 0, true)
 WALK_TEST(test_contexts_enqueue_sticky, CLT__FAULT_ENQUEUE, CLT__FAULT_STICKY, true)
 
 /* CLT_FAULT in the environment arms the same switch for a whole program. */
+/* CLT_FAULT_DELAY_US holds every command back behind a gate (lib/fault.c): the device runs behind
+ * the host, as a GPU does. The add below cannot finish before its gate opens, so synchronize
+ * waits at least the delay after the add was enqueued; and the result is still right. */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+START_TEST(test_delay) {
+  if (!cu_forked) {
+    cu_skip("test_delay", "needs a fresh process (CK_FORK=no): the delay is read once");
+    return;
+  }
+  if (!cu_need_cl("test_delay", 1))
+    return;
+  setenv("CLT_FAULT_DELAY_US", "300000", 1);
+  clt_device *d = NULL;
+  CU_OK(clt_device_get("cl:0", &d));
+  int64_t shape[1] = {1000};
+  clt_tensor *a = NULL, *b = NULL;
+  CU_OK(clt_full(CLT_F32, 1, shape, 1.5, d, &a));
+  double t0 = now_s();
+  CU_OK(clt_add(a, a, &b));
+  CU_OK(clt_device_synchronize(d));
+  double waited = now_s() - t0;
+  ck_assert_msg(waited >= 0.29, "synchronize returned %.3f s after the add; the delay is 0.3 s",
+                waited);
+  float got[1000];
+  CU_OK(clt_tensor_read(b, got, sizeof got));
+  for (int i = 0; i < 1000; i++)
+    ck_assert_msg(got[i] == 3.0f, "element %d is %g, expected 3", i, got[i]);
+  clt_tensor_release(a);
+  clt_tensor_release(b);
+  unsetenv("CLT_FAULT_DELAY_US");
+}
+END_TEST
+
 START_TEST(test_environment) {
   if (!cu_forked) {
     cu_skip("test_environment", "needs CK_FORK (CLT_FAULT is read once per process)");
@@ -669,6 +708,7 @@ Suite *faults_suite(void) {
   tcase_set_timeout(tc, 1200);
   tcase_add_unchecked_fixture(tc, figures_setup, figures_teardown);
   tcase_add_test(tc, test_environment);
+  tcase_add_test(tc, test_delay);
   tcase_add_test(tc, test_discovery_no_memory);
   tcase_add_test(tc, test_discovery_no_context);
   tcase_add_test(tc, test_alloc_sticky);
