@@ -72,8 +72,9 @@ __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TA
     ulong rem = i;
     long ia = 0, ib = 0;
     for (int d = ndim - 1; d >= 0; d--) {
-      long c = (long)(rem % (ulong)bc.shape[d]);
-      rem /= (ulong)bc.shape[d];
+      ulong q = rem / (ulong)bc.shape[d];
+      long c = (long)(rem - q * (ulong)bc.shape[d]); /* not %: see kernels/transpose.cl */
+      rem = q;
       ia += c * bc.s0[d];
       ib += c * bc.s1[d];
     }
@@ -93,8 +94,9 @@ __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TK
     ulong rem = i;
     long ik = 0, ia = 0, ib = 0;
     for (int d = ndim - 1; d >= 0; d--) {
-      long c = (long)(rem % (ulong)bc.shape[d]);
-      rem /= (ulong)bc.shape[d];
+      ulong q = rem / (ulong)bc.shape[d];
+      long c = (long)(rem - q * (ulong)bc.shape[d]); /* not %: see kernels/transpose.cl */
+      rem = q;
       ik += c * bc.s0[d];
       ia += c * bc.s1[d];
       ib += c * bc.s2[d];
