@@ -146,7 +146,8 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
     /* mem_list is an array of its own, never the slot in args: a runtime may write the host
      * address into the caller's args before it copies them (Oclgrind 21.10 does), and would then
-     * read that address back as the buffer to retain (and crash releasing it). */
+     * read that address back as the buffer to retain (and crash releasing it):
+     * tests/oclgrind/native_kernel_args.c. */
     cl_mem mem = ts[i]->storage->mem;
     probe_args pa = {.dst = &ctx->ptr[i]};
     pa.buf.mem = mem;
