@@ -418,8 +418,10 @@ static int api_child(const char *dir) {
   if (!got || strcmp(got, dir) != 0)
     return CHILD_DIR;
   clt_device *d = clt_device_at(0);
-  if (!d || clt_kernel_cache_warm(d, NULL, NULL) != CLT_OK)
+  if (!d || clt_kernel_cache_warm(d, NULL, NULL) != CLT_OK) {
+    fprintf(stderr, "api_child: clt_kernel_cache_warm: %s\n", clt_last_error()); /* the why */
     return CHILD_CLT;
+  }
   size_t listed = 0, seen = 0, removed = 0, after = 99;
   if (clt_kernel_cache_list(count_entry, &seen, &listed) != CLT_OK)
     return CHILD_CLT;
@@ -463,7 +465,8 @@ START_TEST(test_cache_api_warm_list_clear) {
   }
   static const char *why[] = {"ok", "warm failed", "list or clear gave the wrong counts", "?",
                               "the wrong cache directory"};
-  ck_assert_msg(code == CHILD_OK, "the child reported %s", code < 5 ? why[code] : "?");
+  ck_assert_msg(code == CHILD_OK, "the child reported %s (its stderr says why)",
+                code < 5 ? why[code] : "?");
   ck_assert_msg(access(keep, F_OK) == 0, "clt_kernel_cache_clear removed keep.txt");
   remove_cache(dir);
 

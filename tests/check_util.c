@@ -48,6 +48,11 @@ int cu_need_cl(const char *test, int n) {
   return 0;
 }
 
+bool cu_is_oclgrind(const clt_device *d) {
+  const char *s = d ? clt_device_description(d) : NULL;
+  return s && strstr(s, "Oclgrind") != NULL;
+}
+
 int cu_dtype_ok(const char *test, clt_device *d, clt_dtype dt) {
   if (dt != CLT_F64 || clt_device_has_fp64(d))
     return 1;

@@ -8,6 +8,7 @@
 #define CLT_CHECK_UTIL_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,9 @@ int cu_devices(clt_device **devs);
 
 /* 1 if there are at least n OpenCL devices; otherwise prints a skip message and gives 0. */
 int cu_need_cl(const char *test, int n);
+
+/* True when d is Oclgrind, the OpenCL simulator (its description contains "Oclgrind"). */
+bool cu_is_oclgrind(const clt_device *d);
 
 /* 1 if dtype dt can live on d; otherwise (f64 without fp64) prints a skip message, gives 0. */
 int cu_dtype_ok(const char *test, clt_device *d, clt_dtype dt);

@@ -144,10 +144,15 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
   cl_int err = CL_SUCCESS;
   const char *what = "clEnqueueNativeKernel";
   for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+    /* mem_list is an array of its own, never the slot in args: a runtime may write the host
+     * address into the caller's args before it copies them (Oclgrind 21.10 does), and would then
+     * read that address back as the buffer to retain (and crash releasing it):
+     * tests/oclgrind/native_kernel_args.c. */
+    cl_mem mem = ts[i]->storage->mem;
     probe_args pa = {.dst = &ctx->ptr[i]};
-    pa.buf.mem = ts[i]->storage->mem;
+    pa.buf.mem = mem;
     const void *loc = &pa.buf.mem;
-    err = clEnqueueNativeKernel(d->queue, run_probe, &pa, sizeof pa, 1, &pa.buf.mem, &loc,
+    err = clEnqueueNativeKernel(d->queue, run_probe, &pa, sizeof pa, 1, &mem, &loc,
                                 i == 0 ? wl->n : 0, i == 0 && wl->n ? wl->ev : NULL, NULL);
   }
   if (err == CL_SUCCESS)
