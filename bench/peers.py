@@ -4,12 +4,17 @@
     python3 bench/peers.py numpy     [--reps N]   # add 16M f32, 3-element add, matmul 1024 f32
     python3 bench/peers.py pyopencl  [--reps N]   # a + b and pyopencl.array.sum, 16M f32
     python3 bench/peers.py first-op                # one fresh-process first op (run it often)
+    python3 bench/peers.py torch     [--reps N]   # PyTorch on its first CUDA GPU (tools/gpu-check)
+    python3 bench/peers.py torch-first-op          # the first op, in PyTorch on that GPU
 
 Prints "kv key value" lines (milliseconds, or microseconds for the 3-element add) and
 "info ..." lines. Medians of N runs (default 9) after 2 warm-up runs, wall clock
 (time.perf_counter), each run ending when the work is done (queue.finish() for PyOpenCL).
 PyOpenCL uses the first device of the first platform, the device bench/ops calls "raw".
 A missing module prints "peer missing: ..." and exits 0, so that bench/run still runs.
+The torch modes are what tools/gpu-check sets beside clt on a real GPU: the same cases as
+bench/ops, bench/matmul and bench/transfer, each run ending with torch.cuda.synchronize(), f32
+matmul without TF32 (torch.backends.cuda.matmul.allow_tf32 = False, PyTorch's default).
 """
 import statistics
 import sys
@@ -135,9 +140,86 @@ def run_first_op():
     print("kv first_op_pyopencl_ms %.3f" % (1e3 * (t1 - t0)))
 
 
+def cuda_torch():
+    """torch, if it imports and sees a CUDA GPU; else prints "peer missing" and returns None."""
+    try:
+        import torch
+    except ImportError:
+        print("peer missing: torch (not importable)")
+        return None
+    if not torch.cuda.is_available():
+        print("peer missing: torch %s sees no CUDA GPU" % torch.__version__)
+        return None
+    return torch
+
+
+def run_torch(reps):
+    torch = cuda_torch()
+    if torch is None:
+        return
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device("cuda:0")
+    print("info torch %s (CUDA %s) on %s, allow_tf32 %s"
+          % (torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0),
+             torch.backends.cuda.matmul.allow_tf32))
+    sync = torch.cuda.synchronize
+
+    def timed(fn, inner=1):
+        def run():
+            fn()
+            sync()
+        return median_time(run, reps, inner)
+
+    n = 16 << 20
+    a = torch.ones(n, dtype=torch.float32, device=dev)
+    b = torch.ones(n, dtype=torch.float32, device=dev)
+    if (a + b)[-1].item() != 2 or a.sum().item() != n:
+        sys.exit("peers.py: torch gave a wrong result")
+    print("kv add_cl_torch_ms %.4f" % (1e3 * timed(lambda: a + b)))
+    print("kv sum_cl_torch_ms %.4f" % (1e3 * timed(lambda: a.sum())))
+    a3 = torch.ones(3, dtype=torch.float32, device=dev)
+    b3 = torch.ones(3, dtype=torch.float32, device=dev)
+    print("kv add3_cl_torch_us %.4f" % (1e6 * timed(lambda: a3 + b3, 200)))
+    for m in (1024, 2048):
+        g = torch.Generator(device=dev).manual_seed(0)
+        x = torch.rand((m, m), generator=g, device=dev) - 0.5
+        y = torch.rand((m, m), generator=g, device=dev) - 0.5
+        print("kv matmul%d_cl_torch_ms %.4f" % (m, 1e3 * timed(lambda: x @ y)))
+    # 64 MiB of f32 each way, as bench/transfer: to a new tensor from pageable or pinned memory.
+    k = 16 << 20
+    host = torch.ones(k, dtype=torch.float32)
+    pinned = torch.ones(k, dtype=torch.float32).pin_memory()
+    on_dev = torch.ones(k, dtype=torch.float32, device=dev)
+    pinned_dst = torch.empty(k, dtype=torch.float32).pin_memory()
+    print("kv h2d_pageable_torch_ms %.4f" % (1e3 * timed(lambda: host.to(dev))))
+    print("kv h2d_pinned_torch_ms %.4f" % (1e3 * timed(lambda: pinned.to(dev))))
+    print("kv d2h_pageable_torch_ms %.4f" % (1e3 * timed(lambda: on_dev.to("cpu"))))
+    print("kv d2h_pinned_torch_ms %.4f" % (1e3 * timed(lambda: pinned_dst.copy_(on_dev))))
+
+
+def run_torch_first_op():
+    """bench/program's first op in PyTorch: CUDA initialised first (untimed), then timed: two
+    1000-element f32 tensors on the GPU, a + b, the result read back."""
+    torch = cuda_torch()
+    if torch is None:
+        return
+    torch.cuda.init()
+    torch.empty(1, device="cuda:0")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    a = torch.ones(1000, dtype=torch.float32).to("cuda:0")
+    b = torch.ones(1000, dtype=torch.float32).to("cuda:0")
+    out = (a + b).cpu()
+    t1 = time.perf_counter()
+    if out[0].item() != 2 or out[999].item() != 2:
+        sys.exit("peers.py: torch gave a wrong result")
+    print("kv first_op_torch_ms %.3f" % (1e3 * (t1 - t0)))
+
+
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ("numpy", "pyopencl", "first-op"):
-        sys.exit("usage: peers.py numpy|pyopencl|first-op [--reps N]")
+    modes = ("numpy", "pyopencl", "first-op", "torch", "torch-first-op")
+    if len(argv) < 2 or argv[1] not in modes:
+        sys.exit("usage: peers.py %s [--reps N]" % "|".join(modes))
     reps = 9
     if len(argv) == 4 and argv[2] == "--reps":
         reps = int(argv[3])
@@ -145,6 +227,10 @@ def main(argv):
         run_numpy(reps)
     elif argv[1] == "pyopencl":
         run_pyopencl(reps)
+    elif argv[1] == "torch":
+        run_torch(reps)
+    elif argv[1] == "torch-first-op":
+        run_torch_first_op()
     else:
         run_first_op()
 
