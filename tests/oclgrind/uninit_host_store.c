@@ -1,6 +1,6 @@
 /* uninit_host_store.c - Oclgrind 21.10 with OCLGRIND_UNINITIALIZED=1 takes memory written by
- * clEnqueueFillBuffer for uninitialized, and after a host write that does not cover the whole
- * buffer it no longer tracks what kernels write there.
+ * clEnqueueFillBuffer for uninitialized; after a host write that does not cover the whole buffer,
+ * or in a buffer that reuses a released one's slot, it no longer tracks what kernels write there.
  *
  * What it shows. Each host-side store (clEnqueueWriteBuffer, clEnqueueFillBuffer,
  * clEnqueueCopyBuffer) reaches Uninitialized::hostMemoryStore, which calls
@@ -12,12 +12,17 @@
  *   2. a write of the first 16 bytes of a 32-byte buffer leaves a 16-byte shadow: a kernel's
  *      stores to bytes 16..31 are dropped from the shadow too, so a later kernel reading them is
  *      reported although the earlier kernel wrote them (a caching allocator that reuses a buffer
- *      once partly written by the host is reported forever after).
+ *      once partly written by the host is reported forever after);
+ *   3. the plugin has no hook for a released buffer, and Oclgrind gives a new buffer the slot
+ *      (address) of the last released one: the new buffer inherits the old, shorter shadow
+ *      (kernelBegin poisons only slots without one), so a kernel's stores past the old size are
+ *      dropped again. An allocator that releases and creates buffers is reported at random.
  * The data themselves are right; only the tracking is wrong. Unchanged upstream (v26.03.1).
  *
  * Oclgrind (OCLGRIND_UNINITIALIZED=1): "Uninitialized value written to global memory address"
- * for `out[i] = in[i]` in case 1 (all 8 items) and in case 2 (items 4..7), then "ok" twice.
- * A conformant device, and Oclgrind without OCLGRIND_UNINITIALIZED: "ok" twice, no report.
+ * for `out[i] = in[i]` in case 1 (all 8 items), case 2 (items 4..7) and case 3 (items 1..7), and
+ * "ok" three times. A conformant device, and Oclgrind without OCLGRIND_UNINITIALIZED: "ok" three
+ * times, no report.
  *
  * Build: cc uninit_host_store.c -lOpenCL
  * Run:   OCL_ICD_VENDORS=DIR-WITH-OCLGRIND-ICD OCLGRIND_UNINITIALIZED=1 ./a.out
@@ -86,5 +91,15 @@ int main(void) {
   float half[N / 2] = {0};
   bad |= clEnqueueWriteBuffer(q, in, CL_TRUE, 0, sizeof half, half, 0, NULL, NULL) != 0;
   bad |= run(kset, in, NULL) || run(kcopy, in, out) || check("half written, set, copy", out, 2.0f);
+
+  /* 3. a one-float buffer written by a kernel and released; a new buffer of 8 takes its slot. */
+  size_t one_item = 1;
+  cl_mem small = clCreateBuffer(c, CL_MEM_READ_WRITE, sizeof(float), NULL, &err);
+  clSetKernelArg(kset, 0, sizeof small, &small);
+  bad |= clEnqueueNDRangeKernel(q, kset, 1, NULL, &one_item, NULL, 0, NULL, NULL) != 0;
+  bad |= clFinish(q) != 0;
+  clReleaseMemObject(small);
+  cl_mem fresh = clCreateBuffer(c, CL_MEM_READ_WRITE, N * sizeof(float), NULL, &err);
+  bad |= run(kset, fresh, NULL) || run(kcopy, fresh, out) || check("slot reused, set, copy", out, 2.0f);
   return bad;
 }
