@@ -136,7 +136,10 @@ __kernel void CLT_CAT(NAME, _axis)(__global const T *restrict in, __global TO *r
   ulong g = get_global_id(0);
   if (g >= outer * inner)
     return;
-  ulong o = g / inner, j = g % inner;
+  /* j = g - o * inner rather than g % inner: the same instructions, since compilers turn a
+   * division and a remainder by the same divisor into this; written out, LLVM emits no `freeze`,
+   * which Oclgrind 21.10 cannot run with OCLGRIND_UNINITIALIZED (tests/oclgrind/uninit_freeze.c). */
+  ulong o = g / inner, j = g - o * inner;
   __global const T *p = in + o * r * inner + j;
   ACC acc = RED_INIT;
   long ai = RED_NO_INDEX;
