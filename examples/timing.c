@@ -3,6 +3,7 @@
  * the clock (clt_device_synchronize, or a clt_timer, which cannot forget), or use events.
  *
  *   $ POCL_DEVICES="pthread pthread" ./examples/timing    # the default device, else cl:0
+ *   $ ./examples/timing 128                               # n x n matrices (default 1024)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <clt.h>
@@ -24,11 +25,16 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  long n = argc > 1 ? strtol(argv[1], NULL, 10) : 1024;
+  if (n < 1 || n > 16384) {
+    fprintf(stderr, "timing: the size must be from 1 to 16384, not '%s'\n", argv[1]);
+    return 2;
+  }
   clt_device *dev = clt_device_default();
   if (clt_device_is_host(dev) && clt_device_count() > 0)
     dev = clt_device_at(0); /* the lesson needs an asynchronous device */
-  int64_t shape[2] = {1024, 1024};
+  int64_t shape[2] = {n, n};
   clt_tensor *a, *b, *c;
   check(clt_manual_seed(1), "clt_manual_seed");
   check(clt_rand(CLT_F32, 2, shape, dev, &a), "clt_rand(a)");
@@ -62,7 +68,7 @@ int main(void) {
   clt_event_release(stop);
   clt_tensor_release(c);
 
-  printf("matmul 1024 x 1024 f32 on %s\n", clt_device_name(dev));
+  printf("matmul %ld x %ld f32 on %s\n", n, n, clt_device_name(dev));
   printf("  without synchronizing: %8.3f ms   (only the enqueue: wrong)\n", naive);
   printf("  with synchronize:      %8.3f ms\n", synced);
   printf("  with a clt_timer:      %8.3f ms\n", timed);
