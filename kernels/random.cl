@@ -12,7 +12,10 @@
  * the FP_CONTRACT pragmas below, and -ffp-contract=off from configure.ac for gcc, which
  * ignores the pragma and contracts by default in its GNU dialects), and excess precision
  * (x87: FLT_EVAL_METHOD must be 0, which it is on x86-64 and AArch64; checked on the host).
- * No intermediate is subnormal, so flushing subnormals to zero changes nothing either.
+ * Flushing f32 subnormals to zero, which OpenCL 1.2 allows, changes no result
+ * (tests/check_random.c runs every input of the f32 steps with flushing on and off); f64 keeps
+ * subnormals on every OpenCL 1.2 device. Not covered: CLT_BUILD_OPTIONS that allow inexact
+ * arithmetic (-cl-mad-enable, -cl-unsafe-math-optimizations, -cl-fast-relaxed-math).
  *
  * The generator. Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
  * SC11) maps a 128-bit counter and a 64-bit key to 128 random bits. The key is the seed (word 0
@@ -127,6 +130,20 @@ RNG_FN float rng_m2log_f32(rng_u32 m) {
   return -2.0f * ln;
 }
 
+/* (cs, sn) = (c, s) turned by k quarter turns: (c, s), (-s, c), (-c, -s), (s, -c) for k mod 4
+ * = 0, 1, 2, 3. Written with integer masks, not as a switch on k & 3: clang shrinks that switch
+ * to one on the 2-bit integer trunc(k), which Oclgrind 21.10 evaluates without dropping the
+ * high bits, so k = 4, 5, ... took the default case (tests/oclgrind/switch_trunc.c). Negating
+ * by flipping the sign bit is exactly what -x does. */
+RNG_FN void rng_rotate_f32(rng_u32 k, float c, float s, float *cs, float *sn) {
+  rng_u32 cb = rng_f32_bits(c), sb = rng_f32_bits(s);
+  rng_u32 swap = 0u - (k & 1u);              /* all ones for odd k */
+  rng_u32 ncs = ((k ^ (k >> 1)) & 1u) << 31; /* cs negative for k mod 4 = 1, 2 */
+  rng_u32 nsn = ((k >> 1) & 1u) << 31;       /* sn negative for k mod 4 = 2, 3 */
+  *cs = rng_bits_f32((cb ^ ((cb ^ sb) & swap)) ^ ncs);
+  *sn = rng_bits_f32((sb ^ ((cb ^ sb) & swap)) ^ nsn);
+}
+
 /* cos and sin of 2 pi n 2^-24 for an integer n in [0, 2^24): the nearest quarter turn k is
  * taken off exactly in integers, leaving |a| <= pi/4 for Taylor polynomials, and k rotates the
  * result. */
@@ -141,24 +158,7 @@ RNG_FN void rng_sincos_turns_f32(rng_u32 n, float *cs, float *sn) {
       1.0f +
       a2 * (-0.5f + a2 * (0x1.555556p-5f + a2 * (-0x1.6c16c2p-10f +
                                                  a2 * (0x1.a01a02p-16f + a2 * -0x1.27e4fcp-22f))));
-  switch (k & 3u) {
-  case 0:
-    *cs = c;
-    *sn = s;
-    break;
-  case 1:
-    *cs = -s;
-    *sn = c;
-    break;
-  case 2:
-    *cs = -c;
-    *sn = -s;
-    break;
-  default:
-    *cs = s;
-    *sn = -c;
-    break;
-  }
+  rng_rotate_f32(k, c, s, cs, sn);
 }
 
 /* Elements 4c .. 4c+3 of a uniform f32 tensor. */
@@ -235,6 +235,16 @@ RNG_FN double rng_m2log_f64(rng_u64 m) {
   return -2.0 * ln;
 }
 
+/* rng_rotate_f32 for f64. */
+RNG_FN void rng_rotate_f64(rng_u32 k, double c, double s, double *cs, double *sn) {
+  rng_u64 cb = rng_f64_bits(c), sb = rng_f64_bits(s);
+  rng_u64 swap = (rng_u64)0 - (k & 1u);
+  rng_u64 ncs = (rng_u64)((k ^ (k >> 1)) & 1u) << 63;
+  rng_u64 nsn = (rng_u64)((k >> 1) & 1u) << 63;
+  *cs = rng_bits_f64((cb ^ ((cb ^ sb) & swap)) ^ ncs);
+  *sn = rng_bits_f64((sb ^ ((cb ^ sb) & swap)) ^ nsn);
+}
+
 /* cos and sin of 2 pi n 2^-53 for an integer n in [0, 2^53). */
 RNG_FN void rng_sincos_turns_f64(rng_u64 n, double *cs, double *sn) {
   rng_u64 k = (n + ((rng_u64)1 << 50)) >> 51;
@@ -259,24 +269,7 @@ RNG_FN void rng_sincos_turns_f64(rng_u64 n, double *cs, double *sn) {
                                                  a2 * (-0x1.93974a8c07c9dp-37 +
                                                        a2 * (0x1.ae7f3e733b81fp-45 +
                                                              a2 * -0x1.6827863b97d97p-53))))))));
-  switch (k & 3u) {
-  case 0:
-    *cs = c;
-    *sn = s;
-    break;
-  case 1:
-    *cs = -s;
-    *sn = c;
-    break;
-  case 2:
-    *cs = -c;
-    *sn = -s;
-    break;
-  default:
-    *cs = s;
-    *sn = -c;
-    break;
-  }
+  rng_rotate_f64((rng_u32)k, c, s, cs, sn);
 }
 
 /* The 53-bit number of words hi, lo. */

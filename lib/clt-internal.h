@@ -248,6 +248,11 @@ long clt__cache_hits(void);
 /* The raw generator: out = Philox4x32-10(counter ctr, key key), as the kernels compute it
  * (exported for the known-answer test). */
 void clt__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* The two halves of randn f32's Box-Muller step, the statements every device runs (exported
+ * for the exhaustive test): sqrt(-2 ln(m 2^-24)) for m in [1, 2^24], and cos and sin of
+ * 2 pi n 2^-24 for n in [0, 2^24). */
+float clt__randn_radius_f32(uint32_t m);
+void clt__randn_sincos_f32(uint32_t n, float *c, float *s);
 /* Counters (128 random bits each) that a random tensor of numel elements of dtype consumes. */
 uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
 

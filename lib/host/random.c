@@ -46,6 +46,10 @@ void clt__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t o
   rng_philox4x32_10(out, key[0], key[1]);
 }
 
+float clt__randn_radius_f32(uint32_t m) { return rng_sqrt_f32(rng_m2log_f32(m)); }
+
+void clt__randn_sincos_f32(uint32_t n, float *c, float *s) { rng_sincos_turns_f32(n, c, s); }
+
 clt_status clt__host_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
                                  const char *fn) {
   clt_status s = clt__storage_host_wait(out->storage, true, fn);
