@@ -15,9 +15,32 @@ static void bridge_done(cl_event ev, cl_int status, void *data) {
   clReleaseEvent(user);
 }
 
-/* An event of context ctx that completes when ev (of another context) does. */
+/* True if q is the queue of a device that runs its commands only when the host waits for them. */
+static bool runs_when_waited(cl_command_queue q) {
+  for (int i = 0; i < clt_device_count(); i++) {
+    clt_device *d = clt_device_at(i);
+    if (d && d->queue == q)
+      return d->runs_when_waited;
+  }
+  return false;
+}
+
+/* An event of context ctx that completes when ev (of another context) does; or *out = NULL when
+ * ev has completed already (the host waited for it). */
 static cl_int bridge(cl_event ev, cl_context ctx, cl_event *out) {
   cl_int err;
+  /* The command behind ev must be submitted to its device, or its completion (and the callback
+   * below) may never come: OpenCL 1.2 section 5.13 asks for a clFlush of its queue before a
+   * queue of another context waits for it, and drivers that batch commands need it. */
+  cl_command_queue q = NULL;
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS && q) {
+    clFlush(q);
+    if (runs_when_waited(q)) { /* Oclgrind: no callback until someone waits; wait here */
+      err = clWaitForEvents(1, &ev);
+      *out = NULL;
+      return err;
+    }
+  }
   cl_event user = clCreateUserEvent(ctx, &err);
   if (err != CL_SUCCESS)
     return err;
@@ -83,7 +106,7 @@ clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_
     clReleaseEvent(evs[i]);
     if (err != CL_SUCCESS)
       st = clt__cl_error(err, fn, "bridging an event across contexts", s->dev);
-    else
+    else if (b)
       wl->ev[wl->n++] = b;
   }
   return st;
