@@ -68,10 +68,6 @@ struct clt_device {
   /* Kernel shape: chunked (each work-item walks one contiguous chunk; CPU devices) or grid-stride
    * with work-group reductions (GPUs); CLT_KERNEL_SHAPE overrides it (device.c). */
   bool chunked;
-  /* The device runs a queue's commands only while the host waits for them (Oclgrind; clFlush
-   * does not start them), so a queue of another context cannot wait for its events through a
-   * callback: transfer.c waits on the host instead. */
-  bool runs_when_waited;
   size_t max_work_group;
   cl_ulong max_alloc;
   cl_ulong global_mem;

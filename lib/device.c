@@ -194,7 +194,6 @@ static bool init_cl_device(clt_device *d, int index, int platform_index, cl_plat
   if (d->fp64 && hide_fp64(d->name))
     d->fp64 = false;
   choose_shape(d);
-  d->runs_when_waited = strstr(d->platform_name, "Oclgrind") != NULL;
   init_locks(d);
   describe(d);
   return true;
