@@ -218,8 +218,33 @@ typedef struct gated {
   const cl_event *list;
   cl_event buf[16];
   cl_event *heap;
-  cl_event gate;
+  cl_event gate; /* our reference to the gate, held until the enqueue has returned */
 } gated;
+
+/* Hands a gate to the keeper, to open delay_us from now. Done before the enqueue: a blocking
+ * command (a blocking map or read) returns only after its gate has opened. */
+static void gate_schedule(cl_event ev) {
+  gate *k = malloc(sizeof *k);
+  if (!k) {
+    clSetUserEventStatus(ev, CL_COMPLETE);
+    clReleaseEvent(ev);
+    return;
+  }
+  k->ev = ev;
+  k->next = NULL;
+  clock_gettime(CLOCK_REALTIME, &k->due);
+  k->due.tv_nsec += (delay_us % 1000000) * 1000;
+  k->due.tv_sec += delay_us / 1000000 + k->due.tv_nsec / 1000000000;
+  k->due.tv_nsec %= 1000000000;
+  pthread_mutex_lock(&gate_lock);
+  if (gate_tail)
+    gate_tail->next = k;
+  else
+    gate_head = k;
+  gate_tail = k;
+  pthread_cond_signal(&gate_cond);
+  pthread_mutex_unlock(&gate_lock);
+}
 
 static void gate_begin(gated *g, cl_command_queue q, cl_uint nwait, const cl_event *wait) {
   pthread_once(&delay_once, delay_init);
@@ -235,45 +260,28 @@ static void gate_begin(gated *g, cl_command_queue q, cl_uint nwait, const cl_eve
   if (!list)
     return;
   cl_int err;
-  g->gate = clCreateUserEvent(ctx, &err);
+  cl_event gate_ev = clCreateUserEvent(ctx, &err);
   if (err != CL_SUCCESS) {
     free(g->heap);
     g->heap = NULL;
-    g->gate = NULL;
     return;
   }
   if (nwait)
     memcpy(list, wait, nwait * sizeof *list);
-  list[nwait] = g->gate;
+  list[nwait] = gate_ev;
   g->n = nwait + 1;
   g->list = list;
+  /* The keeper takes one reference and opens the gate at its time (unwaited if the enqueue
+   * fails); this one keeps the event alive until the enqueue has returned. */
+  clRetainEvent(gate_ev);
+  g->gate = gate_ev;
+  gate_schedule(gate_ev);
 }
 
-/* Hands the gate to the keeper, to open delay_us from now (at once if the enqueue failed). */
 static void gate_end(gated *g) {
   free(g->heap);
-  if (!g->gate)
-    return;
-  gate *k = malloc(sizeof *k);
-  if (!k) {
-    clSetUserEventStatus(g->gate, CL_COMPLETE);
+  if (g->gate)
     clReleaseEvent(g->gate);
-    return;
-  }
-  k->ev = g->gate;
-  k->next = NULL;
-  clock_gettime(CLOCK_REALTIME, &k->due);
-  k->due.tv_nsec += (delay_us % 1000000) * 1000;
-  k->due.tv_sec += delay_us / 1000000 + k->due.tv_nsec / 1000000000;
-  k->due.tv_nsec %= 1000000000;
-  pthread_mutex_lock(&gate_lock);
-  if (gate_tail)
-    gate_tail->next = k;
-  else
-    gate_head = k;
-  gate_tail = k;
-  pthread_cond_signal(&gate_cond);
-  pthread_mutex_unlock(&gate_lock);
 }
 
 /* Enqueues `call` (which uses g.n and g.list as its wait list) behind a gate. */
