@@ -1,5 +1,6 @@
 /* fault.c - the wrappers that count OpenCL and allocation calls and fail the armed one (see
  * fault.h). Compiled to nothing unless configure ran with --enable-fault-injection. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "config.h"
 
 #ifdef CLT_FAULT_INJECTION
