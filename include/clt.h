@@ -412,8 +412,8 @@ clt_transfer_guard clt_transfer_guard_get(void);
  * with anything gives the other dtype (as in PyTorch). Operations on two bools: add is logical
  * or, mul logical and, maximum or, minimum and; sub, pow, neg, abs and relu refuse bool
  * (CLT_ERR_DTYPE). div is true division and the math functions (exp, log, sqrt, sin, cos,
- * tanh, sigmoid) give f32 for integer or bool input. Comparisons compute in the promoted dtype
- * and give bool. Shapes broadcast as in NumPy. Integer add, sub, mul and neg wrap around; integer
+ * tanh, sigmoid, ...: rule FLOAT in clt_ops.h) give f32 for integer or bool input. Comparisons
+ * and the logical operations compute in the promoted dtype and give bool. Shapes broadcast as in NumPy. Integer add, sub, mul and neg wrap around; integer
  * pow with a negative exponent gives 0 unless the base is 1 or -1. maximum and minimum propagate
  * NaN. Float-to-integer casts truncate toward zero and saturate (NaN gives 0).
  *
@@ -423,90 +423,62 @@ clt_transfer_guard clt_transfer_guard_get(void);
  * number, which does not widen a's dtype (i32 + 7 is i32; i32 + 2.5 is f32; a value the integer
  * dtype cannot hold is an error). */
 
-#define CLT_BINARY_DECL_(name)                                                                     \
-  clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out);                           \
-  clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out);                      \
-  clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out);
-/** @name Binary arithmetic
- *  a + b, a - b, a * b, a / b, a ** b, elementwise max and min, each in three forms. */
+#include "clt_ops.h"
+
+#ifndef CLT_API
+#define CLT_API /* the export marker; empty where the compiler has none */
+#endif
+
+/* The declarations of every row of CLT_ELEMENTWISE_OPS (clt_ops.h), by arity and form. */
+#define CLT_OPS_DECL_1_(name) CLT_API clt_status clt_##name(clt_tensor *t, clt_tensor **out);
+#define CLT_OPS_DECL_2_(name)                                                                      \
+  CLT_API clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out);                   \
+  CLT_API clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out);              \
+  CLT_API clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out);
+#define CLT_OPS_DECL_3_(name)                                                                      \
+  CLT_API clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor *c, clt_tensor **out);
+#define CLT_OPS_DECL_PLAIN_3_(name)                                                                \
+  CLT_API clt_status clt_##name##_scalar(clt_tensor *a, double b, double c, clt_tensor **out);
+#define CLT_OPS_DECL_INPLACE_2_(name) CLT_API clt_status clt_##name##_(clt_tensor *a, clt_tensor *b);
+#define CLT_OPS_DECL_WRAP_INPLACE_2_(name) CLT_OPS_DECL_INPLACE_2_(name)
+#define CLT_OPS_DECL_PLAIN_1_(name)
+#define CLT_OPS_DECL_PLAIN_2_(name)
+#define CLT_OPS_DECL_WRAP_1_(name)
+#define CLT_OPS_DECL_COND_3_(name)
+#define CLT_OPS_DECL_(name, arity, rule, form, f, i, b, ulps, doc)                                 \
+  CLT_OPS_DECL_##arity##_(name) CLT_OPS_DECL_##form##_##arity##_(name)
+
+/** @name Elementwise operations
+ *  One row of CLT_ELEMENTWISE_OPS (clt_ops.h) each; that table says, per operation, what it
+ *  computes, which dtypes it takes and which it gives. */
 /** @{ */
-/** Binary arithmetic: a + b, a - b, a * b, a / b, a ** b (pow), elementwise maximum and minimum,
- *  declared in three forms per operation (here for add):
- *  - clt_add(a, b, &out): a new tensor of the broadcast shape and the promoted dtype on a's and
- *    b's device; the caller releases *out.
+/** Elementwise operations, declared from the table in clt_ops.h (here for add, exp, clamp and
+ *  where):
+ *  - clt_exp(t, &out): a unary operation; *out is a new tensor of t's shape.
+ *  - clt_add(a, b, &out): a binary operation; a new tensor of the broadcast shape and the result
+ *    dtype on a's and b's device; the caller releases *out.
  *  - clt_add_out(a, b, out): writes into out, an existing tensor of exactly the result's shape
  *    and dtype on the same device; out may be a or b itself when that already has the result's
  *    shape, but not a partial overlap of one (a reshape view of it, say). Nothing is allocated
  *    or returned to release.
  *  - clt_add_scalar(a, b, &out): b is a number, turned into a 0-d operand that does not widen a's
  *    dtype (i32 + 7 gives i32; i32 + 2.5 gives f32); the caller releases *out.
+ *  - clt_add_(a, b): in place, a = a + b (the same as clt_add_out(a, b, a)), for add, sub, mul
+ *    and div: b broadcasts to a's shape, and the result's dtype must be a's (an f32 a with an f64
+ *    b is CLT_ERR_DTYPE; an integer a cannot be divided in place, since true division gives f32).
+ *  - clt_clamp(t, lo, hi, &out) and clt_clamp_scalar(t, lo, hi, &out): ternary; the three
+ *    broadcast together.
+ *  - clt_where(cond, a, b, &out): cond ? a : b; cond must be bool; the result has the promoted
+ *    dtype of a and b.
  *  Like every operation, the work is enqueued on the device and the call returns.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (a NULL tensor or out, out overlapping an input partially,
  *  a scalar the integer dtype cannot hold), CLT_ERR_DEVICE_MISMATCH (operands, or out, on
  *  different devices; the message names both and the fix), CLT_ERR_SHAPE_MISMATCH (shapes that
- *  do not broadcast; an out of the wrong shape), CLT_ERR_DTYPE (bool operands where the
- *  operation refuses them: sub, pow; an out of the wrong dtype), CLT_ERR_UNSUPPORTED (f64
- *  without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
-CLT_BINARY_DECL_(add)
-CLT_BINARY_DECL_(sub)
-CLT_BINARY_DECL_(mul)
-CLT_BINARY_DECL_(div)
-CLT_BINARY_DECL_(pow)
-CLT_BINARY_DECL_(maximum)
-CLT_BINARY_DECL_(minimum)
-/** @} */
-
-/** @name Comparisons
- *  ==, !=, <, <=, >, >=, giving bool. */
-/** @{ */
-/** Comparisons a == b, a != b, a < b, a <= b, a > b, a >= b, elementwise: computed in the
- *  promoted dtype of a and b, giving a bool tensor of the broadcast shape. The same three forms
- *  as the arithmetic (here for eq): clt_eq(a, b, &out) allocates *out, which the caller
- *  releases; clt_eq_out(a, b, out) writes into an existing bool tensor of the result's shape;
- *  clt_eq_scalar(a, b, &out) compares with a number. NaN compares unequal to everything.
- *  Errors: those of the arithmetic forms (CLT_ERR_INVALID_ARGUMENT, CLT_ERR_DEVICE_MISMATCH,
- *  CLT_ERR_SHAPE_MISMATCH, CLT_ERR_DTYPE for an out that is not bool, CLT_ERR_OUT_OF_MEMORY,
- *  CLT_ERR_OPENCL, CLT_ERR_BUILD). */
-CLT_BINARY_DECL_(eq)
-CLT_BINARY_DECL_(ne)
-CLT_BINARY_DECL_(lt)
-CLT_BINARY_DECL_(le)
-CLT_BINARY_DECL_(gt)
-CLT_BINARY_DECL_(ge)
-/** @} */
-#undef CLT_BINARY_DECL_
-
-/** @name In-place arithmetic */
-/** @{ */
-/** In place: a += b, a -= b, a *= b, a /= b (the same as clt_add_out(a, b, a)). b broadcasts
- *  to a's shape, and the promoted dtype must be a's (an f32 a with an f64 b is CLT_ERR_DTYPE;
- *  an integer a cannot be divided in place, since true division gives f32). Nothing to release.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_SHAPE_MISMATCH
- *  (the result would not have a's shape), CLT_ERR_DTYPE, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
-clt_status clt_add_(clt_tensor *a, clt_tensor *b);
-clt_status clt_sub_(clt_tensor *a, clt_tensor *b);
-clt_status clt_mul_(clt_tensor *a, clt_tensor *b);
-clt_status clt_div_(clt_tensor *a, clt_tensor *b);
-/** @} */
-
-/** @name Unary functions */
-/** @{ */
-/** Unary functions, elementwise: -t (neg), |t| (abs), e^t, ln t, sqrt t, sin, cos, tanh,
- *  1 / (1 + e^-t) (sigmoid), max(t, 0) (relu). *out is a new tensor of t's shape on t's device,
- *  which the caller releases. neg, abs and relu keep t's dtype and refuse bool; the math
- *  functions keep f32 and f64 and give f32 for integer or bool input.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or out), CLT_ERR_DTYPE (bool for neg, abs, relu),
- *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
-clt_status clt_neg(clt_tensor *t, clt_tensor **out);
-clt_status clt_abs(clt_tensor *t, clt_tensor **out);
-clt_status clt_exp(clt_tensor *t, clt_tensor **out);
-clt_status clt_log(clt_tensor *t, clt_tensor **out);
-clt_status clt_sqrt(clt_tensor *t, clt_tensor **out);
-clt_status clt_sin(clt_tensor *t, clt_tensor **out);
-clt_status clt_cos(clt_tensor *t, clt_tensor **out);
-clt_status clt_tanh(clt_tensor *t, clt_tensor **out);
-clt_status clt_sigmoid(clt_tensor *t, clt_tensor **out);
-clt_status clt_relu(clt_tensor *t, clt_tensor **out);
+ *  do not broadcast; an out of the wrong shape), CLT_ERR_DTYPE (a dtype the operation refuses,
+ *  such as bool for sub, neg or pow, with the cast to make; an out of the wrong dtype; a cond
+ *  that is not bool), CLT_ERR_UNSUPPORTED (f64 without fp64), CLT_ERR_OUT_OF_MEMORY,
+ *  CLT_ERR_OPENCL, CLT_ERR_BUILD. */
+CLT_ELEMENTWISE_OPS(CLT_OPS_DECL_)
 /** @} */
 
 /** t converted to dtype: a new tensor of t's shape on t's device, even for the same dtype,
@@ -515,12 +487,6 @@ clt_status clt_relu(clt_tensor *t, clt_tensor **out);
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, an unknown dtype), CLT_ERR_UNSUPPORTED (f64 on a
  *  device without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
-
-/** cond ? a : b elementwise; cond must be bool; the three broadcast together and live on one
- *  device; the result has the promoted dtype of a and b. The caller releases *out.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE (cond is not
- *  bool), CLT_ERR_SHAPE_MISMATCH, CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
-clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor **out);
 
 /** @name Reductions */
 /** @{ */

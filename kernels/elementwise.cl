@@ -1,25 +1,22 @@
-/* elementwise.cl - unary, binary and ternary (where) elementwise operations.
+/* elementwise.cl - every elementwise operation: one row of include/clt_ops.h each, whose
+ * expression arrives here as OP(a, b, c).
  *
  * Defines, set by lib/opencl/elementwise.c:
  *   NAME       kernel name (add_f32)
  *   ARITY      1, 2 or 3
- *   TA, TB, TK operand types (TK: the where condition; for where, TA and TB are a and b)
+ *   TA, TB, TK operand types, in order k (ternary only), a, b: add(a, b) reads TA and TB;
+ *              where(k, a, b) and clamp(k, a, b) read TK, TA and TB
  *   TP         the promoted dtype the operands are converted to first
  *   TC         the type the expression runs in: TP, or its unsigned twin for integer ops that
  *              wrap around (add, sub, mul, neg)
- *   UTC        the unsigned twin of TP (integers)
+ *   TKP, TKC   the ternary's first operand is converted to TKP, then TKC for the expression:
+ *              uchar and uchar for where's condition, else TP and TC
  *   CLT_FLOAT  1 when TP is a floating type
  *   TO         the result type; STORE(x) converts to it (saturating from float to integer,
  *              x != 0 for bool)
- *   OP(a,b)    the expression
+ *   OP(a,b,c)  the expression
  */
-#if CLT_FLOAT
-#define CLT_POW(a, b) pow(a, b)
-#define CLT_MAXIMUM(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : fmax(a, b))
-#define CLT_MINIMUM(a, b) (isnan(a) ? (a) : isnan(b) ? (b) : fmin(a, b))
-#define CLT_ABS(a) fabs(a)
-#define CLT_SIGMOID(a) ((TC)1 / ((TC)1 + exp(-(a))))
-#else
+#if !CLT_FLOAT
 /* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless
  * the base is 1 or -1, as integer division would. */
 TC clt_ipow(TC a, TC b) {
@@ -34,21 +31,18 @@ TC clt_ipow(TC a, TC b) {
   }
   return (TC)r;
 }
-#define CLT_POW(a, b) clt_ipow(a, b)
-#define CLT_MAXIMUM(a, b) ((a) > (b) ? (a) : (b))
-#define CLT_MINIMUM(a, b) ((a) < (b) ? (a) : (b))
+#define CLT_IPOW(a, b) clt_ipow(a, b)
 /* The built-in abs (unsigned result; |INT_MIN| wraps back to INT_MIN as on the host). Not the
  * select (a < 0 ? 0 - a : a): clang turns that into llvm.abs, an intrinsic Oclgrind cannot run. */
-#define CLT_ABS(a) ((TC)abs(a))
+#define CLT_IABS(a) ((TC)abs(a))
 #endif
-#define CLT_RELU(a) ((a) < 0 ? (TC)0 : (a))
 
 #if ARITY == 1
 __kernel void NAME(__global TO *restrict out, __global const TA *restrict a, ulong n,
                    ulong step) {
   CLT_FOR_EACH(i, n, step) {
     TC x = (TC)(TP)a[i];
-    out[i] = STORE(OP(x, x));
+    out[i] = STORE(OP(x, x, x));
   }
 }
 #endif
@@ -60,7 +54,7 @@ __kernel void NAME(__global TO *restrict out, __global const TA *restrict a,
   CLT_FOR_EACH(i, n, step) {
     TC x = (TC)(TP)a[i];
     TC y = (TC)(TP)b[i];
-    out[i] = STORE(OP(x, y));
+    out[i] = STORE(OP(x, y, y));
   }
 }
 
@@ -80,13 +74,13 @@ __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TA
     }
     TC x = (TC)(TP)a[ia];
     TC y = (TC)(TP)b[ib];
-    out[i] = STORE(OP(x, y));
+    out[i] = STORE(OP(x, y, y));
   }
 }
 #endif
 
 #if ARITY == 3
-/* where(k, a, b), broadcasting; k is bool (uchar). */
+/* op(k, a, b), broadcasting: where (k is the bool condition) or clamp. */
 __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TK *restrict k,
                                     __global const TA *restrict a, __global const TB *restrict b,
                                     ulong n, ulong step, int ndim, clt_bcast_t bc) {
@@ -101,7 +95,10 @@ __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TK
       ia += c * bc.s1[d];
       ib += c * bc.s2[d];
     }
-    out[i] = k[ik] ? STORE((TC)(TP)a[ia]) : STORE((TC)(TP)b[ib]);
+    TKC x = (TKC)(TKP)k[ik];
+    TC y = (TC)(TP)a[ia];
+    TC z = (TC)(TP)b[ib];
+    out[i] = STORE(OP(x, y, z));
   }
 }
 #endif

@@ -6,39 +6,19 @@
 
 #include "clt-internal.h"
 
+#include <string.h>
+
+/* The elementwise operations: one per row of CLT_ELEMENTWISE_OPS (include/clt_ops.h), then cast,
+ * which takes its result dtype from the caller. */
 typedef enum clt_op_kind {
-  /* binary */
-  CLT__OP_ADD,
-  CLT__OP_SUB,
-  CLT__OP_MUL,
-  CLT__OP_DIV,
-  CLT__OP_POW,
-  CLT__OP_MAXIMUM,
-  CLT__OP_MINIMUM,
-  CLT__OP_EQ,
-  CLT__OP_NE,
-  CLT__OP_LT,
-  CLT__OP_LE,
-  CLT__OP_GT,
-  CLT__OP_GE,
-  /* unary */
-  CLT__OP_NEG,
-  CLT__OP_ABS,
-  CLT__OP_EXP,
-  CLT__OP_LOG,
-  CLT__OP_SQRT,
-  CLT__OP_SIN,
-  CLT__OP_COS,
-  CLT__OP_TANH,
-  CLT__OP_SIGMOID,
-  CLT__OP_RELU,
-  CLT__OP_CAST,
-  /* ternary */
-  CLT__OP_WHERE,
+#define CLT__OP_ENUM_(name, ...) CLT__OP_##name,
+  CLT_ELEMENTWISE_OPS(CLT__OP_ENUM_)
+#undef CLT__OP_ENUM_
+  CLT__OP_cast,
   CLT__OP_COUNT
 } clt_op_kind;
 
-/* How an op's result dtype follows from its operands'. */
+/* How an op's result dtype follows from its operands' (the rule column of clt_ops.h). */
 typedef enum clt_result_rule {
   CLT__RESULT_PROMOTE, /* the promoted dtype of the operands */
   CLT__RESULT_FLOAT,   /* the promoted dtype if float, else f32 (div, exp, ...) */
@@ -46,20 +26,39 @@ typedef enum clt_result_rule {
   CLT__RESULT_GIVEN    /* chosen by the caller (cast) */
 } clt_result_rule;
 
-/* An elementwise operation, described as data so that the kernel source, the host loop and a
- * later fusing step read the same description. */
+/* The kinds of compute dtype an expression exists for. */
+typedef enum clt_expr_kind { CLT__EXPR_FLOAT, CLT__EXPR_INT, CLT__EXPR_BOOL } clt_expr_kind;
+
+/* An elementwise operation: a row of clt_ops.h as data, which the dispatcher, the kernel source
+ * and a later fusing step read. */
 typedef struct clt_op {
   clt_op_kind kind;
-  const char *name;      /* "add": the kernel is named <name>_<result dtype> */
-  const char *fn;        /* "clt_add": for messages */
-  int arity;             /* 1, 2 or 3 (where: condition, a, b) */
-  const char *expr;      /* OpenCL C expression of a (and b), no spaces (it travels as a
-                          * #define); may use the CLT_* helpers of kernels/elementwise.cl */
-  const char *bool_expr; /* the same when computing in bool, or NULL: bool is refused */
+  const char *name;    /* "add": the kernel is named <name>_<result dtype> */
+  const char *fn;      /* "clt_add": for messages */
+  int arity;           /* 1, 2 or 3 */
+  const char *expr[3]; /* by clt_expr_kind: the OpenCL C expression of a, b and c, or NULL where
+                        * the op is not defined for that kind */
   clt_result_rule result;
-  bool wraps;      /* integers compute in their unsigned twin, so overflow wraps */
-  bool float_only; /* integer operands are refused (none for now; see result rule) */
+  bool wraps; /* integers compute in their unsigned twin, so overflow wraps */
+  bool cond;  /* ternary: the first operand is a bool condition, not promoted */
+  int ulps;   /* the error allowed against the exact result, in ulps of the result dtype */
+  const char *doc;
 } clt_op;
+
+/* The table (lib/dispatch.c), indexed by clt_op_kind. */
+extern const clt_op clt__ops[CLT__OP_COUNT];
+
+/* The expression of op for compute dtype dt, or NULL where op is not defined for it. */
+static inline const char *clt__op_expr(const clt_op *op, clt_dtype dt) {
+  const char *e = op->expr[dt == CLT_BOOL                ? CLT__EXPR_BOOL
+                           : clt__dtype_is_float(dt) ? CLT__EXPR_FLOAT
+                                                     : CLT__EXPR_INT];
+  return strcmp(e, "CLT_NA") == 0 ? NULL : e;
+}
+
+/* Runs op k of the table through the same path as its public function (the first form), for
+ * clt_kernel_cache_warm and the tests: in holds arity operands. */
+clt_status clt__op_run(clt_op_kind k, clt_tensor *const *in, clt_tensor **out);
 
 /* How the operands of an elementwise op map onto its result, prepared by the dispatcher: the
  * result's shape and, per operand, element strides over it (0 where it is broadcast). */

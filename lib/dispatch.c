@@ -6,40 +6,38 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BIN(k, n, e, be, r, w)                                                                     \
-  { CLT__OP_##k, #n, "clt_" #n, 2, e, be, CLT__RESULT_##r, w, false }
-#define UN(k, n, e, be, r, w)                                                                      \
-  { CLT__OP_##k, #n, "clt_" #n, 1, e, be, CLT__RESULT_##r, w, false }
-static const clt_op ops[CLT__OP_COUNT] = {
-    [CLT__OP_ADD] = BIN(ADD, add, "((a)+(b))", "((a)|(b))", PROMOTE, true),
-    [CLT__OP_SUB] = BIN(SUB, sub, "((a)-(b))", NULL, PROMOTE, true),
-    [CLT__OP_MUL] = BIN(MUL, mul, "((a)*(b))", "((a)&(b))", PROMOTE, true),
-    [CLT__OP_DIV] = BIN(DIV, div, "((a)/(b))", NULL, FLOAT, false),
-    [CLT__OP_POW] = BIN(POW, pow, "CLT_POW(a,b)", NULL, PROMOTE, false),
-    [CLT__OP_MAXIMUM] = BIN(MAXIMUM, maximum, "CLT_MAXIMUM(a,b)", "((a)|(b))", PROMOTE, false),
-    [CLT__OP_MINIMUM] = BIN(MINIMUM, minimum, "CLT_MINIMUM(a,b)", "((a)&(b))", PROMOTE, false),
-    [CLT__OP_EQ] = BIN(EQ, eq, "((a)==(b))", "((a)==(b))", BOOL, false),
-    [CLT__OP_NE] = BIN(NE, ne, "((a)!=(b))", "((a)!=(b))", BOOL, false),
-    [CLT__OP_LT] = BIN(LT, lt, "((a)<(b))", "((a)<(b))", BOOL, false),
-    [CLT__OP_LE] = BIN(LE, le, "((a)<=(b))", "((a)<=(b))", BOOL, false),
-    [CLT__OP_GT] = BIN(GT, gt, "((a)>(b))", "((a)>(b))", BOOL, false),
-    [CLT__OP_GE] = BIN(GE, ge, "((a)>=(b))", "((a)>=(b))", BOOL, false),
-    [CLT__OP_NEG] = UN(NEG, neg, "(-(a))", NULL, PROMOTE, true),
-    [CLT__OP_ABS] = UN(ABS, abs, "CLT_ABS(a)", NULL, PROMOTE, false),
-    [CLT__OP_EXP] = UN(EXP, exp, "exp(a)", NULL, FLOAT, false),
-    [CLT__OP_LOG] = UN(LOG, log, "log(a)", NULL, FLOAT, false),
-    [CLT__OP_SQRT] = UN(SQRT, sqrt, "sqrt(a)", NULL, FLOAT, false),
-    [CLT__OP_SIN] = UN(SIN, sin, "sin(a)", NULL, FLOAT, false),
-    [CLT__OP_COS] = UN(COS, cos, "cos(a)", NULL, FLOAT, false),
-    [CLT__OP_TANH] = UN(TANH, tanh, "tanh(a)", NULL, FLOAT, false),
-    [CLT__OP_SIGMOID] = UN(SIGMOID, sigmoid, "CLT_SIGMOID(a)", NULL, FLOAT, false),
-    [CLT__OP_RELU] = UN(RELU, relu, "CLT_RELU(a)", NULL, PROMOTE, false),
-    [CLT__OP_CAST] = UN(CAST, cast, "(a)", "(a)", GIVEN, false),
-    [CLT__OP_WHERE] = {CLT__OP_WHERE, "where", "clt_where", 3, "(a)", "(a)", CLT__RESULT_PROMOTE,
-                       false, false},
+/* The table of elementwise operations, one entry per row of include/clt_ops.h. */
+#define WRAPS_WRAP 1
+#define WRAPS_WRAP_INPLACE 1
+#define WRAPS_INPLACE 0
+#define WRAPS_PLAIN 0
+#define WRAPS_COND 0
+#define COND_COND 1
+#define COND_WRAP 0
+#define COND_WRAP_INPLACE 0
+#define COND_INPLACE 0
+#define COND_PLAIN 0
+#define OP_ENTRY(name_, arity_, rule, form, f, i, b, ulps_, doc_)                                  \
+  [CLT__OP_##name_] = {.kind = CLT__OP_##name_,                                                    \
+                       .name = #name_,                                                             \
+                       .fn = "clt_" #name_,                                                        \
+                       .arity = arity_,                                                            \
+                       .expr = {#f, #i, #b},                                                       \
+                       .result = CLT__RESULT_##rule,                                               \
+                       .wraps = WRAPS_##form,                                                      \
+                       .cond = COND_##form,                                    \
+                       .ulps = ulps_,                                                              \
+                       .doc = doc_},
+const clt_op clt__ops[CLT__OP_COUNT] = {
+    CLT_ELEMENTWISE_OPS(OP_ENTRY)[CLT__OP_cast] = {.kind = CLT__OP_cast,
+                                                   .name = "cast",
+                                                   .fn = "clt_cast",
+                                                   .arity = 1,
+                                                   .expr = {"(a)", "(a)", "(a)"},
+                                                   .result = CLT__RESULT_GIVEN,
+                                                   .doc = "a converted to another dtype"},
 };
-#undef BIN
-#undef UN
+#undef OP_ENTRY
 
 /* The same-device rule (DESIGN.md rule 3): argument positions are 1-based. */
 static clt_status check_same_device(const char *fn, int n, clt_tensor *const *ts) {
@@ -70,7 +68,8 @@ static clt_dtype promote(clt_dtype a, clt_dtype b) {
   return int_rank(a) >= int_rank(b) ? a : b;
 }
 
-/* The result dtype of op over operands whose promoted dtype is `compute`. */
+/* The result dtype of op over operands whose promoted dtype is `compute`; an error where op has
+ * no expression for the dtype it would compute in (clt_ops.h: CLT_NA). */
 static clt_status result_dtype(const clt_op *op, clt_dtype compute, clt_dtype given, const char *fn,
                                clt_dtype *out) {
   clt_dtype r = compute;
@@ -88,19 +87,22 @@ static clt_status result_dtype(const clt_op *op, clt_dtype compute, clt_dtype gi
     r = given;
     break;
   }
-  if (compute == CLT_BOOL && r == CLT_BOOL && !op->bool_expr && op->result != CLT__RESULT_BOOL)
+  clt_dtype cd = op->result == CLT__RESULT_PROMOTE || op->result == CLT__RESULT_FLOAT ? r : compute;
+  if (!clt__op_expr(op, cd))
     return clt__error(CLT_ERR_DTYPE, fn,
-                      "%s is not defined for bool tensors; cast to an integer dtype first "
-                      "with clt_cast()",
-                      op->name);
+                      "%s is not defined for %s tensors; cast to %s dtype first with clt_cast()",
+                      op->name, cd == CLT_BOOL ? "bool" : clt__dtype_is_float(cd) ? "float" : "integer",
+                      cd == CLT_BOOL                ? "an integer"
+                      : clt__dtype_is_float(cd) ? "an integer"
+                                                    : "a float");
   *out = r;
   return CLT_OK;
 }
 
 static const clt_op *find_op(const char *name) {
   for (int i = 0; i < CLT__OP_COUNT; i++)
-    if (ops[i].arity == 2 && strcmp(ops[i].name, name) == 0)
-      return &ops[i];
+    if (clt__ops[i].arity == 2 && strcmp(clt__ops[i].name, name) == 0)
+      return &clt__ops[i];
   return NULL;
 }
 
@@ -115,7 +117,7 @@ clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype 
   if (!bop)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "unknown operation '%s' (expected a binary operation such as add, sub, "
-                      "mul, div, pow, maximum, minimum, eq, ne, lt, le, gt or ge)",
+                      "mul, div, pow, maximum, minimum, eq, lt or logical_and: see clt_ops.h)",
                       op);
   return result_dtype(bop, promote(a, b), a, fn, out);
 }
@@ -189,7 +191,9 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
   clt_dtype compute = in[0]->dtype;
   if (n == 2)
     compute = promote(in[0]->dtype, in[1]->dtype);
-  if (n == 3) {
+  if (n == 3 && !op->cond)
+    compute = promote(promote(in[0]->dtype, in[1]->dtype), in[2]->dtype);
+  if (n == 3 && op->cond) {
     if (in[0]->dtype != CLT_BOOL)
       return clt__error(CLT_ERR_DTYPE, fn,
                         "cond must be a bool tensor, not %s; compare first (clt_ne(x, zero)) or "
@@ -267,84 +271,82 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
   return CLT_OK;
 }
 
-#define BINARY_API(name, K)                                                                        \
+/* ---- the public functions of the table (clt_ops.h), by arity and form ---------------------- */
+
+#define API_1_(name)                                                                               \
+  clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                         \
+    clt_tensor *in[1] = {t};                                                                       \
+    return elementwise("clt_" #name, &clt__ops[CLT__OP_##name], in, CLT_F32, NULL, out);           \
+  }
+#define API_2_(name)                                                                               \
   clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor **out) {                          \
     clt_tensor *in[2] = {a, b};                                                                    \
-    return elementwise(ops[CLT__OP_##K].fn, &ops[CLT__OP_##K], in, CLT_F32, NULL, out);            \
+    return elementwise("clt_" #name, &clt__ops[CLT__OP_##name], in, CLT_F32, NULL, out);           \
   }                                                                                                \
   clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out) {                     \
     clt_tensor *in[2] = {a, b};                                                                    \
     if (!out)                                                                                      \
       return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_out", "out is NULL");              \
-    return elementwise("clt_" #name "_out", &ops[CLT__OP_##K], in, CLT_F32, out, NULL);            \
+    return elementwise("clt_" #name "_out", &clt__ops[CLT__OP_##name], in, CLT_F32, out, NULL);    \
   }                                                                                                \
   clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out) {                      \
-    const char *fn = "clt_" #name "_scalar";                                                       \
-    clt_tensor *bt;                                                                                \
-    if (!out)                                                                                      \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");                              \
-    clt_status s = scalar_tensor(a, b, fn, &bt);                                                   \
-    if (s != CLT_OK)                                                                               \
-      return s;                                                                                    \
-    clt_tensor *in[2] = {a, bt};                                                                   \
-    s = elementwise(fn, &ops[CLT__OP_##K], in, CLT_F32, NULL, out);                                \
-    clt_tensor_release(bt);                                                                        \
-    return s;                                                                                      \
+    return with_scalars("clt_" #name "_scalar", &clt__ops[CLT__OP_##name], a, b, 0, out);          \
   }
-
-BINARY_API(add, ADD)
-BINARY_API(sub, SUB)
-BINARY_API(mul, MUL)
-BINARY_API(div, DIV)
-BINARY_API(pow, POW)
-BINARY_API(maximum, MAXIMUM)
-BINARY_API(minimum, MINIMUM)
-BINARY_API(eq, EQ)
-BINARY_API(ne, NE)
-BINARY_API(lt, LT)
-BINARY_API(le, LE)
-BINARY_API(gt, GT)
-BINARY_API(ge, GE)
-
-#define INPLACE_API(name, K)                                                                       \
+#define API_3_(name)                                                                               \
+  clt_status clt_##name(clt_tensor *a, clt_tensor *b, clt_tensor *c, clt_tensor **out) {           \
+    clt_tensor *in[3] = {a, b, c};                                                                 \
+    return elementwise("clt_" #name, &clt__ops[CLT__OP_##name], in, CLT_F32, NULL, out);           \
+  }
+#define API_PLAIN_3_(name)                                                                         \
+  clt_status clt_##name##_scalar(clt_tensor *a, double b, double c, clt_tensor **out) {            \
+    return with_scalars("clt_" #name "_scalar", &clt__ops[CLT__OP_##name], a, b, c, out);          \
+  }
+#define API_INPLACE_2_(name)                                                                       \
   clt_status clt_##name##_(clt_tensor *a, clt_tensor *b) {                                         \
     clt_tensor *in[2] = {a, b};                                                                    \
     if (!a)                                                                                        \
       return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_", "a is NULL");                   \
-    return elementwise("clt_" #name "_", &ops[CLT__OP_##K], in, CLT_F32, a, NULL);                 \
+    return elementwise("clt_" #name "_", &clt__ops[CLT__OP_##name], in, CLT_F32, a, NULL);         \
   }
-INPLACE_API(add, ADD)
-INPLACE_API(sub, SUB)
-INPLACE_API(mul, MUL)
-INPLACE_API(div, DIV)
+#define API_WRAP_INPLACE_2_(name) API_INPLACE_2_(name)
+#define API_PLAIN_1_(name)
+#define API_PLAIN_2_(name)
+#define API_WRAP_1_(name)
+#define API_COND_3_(name)
+#define API_(name, arity, rule, form, f, i, b, ulps, doc) API_##arity##_(name) API_##form##_##arity##_(name)
 
-#define UNARY_API(name, K)                                                                         \
-  clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                         \
-    clt_tensor *in[1] = {t};                                                                       \
-    return elementwise(ops[CLT__OP_##K].fn, &ops[CLT__OP_##K], in, CLT_F32, NULL, out);            \
-  }
-UNARY_API(neg, NEG)
-UNARY_API(abs, ABS)
-UNARY_API(exp, EXP)
-UNARY_API(log, LOG)
-UNARY_API(sqrt, SQRT)
-UNARY_API(sin, SIN)
-UNARY_API(cos, COS)
-UNARY_API(tanh, TANH)
-UNARY_API(sigmoid, SIGMOID)
-UNARY_API(relu, RELU)
+/* The _scalar forms: a op b, or op(a, b, c), with the numbers b (and c) as 0-d operands. */
+static clt_status with_scalars(const char *fn, const clt_op *op, clt_tensor *a, double b, double c,
+                               clt_tensor **out) {
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  clt_tensor *in[3] = {a, NULL, NULL};
+  clt_status s = CLT_OK;
+  for (int k = 1; k < op->arity && s == CLT_OK; k++)
+    s = scalar_tensor(a, k == 1 ? b : c, fn, &in[k]);
+  if (s == CLT_OK)
+    s = elementwise(fn, op, in, CLT_F32, NULL, out);
+  clt_tensor_release(in[1]);
+  clt_tensor_release(in[2]);
+  return s;
+}
+
+CLT_ELEMENTWISE_OPS(API_)
+
+clt_status clt__op_run(clt_op_kind k, clt_tensor *const *in, clt_tensor **out) {
+  if ((int)k < 0 || k >= CLT__OP_COUNT)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt__op_run", "no operation %d", (int)k);
+  if (k == CLT__OP_cast)
+    return clt_cast(in[0], CLT_F32, out);
+  return elementwise(clt__ops[k].fn, &clt__ops[k], in, CLT_F32, NULL, out);
+}
 
 clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out) {
   clt_status s = clt__check_dtype(dtype, "clt_cast", "dtype");
   if (s != CLT_OK)
     return s;
   clt_tensor *in[1] = {t};
-  return elementwise("clt_cast", &ops[CLT__OP_CAST], in, dtype, NULL, out);
-}
-
-clt_status clt_where(clt_tensor *cond, clt_tensor *a, clt_tensor *b, clt_tensor **out) {
-  clt_tensor *in[3] = {cond, a, b};
-  return elementwise("clt_where", &ops[CLT__OP_WHERE], in, CLT_F32, NULL, out);
+  return elementwise("clt_cast", &clt__ops[CLT__OP_cast], in, dtype, NULL, out);
 }
 
 static const char *const reduce_names[] = {"sum", "mean", "max", "min", "argmax"};

@@ -811,7 +811,6 @@ clt_status clt_kernel_cache_clear(size_t *removed) {
  * so that every program is built by the code that will use it. The same walk counts the steps
  * (run = false) and runs them. */
 
-typedef clt_status (*binary_fn)(clt_tensor *, clt_tensor *, clt_tensor **);
 typedef clt_status (*unary_fn)(clt_tensor *, clt_tensor **);
 typedef clt_status (*reduce_dim_fn)(clt_tensor *, int, int, clt_tensor **);
 
@@ -847,34 +846,31 @@ static clt_status warm_step(warm_state *w, clt_status s, clt_tensor *r) {
       return s_;                                                                                   \
   } while (0)
 
-/* The steps for one dtype; a is a (2, 2) tensor of ones, cond a bool one (NULL when counting). */
+/* The steps for one dtype; a is a (2, 2) tensor of ones, cond a bool one (NULL when counting).
+ * Every elementwise operation of the table (include/clt_ops.h) is one step. */
 static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_tensor *cond) {
-  static const binary_fn binary[] = {clt_add,     clt_sub,     clt_mul, clt_div, clt_pow,
-                                     clt_maximum, clt_minimum, clt_eq,  clt_ne,  clt_lt,
-                                     clt_le,      clt_gt,      clt_ge};
-  static const unary_fn unary[] = {clt_neg, clt_abs,  clt_exp,  clt_log,     clt_sqrt,
-                                   clt_sin, clt_cos,  clt_tanh, clt_sigmoid, clt_relu,
-                                   clt_sum, clt_mean, clt_max,  clt_min,     clt_argmax};
+  static const unary_fn reduce[] = {clt_sum, clt_mean, clt_max, clt_min, clt_argmax};
   static const reduce_dim_fn reduce_dim[] = {clt_sum_dim, clt_mean_dim, clt_max_dim, clt_min_dim,
                                              clt_argmax_dim};
   bool fp64 = clt_device_has_fp64(w->dev);
   int64_t row[1] = {2};
   clt_tensor *b = NULL;
-  for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) {
-    WARM(binary[i](a, a, &r_));
-    /* the broadcasting kernel of the same program */
-    if (i == 0)
-      WARM(clt_ones(dt, 1, row, w->dev, &b) != CLT_OK ? clt_last_status() : binary[i](a, b, &r_));
+  for (int k = 0; k < CLT__OP_COUNT; k++) {
+    if (k == CLT__OP_cast)
+      continue; /* below, to every dtype */
+    clt_tensor *in[3] = {clt__ops[k].cond ? cond : a, a, a};
+    WARM(clt__op_run((clt_op_kind)k, in, &r_));
   }
+  /* the broadcasting kernel, which lives in the same program as the plain one */
+  WARM(clt_ones(dt, 1, row, w->dev, &b) != CLT_OK ? clt_last_status() : clt_add(a, b, &r_));
   clt_tensor_release(b);
-  for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
-    WARM(unary[i](a, &r_));
+  for (size_t i = 0; i < sizeof reduce / sizeof *reduce; i++)
+    WARM(reduce[i](a, &r_));
   for (size_t i = 0; i < sizeof reduce_dim / sizeof *reduce_dim; i++)
     WARM(reduce_dim[i](a, 1, 0, &r_));
   for (int to = CLT_F32; to <= CLT_BOOL; to++)
     if (to != CLT_F64 || fp64)
       WARM(clt_cast(a, (clt_dtype)to, &r_));
-  WARM(clt_where(cond, a, a, &r_));
   WARM(clt_transpose(a, 0, 1, &r_));
   if (dt == CLT_F32 || dt == CLT_F64) {
     WARM(clt_rand(dt, 2, clt_tensor_shape(a), w->dev, &r_));

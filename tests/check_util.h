@@ -27,6 +27,7 @@ Suite *event_suite(void);
 Suite *program_suite(void);
 Suite *memory_suite(void);
 Suite *ops_suite(void);
+Suite *backend_ops_suite(void); /* check_backend_ops.c: every op of clt_ops.h, generated */
 Suite *random_suite(void);
 Suite *matmul_suite(void);
 Suite *npy_suite(void);

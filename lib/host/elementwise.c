@@ -4,11 +4,13 @@
  * maximum/minimum, saturating float-to-integer casts). */
 #include "backend.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tgmath.h>
 
-/* ---- helpers the expressions use ---------------------------------------------------------- */
+/* ---- helpers the expressions of clt_ops.h use ---------------------------------------------- */
+
+#define CLT_NA 0 /* never run: the dispatcher refuses the dtypes an op has no expression for */
 
 #define IPOW(name, T, UT)                                                                          \
   static inline T name(T a, T b) {                                                                 \
@@ -35,141 +37,130 @@ static inline uint8_t ipow_u8(uint8_t a, uint8_t b) {
   }
   return (uint8_t)r;
 }
+static inline uint32_t ipow_u32(uint32_t a, uint32_t b) { return (uint32_t)ipow_u8((uint8_t)a, (uint8_t)b); }
+/* |INT_MIN| wraps back to INT_MIN, as OpenCL's abs does. */
+static inline int32_t iabs_i32(int32_t x) { return x < 0 ? (int32_t)(0u - (uint32_t)x) : x; }
+static inline int64_t iabs_i64(int64_t x) {
+  return x < 0 ? (int64_t)((uint64_t)0 - (uint64_t)x) : x;
+}
+static inline uint32_t iabs_u(uint32_t x) { return x; }
+#define CLT_IPOW(a, b)                                                                             \
+  _Generic((a), int32_t: ipow_i32, int64_t: ipow_i64, uint8_t: ipow_u8, default: ipow_u32)(a, b)
+#define CLT_IABS(a) _Generic((a), int32_t: iabs_i32, int64_t: iabs_i64, default: iabs_u)(a)
 
-#define FMAX(x, y, f) (isnan(x) ? (x) : isnan(y) ? (y) : f(x, y))
-#define IMAX(x, y) ((x) > (y) ? (x) : (y))
-#define IMIN(x, y) ((x) < (y) ? (x) : (y))
-#define RELU(x) ((x) < 0 ? 0 : (x))
+/* ---- loops, one per (op, compute dtype), from the table ------------------------------------ */
 
-/* ---- loops -------------------------------------------------------------------------------- */
+/* Integers of WRAP forms compute in their unsigned twin (u8 in unsigned int, as C promotes). */
+#define TCF_WRAP(S, U) U
+#define TCF_WRAP_INPLACE(S, U) U
+#define TCF_INPLACE(S, U) S
+#define TCF_PLAIN(S, U) S
+#define TCF_COND(S, U) S
+/* The stored type of a result of compute type T, and the value stored. */
+#define TO_PROMOTE(T) T
+#define TO_FLOAT(T) T
+#define TO_BOOL(T) uint8_t
+#define ST_PROMOTE(e) (e)
+#define ST_FLOAT(e) (e)
+#define ST_BOOL(e) ((e) != 0)
+/* The first operand of a COND op is the bool condition. */
+#define TP0_COND(T) uint8_t
+#define TP0_WRAP(T) T
+#define TP0_WRAP_INPLACE(T) T
+#define TP0_INPLACE(T) T
+#define TP0_PLAIN(T) T
 
-typedef void (*binary_fn)(void *, const void *, const void *, int64_t, int64_t, int64_t);
 typedef void (*unary_fn)(void *, const void *, int64_t);
+typedef void (*binary_fn)(void *, const void *, const void *, int64_t, int64_t, int64_t);
+typedef void (*ternary_fn)(void *, const void *, const void *, const void *, int64_t,
+                           const int64_t *);
 
-/* TP: operand type; TC: computed in; TO: stored as; EXPR in x and y. */
-#define BIN(name, TP, TC, TO, EXPR)                                                                \
-  static void name(void *o_, const void *a_, const void *b_, int64_t n, int64_t sa, int64_t sb) {  \
+/* TP: the operands' type (the compute dtype's); TC: computed in; TO: stored as. */
+#define LOOP_1(fname, TP, TP0, TC_, TO, EXPR)                                                      \
+  static void fname(void *o_, const void *a_, int64_t n) {                                         \
+    typedef TC_ TC;                                                                                \
     TO *restrict o = o_;                                                                           \
-    const TP *a = a_, *b = b_;                                                                     \
+    const TP *restrict pa = a_;                                                                    \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      TC a = (TC)pa[i];                                                                            \
+      (void)a;                                                                                     \
+      o[i] = (TO)(EXPR);                                                                           \
+    }                                                                                              \
+  }
+#define LOOP_2(fname, TP, TP0, TC_, TO, EXPR)                                                      \
+  static void fname(void *o_, const void *a_, const void *b_, int64_t n, int64_t sa, int64_t sb) { \
+    typedef TC_ TC;                                                                                \
+    TO *restrict o = o_;                                                                           \
+    const TP *pa = a_, *pb = b_;                                                                   \
     if (sa == 1 && sb == 1) {                                                                      \
       for (int64_t i = 0; i < n; i++) {                                                            \
-        TC x = (TC)a[i], y = (TC)b[i];                                                             \
+        TC a = (TC)pa[i], b = (TC)pb[i];                                                           \
+        (void)a, (void)b;                                                                          \
         o[i] = (TO)(EXPR);                                                                         \
       }                                                                                            \
     } else {                                                                                       \
       for (int64_t i = 0; i < n; i++) {                                                            \
-        TC x = (TC)a[i * sa], y = (TC)b[i * sb];                                                   \
+        TC a = (TC)pa[i * sa], b = (TC)pb[i * sb];                                                 \
+        (void)a, (void)b;                                                                          \
         o[i] = (TO)(EXPR);                                                                         \
       }                                                                                            \
     }                                                                                              \
   }
-
-#define UN(name, TP, TC, TO, EXPR)                                                                 \
-  static void name(void *o_, const void *a_, int64_t n) {                                          \
+#define LOOP_3(fname, TP, TP0, TC_, TO, EXPR)                                                      \
+  static void fname(void *o_, const void *a_, const void *b_, const void *c_, int64_t n,           \
+                    const int64_t *s) {                                                            \
+    typedef TC_ TC;                                                                                \
     TO *restrict o = o_;                                                                           \
-    const TP *restrict a = a_;                                                                     \
+    const TP0 *pa = a_;                                                                            \
+    const TP *pb = b_, *pc = c_;                                                                   \
     for (int64_t i = 0; i < n; i++) {                                                              \
-      TC x = (TC)a[i];                                                                             \
+      TP0 a = pa[i * s[0]];                                                                        \
+      TC b = (TC)pb[i * s[1]], c = (TC)pc[i * s[2]];                                               \
+      (void)a, (void)b, (void)c;                                                                   \
       o[i] = (TO)(EXPR);                                                                           \
     }                                                                                              \
   }
 
-/* Arithmetic that wraps: integers compute in their unsigned twin. */
-#define WRAPPING(op, EXPR)                                                                         \
-  BIN(op##_f32, float, float, float, EXPR)                                                         \
-  BIN(op##_f64, double, double, double, EXPR)                                                      \
-  BIN(op##_i32, int32_t, uint32_t, int32_t, EXPR)                                                  \
-  BIN(op##_i64, int64_t, uint64_t, int64_t, EXPR)                                                  \
-  BIN(op##_u8, uint8_t, uint32_t, uint8_t, EXPR)
-WRAPPING(add, x + y)
-WRAPPING(sub, x - y)
-WRAPPING(mul, x *y)
-BIN(add_bool, uint8_t, uint8_t, uint8_t, x | y)
-BIN(mul_bool, uint8_t, uint8_t, uint8_t, x &y)
-BIN(div_f32, float, float, float, x / y)
-BIN(div_f64, double, double, double, x / y)
-BIN(pow_f32, float, float, float, powf(x, y))
-BIN(pow_f64, double, double, double, pow(x, y))
-BIN(pow_i32, int32_t, int32_t, int32_t, ipow_i32(x, y))
-BIN(pow_i64, int64_t, int64_t, int64_t, ipow_i64(x, y))
-BIN(pow_u8, uint8_t, uint8_t, uint8_t, ipow_u8(x, y))
-#define MINMAX(op, FF, FD, I, B)                                                                   \
-  BIN(op##_f32, float, float, float, FMAX(x, y, FF))                                               \
-  BIN(op##_f64, double, double, double, FMAX(x, y, FD))                                            \
-  BIN(op##_i32, int32_t, int32_t, int32_t, I(x, y))                                                \
-  BIN(op##_i64, int64_t, int64_t, int64_t, I(x, y))                                                \
-  BIN(op##_u8, uint8_t, uint8_t, uint8_t, I(x, y))                                                 \
-  BIN(op##_bool, uint8_t, uint8_t, uint8_t, B)
-MINMAX(maximum, fmaxf, fmax, IMAX, x | y)
-MINMAX(minimum, fminf, fmin, IMIN, x &y)
-#define COMPARE(op, EXPR)                                                                          \
-  BIN(op##_f32, float, float, uint8_t, EXPR)                                                       \
-  BIN(op##_f64, double, double, uint8_t, EXPR)                                                     \
-  BIN(op##_i32, int32_t, int32_t, uint8_t, EXPR)                                                   \
-  BIN(op##_i64, int64_t, int64_t, uint8_t, EXPR)                                                   \
-  BIN(op##_u8, uint8_t, uint8_t, uint8_t, EXPR)                                                    \
-  BIN(op##_bool, uint8_t, uint8_t, uint8_t, EXPR)
-COMPARE(eq, x == y)
-COMPARE(ne, x != y)
-COMPARE(lt, x < y)
-COMPARE(le, x <= y)
-COMPARE(gt, x > y)
-COMPARE(ge, x >= y)
+#define LOOPS_(name, arity, rule, form, f, i, b, ulps, doc)                                        \
+  LOOP_##arity(h_##name##_f32, float, TP0_##form(float), float, TO_##rule(float), ST_##rule(f))    \
+  LOOP_##arity(h_##name##_f64, double, TP0_##form(double), double, TO_##rule(double),              \
+               ST_##rule(f))                                                                       \
+  LOOP_##arity(h_##name##_i32, int32_t, TP0_##form(int32_t), TCF_##form(int32_t, uint32_t),        \
+               TO_##rule(int32_t), ST_##rule(i))                                                   \
+  LOOP_##arity(h_##name##_i64, int64_t, TP0_##form(int64_t), TCF_##form(int64_t, uint64_t),        \
+               TO_##rule(int64_t), ST_##rule(i))                                                   \
+  LOOP_##arity(h_##name##_u8, uint8_t, TP0_##form(uint8_t), TCF_##form(uint8_t, uint32_t),         \
+               TO_##rule(uint8_t), ST_##rule(i))                                                   \
+  LOOP_##arity(h_##name##_bool, uint8_t, uint8_t, uint8_t, uint8_t, ST_##rule(b))
 
-UN(neg_f32, float, float, float, -x)
-UN(neg_f64, double, double, double, -x)
-UN(neg_i32, int32_t, uint32_t, int32_t, 0u - x)
-UN(neg_i64, int64_t, uint64_t, int64_t, (uint64_t)0 - x)
-UN(neg_u8, uint8_t, uint32_t, uint8_t, 0u - x)
-UN(abs_f32, float, float, float, fabsf(x))
-UN(abs_f64, double, double, double, fabs(x))
-UN(abs_i32, int32_t, int32_t, int32_t, x < 0 ? (int32_t)(0u - (uint32_t)x) : x)
-UN(abs_i64, int64_t, int64_t, int64_t, x < 0 ? (int64_t)((uint64_t)0 - (uint64_t)x) : x)
-UN(abs_u8, uint8_t, uint8_t, uint8_t, x)
-UN(relu_f32, float, float, float, RELU(x))
-UN(relu_f64, double, double, double, RELU(x))
-UN(relu_i32, int32_t, int32_t, int32_t, RELU(x))
-UN(relu_i64, int64_t, int64_t, int64_t, RELU(x))
-UN(relu_u8, uint8_t, uint8_t, uint8_t, x)
-#define MATH(op, FF, FD)                                                                           \
-  UN(op##_f32, float, float, float, FF(x))                                                         \
-  UN(op##_f64, double, double, double, FD(x))
-MATH(exp, expf, exp)
-MATH(log, logf, log)
-MATH(sqrt, sqrtf, sqrt)
-MATH(sin, sinf, sin)
-MATH(cos, cosf, cos)
-MATH(tanh, tanhf, tanh)
-UN(sigmoid_f32, float, float, float, 1.0f / (1.0f + expf(-x)))
-UN(sigmoid_f64, double, double, double, 1.0 / (1.0 + exp(-x)))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wtype-limits"   /* u8 < 0 in relu and sign */
+#pragma GCC diagnostic ignored "-Wbool-operation" /* the bool column of neg, never run */
+CLT_ELEMENTWISE_OPS(LOOPS_)
+#pragma GCC diagnostic pop
 
-#define ROW6(op)                                                                                   \
-  {                                                                                                \
-    [CLT_F32] = op##_f32, [CLT_F64] = op##_f64, [CLT_I32] = op##_i32, [CLT_I64] = op##_i64,        \
-    [CLT_U8] = op##_u8, [CLT_BOOL] = op##_bool                                                     \
-  }
-#define ROW5(op)                                                                                   \
-  {                                                                                                \
-    [CLT_F32] = op##_f32, [CLT_F64] = op##_f64, [CLT_I32] = op##_i32, [CLT_I64] = op##_i64,        \
-    [CLT_U8] = op##_u8                                                                             \
-  }
-#define ROW2(op)                                                                                   \
-  { [CLT_F32] = op##_f32, [CLT_F64] = op##_f64 }
-
-static const binary_fn binary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
-    [CLT__OP_ADD] = ROW6(add),         [CLT__OP_SUB] = ROW5(sub), [CLT__OP_MUL] = ROW6(mul),
-    [CLT__OP_DIV] = ROW2(div),         [CLT__OP_POW] = ROW5(pow), [CLT__OP_MAXIMUM] = ROW6(maximum),
-    [CLT__OP_MINIMUM] = ROW6(minimum), [CLT__OP_EQ] = ROW6(eq),   [CLT__OP_NE] = ROW6(ne),
-    [CLT__OP_LT] = ROW6(lt),           [CLT__OP_LE] = ROW6(le),   [CLT__OP_GT] = ROW6(gt),
-    [CLT__OP_GE] = ROW6(ge),
-};
-
+#define ROW_(name)                                                                                 \
+  [CLT__OP_##name] = {[CLT_F32] = h_##name##_f32, [CLT_F64] = h_##name##_f64,                      \
+                      [CLT_I32] = h_##name##_i32, [CLT_I64] = h_##name##_i64,                      \
+                      [CLT_U8] = h_##name##_u8,   [CLT_BOOL] = h_##name##_bool},
+#define ROW_1_1(name) ROW_(name)
+#define ROW_1_2(name)
+#define ROW_1_3(name)
+#define ROW_2_1(name)
+#define ROW_2_2(name) ROW_(name)
+#define ROW_2_3(name)
+#define ROW_3_1(name)
+#define ROW_3_2(name)
+#define ROW_3_3(name) ROW_(name)
+#define UNARY_ROW_(name, arity, ...) ROW_1_##arity(name)
+#define BINARY_ROW_(name, arity, ...) ROW_2_##arity(name)
+#define TERNARY_ROW_(name, arity, ...) ROW_3_##arity(name)
 static const unary_fn unary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
-    [CLT__OP_NEG] = ROW5(neg),         [CLT__OP_ABS] = ROW5(abs), [CLT__OP_RELU] = ROW5(relu),
-    [CLT__OP_EXP] = ROW2(exp),         [CLT__OP_LOG] = ROW2(log), [CLT__OP_SQRT] = ROW2(sqrt),
-    [CLT__OP_SIN] = ROW2(sin),         [CLT__OP_COS] = ROW2(cos), [CLT__OP_TANH] = ROW2(tanh),
-    [CLT__OP_SIGMOID] = ROW2(sigmoid),
-};
+    CLT_ELEMENTWISE_OPS(UNARY_ROW_)};
+static const binary_fn binary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
+    CLT_ELEMENTWISE_OPS(BINARY_ROW_)};
+static const ternary_fn ternary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
+    CLT_ELEMENTWISE_OPS(TERNARY_ROW_)};
 
 /* ---- conversion (casts and operand promotion) ---------------------------------------------- */
 
@@ -280,6 +271,7 @@ static void over_rows(const clt_bcast *bc, int64_t numel,
 
 typedef struct rowctx {
   binary_fn f;
+  ternary_fn g;
   char *o;
   const char *p[3];
   size_t es[3], eo;
@@ -292,15 +284,10 @@ static void binary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) {
        c->p[1] + (size_t)off[1] * c->es[1], inner, c->s[0], c->s[1]);
 }
 
-static void where_row(void *c_, int64_t o, const int64_t *off, int64_t inner) {
+static void ternary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) {
   rowctx *c = c_;
-  const uint8_t *k = (const uint8_t *)c->p[0] + off[0];
-  const char *a = c->p[1] + (size_t)off[1] * c->es[1], *b = c->p[2] + (size_t)off[2] * c->es[2];
-  char *out = c->o + (size_t)o * c->eo;
-  size_t es = c->eo;
-  for (int64_t i = 0; i < inner; i++)
-    memcpy(out + (size_t)i * es,
-           k[i * c->s[0]] ? a + (size_t)(i * c->s[1]) * es : b + (size_t)(i * c->s[2]) * es, es);
+  c->g(c->o + (size_t)o * c->eo, c->p[0] + (size_t)off[0] * c->es[0],
+       c->p[1] + (size_t)off[1] * c->es[1], c->p[2] + (size_t)off[2] * c->es[2], inner, c->s);
 }
 
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
@@ -314,7 +301,7 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     st = clt__storage_host_wait(out->storage, true, fn);
   if (st != CLT_OK)
     return st;
-  if (op->kind == CLT__OP_CAST) {
+  if (op->kind == CLT__OP_cast) {
     size_t ei = clt_dtype_size(in[0]->dtype), eo = clt_dtype_size(out->dtype);
     char *po = clt__host_ptr(out);
     const char *pi = clt__host_ptr(in[0]);
@@ -326,7 +313,7 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   void *tmp[3] = {NULL, NULL, NULL};
   const void *p[3] = {NULL, NULL, NULL};
   for (int k = 0; k < n; k++) {
-    clt_dtype want = (n == 3 && k == 0) ? CLT_BOOL : compute;
+    clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
     if (!(p[k] = as_dtype(in[k], want, &tmp[k], fn, &st)))
       goto done;
   }
@@ -345,7 +332,7 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   rowctx c = {.o = clt__host_ptr(out), .eo = clt_dtype_size(out->dtype)};
   for (int k = 0; k < n; k++) {
     c.p[k] = p[k];
-    c.es[k] = (n == 3 && k == 0) ? 1 : clt_dtype_size(compute);
+    c.es[k] = (op->cond && k == 0) ? 1 : clt_dtype_size(compute);
     c.s[k] = bc->ndim ? bc->s[k][bc->ndim - 1] : 0;
   }
   if (n == 2) {
@@ -361,7 +348,12 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     else
       over_rows(bc, out->numel, binary_row, &c, 2);
   } else {
-    over_rows(bc, out->numel, where_row, &c, 3);
+    c.g = ternary_table[op->kind][compute];
+    if (!c.g) {
+      st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
+      goto done;
+    }
+    over_rows(bc, out->numel, ternary_row, &c, 3);
   }
 done:
   for (int k = 0; k < 3; k++)

@@ -45,18 +45,23 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   bool is_float = clt__dtype_is_float(compute);
   bool wraps = op->wraps && !is_float;
   const char *tc = wraps ? unsigned_twin(compute) : clt__dtype_cl_type(compute);
-  const char *expr = compute == CLT_BOOL && op->bool_expr ? op->bool_expr : op->expr;
-  /* where's operands are the condition, a, b: TK, TA, TB */
+  const char *expr = clt__op_expr(op, compute);
+  if (!expr)
+    return clt__error(CLT_ERR_INTERNAL, fn, "%s has no expression for %s", op->name,
+                      clt_dtype_name(compute));
+  /* a ternary's operands are k, a, b: TK, TA, TB */
   const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
-  char name[64], store[64], defines[1024];
+  char name[64], store[64], defines[1536];
   snprintf(name, sizeof name, "%s_%s", op->name, clt_dtype_name(out->dtype));
   store_macro(compute, out->dtype, store, sizeof store);
   snprintf(defines, sizeof defines,
-           "%s#define NAME %s\n#define ARITY %d\n#define TA %s\n#define TB %s\n#define TK uchar\n"
-           "#define TP %s\n#define TC %s\n#define UTC %s\n#define CLT_FLOAT %d\n#define TO %s\n"
-           "#define STORE(x) %s\n#define OP(a,b) %s\n",
+           "%s#define NAME %s\n#define ARITY %d\n#define TA %s\n#define TB %s\n#define TK %s\n"
+           "#define TP %s\n#define TC %s\n#define UTC %s\n#define TKP %s\n#define TKC %s\n"
+           "#define CLT_FLOAT %d\n#define TO %s\n#define STORE(x) %s\n#define OP(a,b,c) (%s)\n",
            clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
-           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(compute), tc, unsigned_twin(compute),
+           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype),
+           clt__dtype_cl_type(compute), tc, unsigned_twin(compute),
+           op->cond ? "uchar" : clt__dtype_cl_type(compute), op->cond ? "uchar" : tc,
            is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr);
   bool broadcast = n == 3 || (n == 2 && !bc->same);
   char kname[80];
