@@ -44,6 +44,27 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* CLT_API marks what libclt exports: the library is built with -fvisibility=hidden, so only the
+ * declarations in the public headers (clt.h, clt_dlpack.h; clt_mpi.h has CLT_MPI_API) are visible
+ * to programs; tests/exports.sh checks both ways. On Windows, libclt's own sources define
+ * CLT_BUILDING_LIBRARY (dllexport) and programs linking a static libclt define CLT_STATIC. A
+ * definition made before this header (-DCLT_API=...) wins. */
+#ifndef CLT_API
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(CLT_BUILDING_LIBRARY)
+#define CLT_API __declspec(dllexport)
+#elif defined(CLT_STATIC)
+#define CLT_API
+#else
+#define CLT_API __declspec(dllimport)
+#endif
+#elif (defined(__GNUC__) && __GNUC__ >= 4) || defined(__clang__)
+#define CLT_API __attribute__((visibility("default")))
+#else
+#define CLT_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -56,7 +77,7 @@ extern "C" {
 #define CLT_VERSION_PATCH 0
 
 /** The library's version, "MAJOR.MINOR.PATCH". Static storage; never freed. */
-const char *clt_version(void);
+CLT_API const char *clt_version(void);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Status codes                                                                              */
@@ -98,21 +119,21 @@ typedef enum clt_status {
 
 /** The status's name without prefix ("ERR_DEVICE_MISMATCH"); "UNKNOWN" for other values.
  *  Static storage. */
-const char *clt_status_name(clt_status s);
+CLT_API const char *clt_status_name(clt_status s);
 
 /** The status's default message ("operands are on different devices"). Static storage. */
-const char *clt_status_message(clt_status s);
+CLT_API const char *clt_status_message(clt_status s);
 
 /** The detailed message of the last failing call on this thread, or "" if none failed.
  *  Owned by clt (thread-local); valid until the next failing call on this thread. */
-const char *clt_last_error(void);
+CLT_API const char *clt_last_error(void);
 
 /** The status of the last failing call on this thread (CLT_OK if none). Useful after the
  *  functions that return a pointer, such as clt_tensor_data. */
-clt_status clt_last_status(void);
+CLT_API clt_status clt_last_status(void);
 
 /** Forgets the last error of this thread. */
-void clt_clear_error(void);
+CLT_API void clt_clear_error(void);
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CLT_PRINTF_LIKE_(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
@@ -134,7 +155,8 @@ void clt_clear_error(void);
  *  is NULL or fn is empty, nothing of the request is kept: the last error becomes
  *  CLT_ERR_INVALID_ARGUMENT with a message from "clt_set_error" saying what was wrong, and
  *  CLT_ERR_INVALID_ARGUMENT is returned. The message is owned by clt (thread-local). */
-clt_status clt_set_error(clt_status s, const char *fn, const char *fmt, ...) CLT_PRINTF_LIKE_(3, 4);
+CLT_API clt_status clt_set_error(clt_status s, const char *fn, const char *fmt, ...)
+    CLT_PRINTF_LIKE_(3, 4);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Devices                                                                                   */
@@ -171,46 +193,46 @@ typedef struct clt_device_info {
 } clt_device_info;
 
 /** The host device, "cpu". Never NULL. */
-clt_device *clt_cpu(void);
+CLT_API clt_device *clt_cpu(void);
 
 /** Number of OpenCL devices found (the host is not counted; it always exists). */
-int clt_device_count(void);
+CLT_API int clt_device_count(void);
 
 /** The OpenCL device "cl:<index>", or NULL (with the last error set) if out of range. */
-clt_device *clt_device_at(int index);
+CLT_API clt_device *clt_device_at(int index);
 
 /** Looks a device up by name ("cpu", "cl:0", ...). On an unknown name returns
  *  CLT_ERR_DEVICE_NOT_FOUND with a message listing the devices that exist. */
-clt_status clt_device_get(const char *name, clt_device **out);
+CLT_API clt_status clt_device_get(const char *name, clt_device **out);
 
 /** The default device: the one named by $CLT_DEVICE if set (a warning on stderr if it names no
  *  device), else the first GPU, else cpu. Never NULL. */
-clt_device *clt_device_default(void);
+CLT_API clt_device *clt_device_default(void);
 
 /** The i-th OpenCL GPU (0-based, among GPUs only), or cpu if there are not that many. */
-clt_device *clt_try_gpu(int i);
+CLT_API clt_device *clt_try_gpu(int i);
 
 /** The device's name: "cpu", "cl:0", ... Static storage. */
-const char *clt_device_name(const clt_device *d);
+CLT_API const char *clt_device_name(const clt_device *d);
 
 /** One line: vendor, model, driver, OpenCL version, memory, compute units, fp64. */
-const char *clt_device_description(const clt_device *d);
+CLT_API const char *clt_device_description(const clt_device *d);
 
 /** 1 if the device is an OpenCL GPU. */
-int clt_device_is_gpu(const clt_device *d);
+CLT_API int clt_device_is_gpu(const clt_device *d);
 
 /** 1 if the device is the host. */
-int clt_device_is_host(const clt_device *d);
+CLT_API int clt_device_is_host(const clt_device *d);
 
 /** 1 if the device supports f64 tensors. */
-int clt_device_has_fp64(const clt_device *d);
+CLT_API int clt_device_has_fp64(const clt_device *d);
 
 /** Fills *out with what is known about d. */
-clt_status clt_device_info_get(const clt_device *d, clt_device_info *out);
+CLT_API clt_status clt_device_info_get(const clt_device *d, clt_device_info *out);
 
 /** Waits until all work enqueued on d so far has finished, and reports an asynchronous
  *  failure if one happened. NULL waits for every device. A no-op on the host. */
-clt_status clt_device_synchronize(clt_device *d);
+CLT_API clt_status clt_device_synchronize(clt_device *d);
 
 /** Memory use of one device's caching allocator. Released tensor memory is kept for reuse by
  *  tensors of about the same size (it is never reused before the device work that touches it is
@@ -226,10 +248,10 @@ typedef struct clt_memory_stats {
 } clt_memory_stats;
 
 /** Fills *out with dev's allocator statistics. */
-clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *out);
+CLT_API clt_status clt_device_memory_stats(clt_device *dev, clt_memory_stats *out);
 
 /** Returns dev's cached memory to the device or the system (NULL: every device). */
-clt_status clt_device_empty_cache(clt_device *dev);
+CLT_API clt_status clt_device_empty_cache(clt_device *dev);
 
 /* Out of memory. Asking a device for more than it has fails with CLT_ERR_OUT_OF_MEMORY, and the
  * message says how much was asked, what the device has and what to try. clt refuses before any
@@ -256,10 +278,10 @@ typedef enum clt_dtype { CLT_F32 = 0, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOO
 #define CLT_MAX_DIMS 8
 
 /** "f32", "f64", "i32", "i64", "u8", "bool"; NULL for an unknown dtype. */
-const char *clt_dtype_name(clt_dtype dt);
+CLT_API const char *clt_dtype_name(clt_dtype dt);
 
 /** Bytes per element (1 for u8 and bool); 0 for an unknown dtype. */
-size_t clt_dtype_size(clt_dtype dt);
+CLT_API size_t clt_dtype_size(clt_dtype dt);
 
 /** A tensor: dtype, shape and C-ordered elements on one device. Opaque and reference
  *  counted: every handle a function gives back carries one reference, dropped with
@@ -270,69 +292,69 @@ typedef struct clt_tensor clt_tensor;
  *  NULL when ndim is 0. The caller releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (bad dtype, ndim, negative dimension, size overflow, NULL),
  *  CLT_ERR_UNSUPPORTED (f64 on a device without cl_khr_fp64), CLT_ERR_OUT_OF_MEMORY. */
-clt_status clt_empty(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
-                     clt_tensor **out);
+CLT_API clt_status clt_empty(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                             clt_tensor **out);
 /** Like clt_empty, filled with zeros. */
-clt_status clt_zeros(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
-                     clt_tensor **out);
+CLT_API clt_status clt_zeros(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                             clt_tensor **out);
 /** Like clt_empty, filled with ones (true for bool). */
-clt_status clt_ones(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
-                    clt_tensor **out);
+CLT_API clt_status clt_ones(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                            clt_tensor **out);
 /** Like clt_empty, filled with value converted to dtype (non-zero is true for bool; for integer
  *  dtypes value must be an integer within the dtype's range). */
-clt_status clt_full(clt_dtype dtype, int ndim, const int64_t *shape, double value, clt_device *dev,
-                    clt_tensor **out);
+CLT_API clt_status clt_full(clt_dtype dtype, int ndim, const int64_t *shape, double value,
+                            clt_device *dev, clt_tensor **out);
 /** A 1-D tensor start, start + step, ... up to but excluding end (NumPy's arange). step must be
  *  non-zero; the length is ceil((end - start) / step), or 0. bool is not accepted. */
-clt_status clt_arange(double start, double end, double step, clt_dtype dtype, clt_device *dev,
-                      clt_tensor **out);
+CLT_API clt_status clt_arange(double start, double end, double step, clt_dtype dtype,
+                              clt_device *dev, clt_tensor **out);
 /** Creates a tensor on dev holding a copy of the C-ordered elements at src (numel * dtype size
  *  bytes). src may be reused as soon as the call returns. bool elements must be 0 or 1. */
-clt_status clt_from_host(const void *src, clt_dtype dtype, int ndim, const int64_t *shape,
-                         clt_device *dev, clt_tensor **out);
+CLT_API clt_status clt_from_host(const void *src, clt_dtype dtype, int ndim, const int64_t *shape,
+                                 clt_device *dev, clt_tensor **out);
 /** Creates an uninitialized host tensor in pinned (page-locked, device-mapped) memory of the
  *  OpenCL device near, so that copies between it and devices of near's context are faster and
  *  truly asynchronous. The tensor lives on cpu. CLT_ERR_INVALID_ARGUMENT if near is the host. */
-clt_status clt_empty_pinned(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *near,
-                            clt_tensor **out);
+CLT_API clt_status clt_empty_pinned(clt_dtype dtype, int ndim, const int64_t *shape,
+                                    clt_device *near, clt_tensor **out);
 
 /** Adds a reference. Returns t. NULL-safe. */
-clt_tensor *clt_tensor_retain(clt_tensor *t);
+CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
 /** Drops a reference; the last one frees the tensor once pending copies that read or write it
  *  have finished (the call itself does not wait). NULL-safe. */
-void clt_tensor_release(clt_tensor *t);
+CLT_API void clt_tensor_release(clt_tensor *t);
 
 /** The number of dimensions of t (0 for a 0-d tensor, and for NULL). */
-int clt_tensor_ndim(const clt_tensor *t);
+CLT_API int clt_tensor_ndim(const clt_tensor *t);
 /** The shape (ndim entries), owned by the tensor and valid while it lives; NULL for
  *  NULL. */
-const int64_t *clt_tensor_shape(const clt_tensor *t);
+CLT_API const int64_t *clt_tensor_shape(const clt_tensor *t);
 /** The number of elements of t: the product of its dimensions (1 for a 0-d tensor;
  *  0 for NULL). */
-int64_t clt_tensor_numel(const clt_tensor *t);
+CLT_API int64_t clt_tensor_numel(const clt_tensor *t);
 /** The size of t's elements in bytes: numel times clt_dtype_size(dtype); 0 for NULL. */
-size_t clt_tensor_nbytes(const clt_tensor *t);
+CLT_API size_t clt_tensor_nbytes(const clt_tensor *t);
 /** The dtype of t (CLT_F32 for NULL). */
-clt_dtype clt_tensor_dtype(const clt_tensor *t);
+CLT_API clt_dtype clt_tensor_dtype(const clt_tensor *t);
 /** The device t lives on (owned by clt; never released); NULL for NULL. */
-clt_device *clt_tensor_device(const clt_tensor *t);
+CLT_API clt_device *clt_tensor_device(const clt_tensor *t);
 /** 1 if t is a host tensor in pinned memory. */
-int clt_tensor_is_pinned(const clt_tensor *t);
+CLT_API int clt_tensor_is_pinned(const clt_tensor *t);
 
 /** The host tensor's elements, C-ordered, writable; waits first for pending copies into or out
  *  of it. Returns NULL (last status CLT_ERR_NOT_ON_HOST) for a device tensor: copy it to the
  *  host with clt_to(t, clt_cpu(), &h) first. Owned by the tensor. */
-void *clt_tensor_data(clt_tensor *t);
+CLT_API void *clt_tensor_data(clt_tensor *t);
 
 /** Copies all elements of t, on any device, into dst (C order), blocking until done.
  *  dst_bytes must be at least clt_tensor_nbytes(t). */
-clt_status clt_tensor_read(const clt_tensor *t, void *dst, size_t dst_bytes);
+CLT_API clt_status clt_tensor_read(const clt_tensor *t, void *dst, size_t dst_bytes);
 
 /** The single element of a one-element tensor as a double (bool gives 0 or 1). Blocks. */
-clt_status clt_item(const clt_tensor *t, double *out);
+CLT_API clt_status clt_item(const clt_tensor *t, double *out);
 /** The same as an int64_t, exact for i64 (floats are truncated toward zero and saturate; NaN
  *  gives 0). */
-clt_status clt_item_i64(const clt_tensor *t, int64_t *out);
+CLT_API clt_status clt_item_i64(const clt_tensor *t, int64_t *out);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Transfers (asynchronous: they enqueue and return)                                        */
@@ -340,18 +362,18 @@ clt_status clt_item_i64(const clt_tensor *t, int64_t *out);
 /** A tensor with t's contents on dev. If t is already on dev, *out is t itself with one more
  *  reference (a no-op, like PyTorch's .to); otherwise a new tensor. The caller releases *out.
  *  t may be released at once: it stays alive until the copy has read it. */
-clt_status clt_to(clt_tensor *t, clt_device *dev, clt_tensor **out);
+CLT_API clt_status clt_to(clt_tensor *t, clt_device *dev, clt_tensor **out);
 
 /** Always a new tensor on dev with t's contents, even if t is already there. */
-clt_status clt_copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out);
+CLT_API clt_status clt_copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out);
 
 /** x = x.to(dev) for C: replaces *t by its copy on dev and releases the old handle (nothing
  *  happens if *t is already there). On failure *t is untouched. */
-clt_status clt_move(clt_tensor **t, clt_device *dev);
+CLT_API clt_status clt_move(clt_tensor **t, clt_device *dev);
 
 /** Copies src's elements into dst, which may be on another device. Shapes and dtypes must be
  *  equal (CLT_ERR_SHAPE_MISMATCH, CLT_ERR_DTYPE). */
-clt_status clt_copy(clt_tensor *dst, clt_tensor *src);
+CLT_API clt_status clt_copy(clt_tensor *dst, clt_tensor *src);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Transfer accounting and the transfer guard (DESIGN.md rule 8)                             */
@@ -382,13 +404,13 @@ typedef struct clt_transfer_stats {
 /** Fills *out with dev's counters since the start of the process or the last reset. The host
  *  has none (all zero): each copy is counted on the OpenCL device at its other end.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL dev or out). */
-clt_status clt_transfer_stats_get(clt_device *dev, clt_transfer_stats *out);
+CLT_API clt_status clt_transfer_stats_get(clt_device *dev, clt_transfer_stats *out);
 /** Sets dev's counters to zero (NULL: every device's). Errors: CLT_ERR_INVALID_ARGUMENT (dev
  *  is not a device). */
-clt_status clt_transfer_stats_reset(clt_device *dev);
+CLT_API clt_status clt_transfer_stats_reset(clt_device *dev);
 /** Prints one line per device with non-zero counters (or "no transfers") to f.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL f). */
-clt_status clt_transfer_stats_print(FILE *f);
+CLT_API clt_status clt_transfer_stats_print(FILE *f);
 
 /** What happens to an implicit device-to-host copy (the one printing makes). */
 typedef enum clt_transfer_guard {
@@ -400,9 +422,9 @@ typedef enum clt_transfer_guard {
 /** Sets the process-wide guard for implicit transfers; returns the previous mode (or -1 with
  *  CLT_ERR_INVALID_ARGUMENT for an unknown mode). The initial mode comes from
  *  $CLT_TRANSFER_GUARD (allow, log or disallow). Explicit copies are never affected. */
-int clt_transfer_guard_set(clt_transfer_guard mode);
+CLT_API int clt_transfer_guard_set(clt_transfer_guard mode);
 /** The current process-wide guard mode. */
-clt_transfer_guard clt_transfer_guard_get(void);
+CLT_API clt_transfer_guard clt_transfer_guard_get(void);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Operations: all operands on one device (else CLT_ERR_DEVICE_MISMATCH); the result lives there.
@@ -424,10 +446,6 @@ clt_transfer_guard clt_transfer_guard_get(void);
  * dtype cannot hold is an error). */
 
 #include "clt_ops.h"
-
-#ifndef CLT_API
-#define CLT_API /* the export marker; empty where the compiler has none */
-#endif
 
 /* The declarations of every row of CLT_ELEMENTWISE_OPS (clt_ops.h), by arity and form. */
 #define CLT_OPS_DECL_1_(name) CLT_API clt_status clt_##name(clt_tensor *t, clt_tensor **out);
@@ -486,7 +504,7 @@ CLT_ELEMENTWISE_OPS(CLT_OPS_DECL_)
  *  toward zero and saturates (NaN gives 0).
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, an unknown dtype), CLT_ERR_UNSUPPORTED (f64 on a
  *  device without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
-clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
+CLT_API clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
 
 /** @name Reductions */
 /** @{ */
@@ -504,16 +522,16 @@ clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or out, dim out of range, an empty max, min or
  *  argmax), CLT_ERR_DTYPE (mean of integers or bool), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL,
  *  CLT_ERR_BUILD. */
-clt_status clt_sum(clt_tensor *t, clt_tensor **out);
-clt_status clt_sum_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
-clt_status clt_mean(clt_tensor *t, clt_tensor **out);
-clt_status clt_mean_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
-clt_status clt_max(clt_tensor *t, clt_tensor **out);
-clt_status clt_max_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
-clt_status clt_min(clt_tensor *t, clt_tensor **out);
-clt_status clt_min_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
-clt_status clt_argmax(clt_tensor *t, clt_tensor **out);
-clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+CLT_API clt_status clt_sum(clt_tensor *t, clt_tensor **out);
+CLT_API clt_status clt_sum_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+CLT_API clt_status clt_mean(clt_tensor *t, clt_tensor **out);
+CLT_API clt_status clt_mean_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+CLT_API clt_status clt_max(clt_tensor *t, clt_tensor **out);
+CLT_API clt_status clt_max_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+CLT_API clt_status clt_min(clt_tensor *t, clt_tensor **out);
+CLT_API clt_status clt_min_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+CLT_API clt_status clt_argmax(clt_tensor *t, clt_tensor **out);
+CLT_API clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 /** @} */
 
 /** Matrix product, as torch.matmul for 2-D and 3-D operands: (m,k) x (k,n) gives (m,n);
@@ -527,7 +545,7 @@ clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out)
  *  CLT_ERR_SHAPE_MISMATCH (not 2-D/3-D, inner dimensions or batch sizes differ; the message
  *  names both shapes), CLT_ERR_UNSUPPORTED (a path forced by CLT_MATMUL that this device or
  *  build lacks), CLT_ERR_OPENCL. */
-clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+CLT_API clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
 
 /** Which implementation clt_matmul uses on d: "blas" (the host's CBLAS), "loop" (the host's
  *  own blocked loops, built without CBLAS), "clblast" (CLBlast on the device's queue), "native"
@@ -537,13 +555,13 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
  *  each call, forces a path on OpenCL devices (the host ignores it). Returns NULL, with the last
  *  error set (CLT_ERR_UNSUPPORTED), when the forced path is not available on d. Static
  *  storage. */
-const char *clt_matmul_path(clt_device *d);
+CLT_API const char *clt_matmul_path(clt_device *d);
 
 /** A new contiguous tensor holding t with dimensions dim0 and dim1 swapped (torch.transpose,
  *  materialized). Any dtype, any device. Negative dimensions count from the end (-1 is the
  *  last); a 0-d tensor accepts 0 and -1. The caller releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, a dimension out of range), CLT_ERR_OPENCL. */
-clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
+CLT_API clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
 
 /** A view of t with another shape and the same elements in the same (C) order: it shares t's
  *  memory, so writes through one are seen through the other (torch.reshape on a contiguous
@@ -552,12 +570,12 @@ clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, ndim outside 0..8, more than one -1, another
  *  negative dimension), CLT_ERR_SHAPE_MISMATCH (the element counts differ; the message names
  *  both shapes). */
-clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out);
+CLT_API clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out);
 
 /** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the
  *  operation's name without prefix: "add", "sub", "mul", "div", "pow", "maximum", "minimum",
  *  "eq", "ne", "lt", "le", "gt" or "ge". */
-clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype *out);
+CLT_API clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype *out);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Random numbers                                                                            */
@@ -584,38 +602,38 @@ clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype 
 
 /** Reseeds the default generator: its seed becomes seed and its offset 0. Thread-safe.
  *  Always returns CLT_OK. */
-clt_status clt_manual_seed(uint64_t seed);
+CLT_API clt_status clt_manual_seed(uint64_t seed);
 
 /** A new dtype tensor of the given shape on dev (see clt_empty), filled from the default
  *  generator with numbers uniform in [0, 1). The caller releases *out.
  *  Errors: CLT_ERR_DTYPE (dtype is not CLT_F32 or CLT_F64), CLT_ERR_INVALID_ARGUMENT (NULL out,
  *  bad dtype value, ndim or shape, NULL dev), CLT_ERR_UNSUPPORTED (f64 on a device without
  *  fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
-clt_status clt_rand(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
-                    clt_tensor **out);
+CLT_API clt_status clt_rand(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                            clt_tensor **out);
 
 /** Like clt_rand, with standard normal numbers (mean 0, variance 1). */
-clt_status clt_randn(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
-                     clt_tensor **out);
+CLT_API clt_status clt_randn(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
+                             clt_tensor **out);
 
 /** A generator of its own: a seed and an offset (see above). Not tied to a device. */
 typedef struct clt_generator clt_generator;
 
 /** Creates a generator with this seed and offset 0. The caller releases *out with
  *  clt_generator_release. Errors: CLT_ERR_INVALID_ARGUMENT (NULL out), CLT_ERR_OUT_OF_MEMORY. */
-clt_status clt_generator_create(uint64_t seed, clt_generator **out);
+CLT_API clt_status clt_generator_create(uint64_t seed, clt_generator **out);
 
 /** Frees g. It must not be in use by another thread. NULL-safe. */
-void clt_generator_release(clt_generator *g);
+CLT_API void clt_generator_release(clt_generator *g);
 
 /** Like clt_rand, drawing from g (thread-safe: concurrent calls get disjoint counters, in the
  *  order they take them). Errors: those of clt_rand, and CLT_ERR_INVALID_ARGUMENT for NULL g. */
-clt_status clt_generator_rand(clt_generator *g, clt_dtype dtype, int ndim, const int64_t *shape,
-                              clt_device *dev, clt_tensor **out);
+CLT_API clt_status clt_generator_rand(clt_generator *g, clt_dtype dtype, int ndim,
+                                      const int64_t *shape, clt_device *dev, clt_tensor **out);
 
 /** Like clt_randn, drawing from g. */
-clt_status clt_generator_randn(clt_generator *g, clt_dtype dtype, int ndim, const int64_t *shape,
-                               clt_device *dev, clt_tensor **out);
+CLT_API clt_status clt_generator_randn(clt_generator *g, clt_dtype dtype, int ndim,
+                                       const int64_t *shape, clt_device *dev, clt_tensor **out);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Printing: the only implicit device-to-host copy.                                          */
@@ -626,13 +644,13 @@ clt_status clt_generator_randn(clt_generator *g, clt_dtype dtype, int ndim, cons
  *  0 and buf NULL to measure); *len (optional) receives the full length, as snprintf returns.
  *  Formatting a device tensor is an implicit device-to-host copy: the transfer guard applies
  *  (CLT_ERR_TRANSFER_GUARD when it disallows). */
-clt_status clt_format(const clt_tensor *t, char *buf, size_t size, size_t *len);
+CLT_API clt_status clt_format(const clt_tensor *t, char *buf, size_t size, size_t *len);
 
 /** Prints clt_format's text and a newline to stdout. */
-clt_status clt_print(const clt_tensor *t);
+CLT_API clt_status clt_print(const clt_tensor *t);
 
 /** Prints to the given stream. */
-clt_status clt_fprint(FILE *f, const clt_tensor *t);
+CLT_API clt_status clt_fprint(FILE *f, const clt_tensor *t);
 
 /* ---------------------------------------------------------------------------------------- */
 /* NumPy .npy files (one tensor)                                                             */
@@ -644,7 +662,7 @@ clt_status clt_fprint(FILE *f, const clt_tensor *t);
  *  path and a flush of the directory, so a crash leaves either the old file or the new one whole.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_IO (the message names the file and the
  *  system's reason), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
-clt_status clt_save_npy(const char *path, const clt_tensor *t);
+CLT_API clt_status clt_save_npy(const char *path, const clt_tensor *t);
 
 /** Reads the .npy file at path into a new tensor on dev. Versions 1.0, 2.0 and 3.0; the dtypes
  *  above in either byte order ('>f8' is byte-swapped while loading); Fortran-ordered arrays
@@ -658,7 +676,7 @@ clt_status clt_save_npy(const char *path, const clt_tensor *t);
  *  CLT_ERR_FORMAT (not a well-formed .npy file: the message names the file and the problem),
  *  CLT_ERR_DTYPE (a dtype clt lacks, such as '<f2', '<c8' or 'O'; the message names it),
  *  CLT_ERR_UNSUPPORTED (f64 on a device without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
-clt_status clt_load_npy(const char *path, clt_device *dev, clt_tensor **out);
+CLT_API clt_status clt_load_npy(const char *path, clt_device *dev, clt_tensor **out);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Events and timing                                                                         */
@@ -671,20 +689,20 @@ typedef struct clt_event clt_event;
  *  it has finished. On the host it completes at once. The caller releases *out with
  *  clt_event_release. Errors: CLT_ERR_INVALID_ARGUMENT (NULL dev or out),
  *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
-clt_status clt_event_record(clt_device *dev, clt_event **out);
+CLT_API clt_status clt_event_record(clt_device *dev, clt_event **out);
 
 /** Blocks until the event has completed. Errors: CLT_ERR_INVALID_ARGUMENT (NULL ev),
  *  CLT_ERR_OPENCL (the wait failed, or work before the event failed). */
-clt_status clt_event_wait(clt_event *ev);
+CLT_API clt_status clt_event_wait(clt_event *ev);
 
 /** Waits for both events and stores in *ms the milliseconds between them (device timestamps
  *  where the device has them, else the host times at which completion was seen; never
  *  negative). Errors: CLT_ERR_INVALID_ARGUMENT (NULL, or events recorded on different
  *  devices), CLT_ERR_OPENCL, CLT_ERR_UNSUPPORTED (the device gives no timestamps at all). */
-clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms);
+CLT_API clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms);
 
 /** Frees the event (waiting first, if it has not completed). NULL-safe. */
-void clt_event_release(clt_event *ev);
+CLT_API void clt_event_release(clt_event *ev);
 
 /** A wall-clock timer that cannot forget to wait: starting it waits for the device's pending
  *  work (so earlier work is not counted), stopping it waits again (so the timed work is).
@@ -693,13 +711,13 @@ typedef struct clt_timer clt_timer;
 /** Waits for dev's pending work (dev NULL: every device's), then starts a timer. The caller
  *  releases *out with clt_timer_release. Errors: CLT_ERR_INVALID_ARGUMENT (dev is not a device,
  *  NULL out), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL (the wait failed). */
-clt_status clt_timer_start(clt_device *dev, clt_timer **out);
+CLT_API clt_status clt_timer_start(clt_device *dev, clt_timer **out);
 /** Waits for the timer's device(s) and stores in *ms the milliseconds since clt_timer_start.
  *  May be called several times (laps). Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or ms),
  *  CLT_ERR_OPENCL (the wait failed). */
-clt_status clt_timer_stop(clt_timer *t, double *ms);
+CLT_API clt_status clt_timer_stop(clt_timer *t, double *ms);
 /** Frees the timer. NULL-safe. */
-void clt_timer_release(clt_timer *t);
+CLT_API void clt_timer_release(clt_timer *t);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Layers                                                                                    */
@@ -711,7 +729,7 @@ void clt_timer_release(clt_timer *t);
  *  CLT_ERR_DEVICE_MISMATCH, nothing is copied). The caller releases *y.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
  *  CLT_ERR_SHAPE_MISMATCH, and those of clt_matmul. */
-clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_tensor **y);
+CLT_API clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_tensor **y);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Parameter sets and checkpoints                                                            */
@@ -737,41 +755,41 @@ typedef struct clt_params clt_params;
 
 /** Creates an empty set. The caller releases *out with clt_params_release.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL out), CLT_ERR_OUT_OF_MEMORY. */
-clt_status clt_params_create(clt_params **out);
+CLT_API clt_status clt_params_create(clt_params **out);
 
 /** Releases every tensor the set holds, then the set. NULL-safe. */
-void clt_params_release(clt_params *p);
+CLT_API void clt_params_release(clt_params *p);
 
 /** Adds t under name (copied) at the end of the set, which retains t (the caller keeps its own
  *  reference). Tensors may live on any devices.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, an empty or non-UTF-8 name, the reserved name
  *  "__metadata__", a name already in the set), CLT_ERR_OUT_OF_MEMORY. */
-clt_status clt_params_add(clt_params *p, const char *name, clt_tensor *t);
+CLT_API clt_status clt_params_add(clt_params *p, const char *name, clt_tensor *t);
 
 /** The tensor named name, borrowed: owned by the set, valid until it is released or moved by
  *  clt_params_to (retain it to keep it longer). NULL, with the last error set
  *  (CLT_ERR_INVALID_ARGUMENT), if there is none. */
-clt_tensor *clt_params_get(const clt_params *p, const char *name);
+CLT_API clt_tensor *clt_params_get(const clt_params *p, const char *name);
 
 /** The number of tensors in the set (0 for NULL). */
-size_t clt_params_count(const clt_params *p);
+CLT_API size_t clt_params_count(const clt_params *p);
 
 /** The i-th name (in the order added), owned by the set; NULL if i is out of range. */
-const char *clt_params_name_at(const clt_params *p, size_t i);
+CLT_API const char *clt_params_name_at(const clt_params *p, size_t i);
 
 /** The i-th tensor, borrowed like clt_params_get's; NULL if i is out of range. */
-clt_tensor *clt_params_tensor_at(const clt_params *p, size_t i);
+CLT_API clt_tensor *clt_params_tensor_at(const clt_params *p, size_t i);
 
 /** Moves every tensor of the set to dev, in place (model.to(dev)): each entry not already on
  *  dev is replaced by its copy there (clt_to) and the set drops its reference to the old one.
  *  All or nothing: on failure the set is unchanged. Asynchronous, like clt_to.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL p or dev), and those of clt_to. */
-clt_status clt_params_to(clt_params *p, clt_device *dev);
+CLT_API clt_status clt_params_to(clt_params *p, clt_device *dev);
 
 /** The device all of the set's tensors live on. CLT_ERR_DEVICE_MISMATCH, with a message naming
  *  each device and a tensor on it, when they are spread over several; CLT_ERR_INVALID_ARGUMENT
  *  for an empty set. */
-clt_status clt_params_device(const clt_params *p, clt_device **out);
+CLT_API clt_status clt_params_device(const clt_params *p, clt_device **out);
 
 /** Writes the set to path in the safetensors format (readable by Python's safetensors, PyTorch,
  *  JAX, ...): tensors in the set's order, each tensor's device recorded in the header's
@@ -786,7 +804,7 @@ clt_status clt_params_device(const clt_params *p, clt_device **out);
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_IO (with the path and the system's
  *  message; path is then unchanged, except when only the final flush of the directory failed,
  *  which the message says), CLT_ERR_OUT_OF_MEMORY, and those of clt_tensor_read. */
-clt_status clt_save(const char *path, const clt_params *p);
+CLT_API clt_status clt_save(const char *path, const clt_params *p);
 
 /** Reads a safetensors file into a new set (tensors in the header's order). map_location NULL
  *  puts each tensor back on the device it was saved from (cpu for files that do not record
@@ -803,7 +821,7 @@ clt_status clt_save(const char *path, const clt_params *p);
  *  open or read), CLT_ERR_FORMAT (anything malformed; the message names the file, the tensor
  *  and the problem), CLT_ERR_UNSUPPORTED (a safetensors dtype clt lacks, such as F16; f64 on a
  *  device without fp64), CLT_ERR_DEVICE_NOT_FOUND, CLT_ERR_OUT_OF_MEMORY. */
-clt_status clt_load(const char *path, clt_device *map_location, clt_params **out);
+CLT_API clt_status clt_load(const char *path, clt_device *map_location, clt_params **out);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Kernel cache                                                                              */
@@ -819,7 +837,7 @@ clt_status clt_load(const char *path, clt_device *map_location, clt_params **out
 
 /** The kernel cache directory, or NULL when the disk cache is off (CLT_CACHE=0) or no usable
  *  directory was found. Static storage; never freed. */
-const char *clt_kernel_cache_dir(void);
+CLT_API const char *clt_kernel_cache_dir(void);
 
 /** One entry of the kernel cache, as clt_kernel_cache_list reports it. */
 typedef struct clt_kernel_cache_entry {
@@ -833,8 +851,8 @@ typedef struct clt_kernel_cache_entry {
  *  its name are valid during the call only. With the cache off there are no entries. Only
  *  files named like entries count; temporary files and other files are skipped.
  *  Errors: CLT_ERR_IO (the directory cannot be read; the message names it). */
-clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_entry *e, void *ctx),
-                                 void *ctx, size_t *count);
+CLT_API clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_entry *e, void *ctx),
+                                         void *ctx, size_t *count);
 
 /** Removes every entry of the kernel cache, and temporary entry files a crashed process may
  *  have left ("<64 hex>.bin.XXXXXX"), and gives the number of files removed in *removed (may
@@ -843,7 +861,7 @@ clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_entry *e, v
  *  removes nothing.
  *  Errors: CLT_ERR_IO (the directory cannot be read, or a file cannot be removed; the message
  *  names it and says how many were removed before; *removed is then untouched). */
-clt_status clt_kernel_cache_clear(size_t *removed);
+CLT_API clt_status clt_kernel_cache_clear(size_t *removed);
 
 /** Builds, ahead of time, every kernel program clt uses on dev, so that later processes (and
  *  this one) find them in the caches: each elementwise operation, cast and where over every
@@ -856,8 +874,9 @@ clt_status clt_kernel_cache_clear(size_t *removed);
  *  succeeds at once, with total 0. Entries are written only when the disk cache is on.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL dev), CLT_ERR_BUILD (a kernel failed to build: the
  *  message holds the build log), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
-clt_status clt_kernel_cache_warm(clt_device *dev, void (*progress)(int done, int total, void *ctx),
-                                 void *ctx);
+CLT_API clt_status clt_kernel_cache_warm(clt_device *dev,
+                                         void (*progress)(int done, int total, void *ctx),
+                                         void *ctx);
 
 #ifdef __cplusplus
 }

@@ -50,7 +50,7 @@ extern "C" {
  *  by the other.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or out), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL (a
  *  pending command failed). */
-clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
+CLT_API clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
 
 /** Imports m, without a copy, as a new tensor. kDLCPU tensors become host tensors over m's memory
  *  (data + byte_offset, aligned to the item size); kDLOpenCL tensors become tensors of the OpenCL
@@ -69,7 +69,7 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
  *  kDLOpenCL, strided or misaligned memory, a byte_offset on OpenCL, f64 without fp64),
  *  CLT_ERR_DEVICE_NOT_FOUND (no cl:N for N = device_id, or its context is not the cl_mem's),
  *  CLT_ERR_OPENCL, CLT_ERR_OUT_OF_MEMORY. */
-clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out);
+CLT_API clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out);
 
 #ifdef __cplusplus
 }

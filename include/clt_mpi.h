@@ -47,6 +47,24 @@
 
 #include "clt.h"
 
+/* CLT_MPI_API marks what libclt_mpi exports (see CLT_API in clt.h); on Windows, libclt_mpi's
+ * sources define CLT_MPI_BUILDING_LIBRARY and programs linking it statically CLT_STATIC. */
+#ifndef CLT_MPI_API
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(CLT_MPI_BUILDING_LIBRARY)
+#define CLT_MPI_API __declspec(dllexport)
+#elif defined(CLT_STATIC)
+#define CLT_MPI_API
+#else
+#define CLT_MPI_API __declspec(dllimport)
+#endif
+#elif (defined(__GNUC__) && __GNUC__ >= 4) || defined(__clang__)
+#define CLT_MPI_API __attribute__((visibility("default")))
+#else
+#define CLT_MPI_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -64,12 +82,12 @@ typedef enum clt_mpi_op {
  *  over its devices; the host "cpu" when there is no OpenCL device. Collective over comm.
  *  Prints nothing: clt_mpi_device_reason() says what was chosen and why. *out is owned by clt.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL out), CLT_ERR_IO (an MPI call failed). */
-clt_status clt_mpi_device(MPI_Comm comm, clt_device **out);
+CLT_MPI_API clt_status clt_mpi_device(MPI_Comm comm, clt_device **out);
 
 /** One line saying which device the last clt_mpi_device call on this thread chose and why
  *  ("node-local rank 1 of 2, 2 OpenCL devices: cl:1"); "" before any call. Thread-local, owned
  *  by clt, valid until the next clt_mpi_device call on this thread. */
-const char *clt_mpi_device_reason(void);
+CLT_MPI_API const char *clt_mpi_device_reason(void);
 
 /** Sets the size in bytes of the chunks in which device tensors are staged through pinned host
  *  memory, process-wide, and returns the previous size. The default is 1 MiB, or
@@ -78,41 +96,41 @@ const char *clt_mpi_device_reason(void);
  *  no overlap), which is mainly there to measure what the overlap gains. Sizes are rounded down
  *  to whole elements, at least one. Ranks may use different sizes: each call moves its data in
  *  chunks of the smallest size among the ranks involved. Thread-safe. */
-size_t clt_mpi_chunk_set(size_t bytes);
+CLT_MPI_API size_t clt_mpi_chunk_set(size_t bytes);
 
 /** The chunk size clt_mpi_chunk_set set (or the default), in bytes. */
-size_t clt_mpi_chunk_get(void);
+CLT_MPI_API size_t clt_mpi_chunk_get(void);
 
 /** Replaces t, on every rank of comm, by the elementwise op over all ranks' t (in place; t keeps
  *  its device). Every rank must pass the same dtype, shape and op.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t, unknown op, ranks passing different ops),
  *  CLT_ERR_DTYPE (dtypes differ; CLT_MPI_MEAN of integers or bool), CLT_ERR_SHAPE_MISMATCH,
  *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_IO. */
-clt_status clt_mpi_allreduce(clt_tensor *t, clt_mpi_op op, MPI_Comm comm);
+CLT_MPI_API clt_status clt_mpi_allreduce(clt_tensor *t, clt_mpi_op op, MPI_Comm comm);
 
 /** Copies root's t into t on every other rank of comm (in place). Every rank must pass the same
  *  dtype, shape and root. Errors: those of clt_mpi_allreduce, CLT_ERR_INVALID_ARGUMENT for a
  *  root out of range or differing between ranks. */
-clt_status clt_mpi_broadcast(clt_tensor *t, int root, MPI_Comm comm);
+CLT_MPI_API clt_status clt_mpi_broadcast(clt_tensor *t, int root, MPI_Comm comm);
 
 /** *out = every rank's t concatenated along the first dimension, in rank order, on t's device
  *  (a new tensor the caller releases). t must have at least one dimension; the ranks must agree
  *  on the dtype and on every dimension but the first, which may differ. On failure *out is
  *  untouched. Errors: those of clt_mpi_allreduce, CLT_ERR_INVALID_ARGUMENT (NULL out, 0-d t). */
-clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out);
+CLT_MPI_API clt_status clt_mpi_allgather(clt_tensor *t, MPI_Comm comm, clt_tensor **out);
 
 /** Sends t to rank dest of comm. The matching clt_mpi_recv must pass a tensor of the same
  *  dtype and shape, else both calls fail (CLT_ERR_DTYPE, CLT_ERR_SHAPE_MISMATCH) and no data
  *  moves. Blocks until the receiver has accepted the header (like MPI_Ssend): order sends and
  *  receives so that every send meets its receive. tag must be a valid MPI tag.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t), those of clt_mpi_recv. */
-clt_status clt_mpi_send(clt_tensor *t, int dest, int tag, MPI_Comm comm);
+CLT_MPI_API clt_status clt_mpi_send(clt_tensor *t, int dest, int tag, MPI_Comm comm);
 
 /** Receives into t (in place, on t's device) the tensor that rank src (or MPI_ANY_SOURCE) sends
  *  with clt_mpi_send and tag. Errors: CLT_ERR_INVALID_ARGUMENT (NULL t), CLT_ERR_DTYPE and
  *  CLT_ERR_SHAPE_MISMATCH (the sender's tensor differs; the message names both),
  *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_IO. */
-clt_status clt_mpi_recv(clt_tensor *t, int src, int tag, MPI_Comm comm);
+CLT_MPI_API clt_status clt_mpi_recv(clt_tensor *t, int src, int tag, MPI_Comm comm);
 
 #ifdef __cplusplus
 }

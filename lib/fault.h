@@ -48,6 +48,13 @@ typedef enum clt_fault_kind {
 
 #ifdef CLT_FAULT_INJECTION
 
+/* The one place where libclt exports clt__ functions (tests/exports.sh allows these only in a
+ * fault-injection build, which is for tests): libclt_mpi's OpenCL calls go through the wrappers
+ * and tests/mpi_test arms them, both through libclt.so, so that one switch counts every call. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility push(default)
+#endif
+
 #include <stddef.h>
 
 /* Restarts counting (every kind from 0) and arms kind: its n-th call from now fails (n >= 1), or
@@ -122,6 +129,10 @@ void *clt__fault_malloc(size_t n);
 void *clt__fault_calloc(size_t n, size_t size);
 void *clt__fault_realloc(void *p, size_t n);
 void *clt__fault_aligned_alloc(size_t align, size_t n);
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 
 /* Every file that includes clt-internal.h calls the wrappers instead (fault.c defines
  * CLT_FAULT_NO_REDIRECT to reach the real functions, and so do tests that use the calls above). */

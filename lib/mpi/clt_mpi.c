@@ -15,19 +15,21 @@
  * works on chunk k in one slot, the device-to-host read of chunk k + 1 (and k + 2) fills the
  * next slots and the host-to-device write of chunk k - 1 drains the previous one, all enqueued
  * without blocking. The first command waits for the tensor's pending work (its last write, and
- * every read if we write it: clt__waitlist_for), the last write becomes the tensor's write event
- * (clt__note_command), and the slots stay alive until it completes (clt__keep_alive), so the
- * call returns with the last writes still in flight and later kernels wait for them.
+ * every read if we write it: clt_internal_wait_list), a marker after the last write becomes the
+ * tensor's write event (clt_internal_finish), and the slots stay alive until it completes
+ * (clt_internal_keep_alive), so the call returns with the last writes still in flight and later
+ * kernels wait for them.
  *
  * A rank that fails while moving (an OpenCL error) keeps making the MPI calls, so that no rank
  * hangs, and a last small MPI_Allreduce (only when some rank has a device tensor; host tensors
  * cannot fail there) tells every rank, which then all return the failure.
  *
- * Errors are reported with the public clt_set_error. The staging needs what only libclt's
- * internals give (lib/clt-internal.h: the tensor's storage, buffer and offset, the device's
- * queue, the storage's events through clt__waitlist_for / clt__note_command / clt__keep_alive,
- * clt__cl_error, the transfer counters); they are exported from libclt.so, and libclt_mpi is
- * built with libclt from the same tree, so it links them like any file of libclt would. */
+ * Errors are reported with the public clt_set_error. The staging needs a little that clt.h does
+ * not give (the tensor's buffer, offset and queue, the storage's events, the transfer counters):
+ * libclt exports it as the small, versioned interface of lib/clt-internal-mpi.h, which takes
+ * public types only, and nothing else of libclt's internals is visible here (libclt is built with
+ * -fvisibility=hidden). Every public function first checks that the libclt.so it runs with has
+ * that interface's version (check_libclt). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -36,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clt-internal.h"
+#include "config.h"
+
+#include "clt-internal-mpi.h"
 #include "clt_mpi.h"
 
 /* Staging slots per device tensor: one under MPI, one being read ahead, one being written back.
@@ -416,7 +420,7 @@ static cached cache[CACHE_MAX];
 static int ncached, cache_hooked;
 
 static void cached_release(cached *c) {
-  clt_tensor_release(c->slots); /* kept alive by its pending commands (clt__keep_alive) */
+  clt_tensor_release(c->slots); /* kept alive by its pending commands (clt_internal_keep_alive) */
   hold(&c->last, NULL);
 }
 
@@ -576,7 +580,7 @@ static clt_status wait_event(cl_event ev, const char *fn, const char *what, clt_
     err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
   if (err == CL_SUCCESS && status < 0)
     err = status;
-  return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, what, d);
+  return err == CL_SUCCESS ? CLT_OK : clt_internal_cl_error(err, fn, what, d);
 }
 
 /* The device path of move(). *local is this rank's status: once it is an error, the remaining
@@ -585,22 +589,26 @@ static clt_status wait_event(cl_event ev, const char *fn, const char *what, clt_
 static clt_status move_device(const move *m, clt_status *local) {
   const char *fn = m->fn;
   clt_tensor *t = m->dst ? m->dst : m->src;
-  clt_device *d = t->storage->dev;
-  size_t elem = clt_dtype_size(t->dtype), cbytes = (size_t)m->chunk * elem;
+  clt_device *d = clt_tensor_device(t);
+  size_t elem = clt_dtype_size(clt_tensor_dtype(t)), cbytes = (size_t)m->chunk * elem;
   int64_t nchunks = (m->numel + m->chunk - 1) / m->chunk;
-  int nslots = (int)min64(min64(SLOTS, nchunks), (int64_t)(m->mem->slots->nbytes / cbytes));
-  char *slots = clt__host_ptr(m->mem->slots);
-  cl_mem src_mem = m->src ? m->src->storage->mem : NULL,
-         dst_mem = m->dst ? m->dst->storage->mem : NULL;
+  int nslots =
+      (int)min64(min64(SLOTS, nchunks), (int64_t)(clt_tensor_nbytes(m->mem->slots) / cbytes));
+  char *slots = clt_internal_host_ptr(m->mem->slots);
+  cl_command_queue queue = NULL;
+  cl_mem src_mem = NULL, dst_mem = NULL;
+  size_t src_offset = 0, dst_offset = 0;
+  if (*local == CLT_OK && m->src)
+    *local = clt_internal_tensor_cl(m->src, &queue, &src_mem, &src_offset, fn);
+  if (*local == CLT_OK && m->dst)
+    *local = clt_internal_tensor_cl(m->dst, &queue, &dst_mem, &dst_offset, fn);
   cl_event *rd = m->mem->rd, *wr = m->mem->wr, last = NULL;
-  clt_storage *reads[1] = {
-      m->src && (!m->dst || m->src->storage != m->dst->storage) ? m->src->storage : NULL};
-  clt_storage *writes[1] = {m->dst ? m->dst->storage : NULL};
   /* The first command waits for the tensors' pending work; the rest follow it on the queue. */
-  clt_waitlist first = {.n = 0};
+  cl_event first[CLT_INTERNAL_MAX_WAIT];
+  cl_uint nfirst = 0;
   int first_pending = 1;
   if (*local == CLT_OK)
-    *local = clt__waitlist_for(&first, d, reads, 1, writes, 1, fn);
+    *local = clt_internal_wait_list(m->src, m->dst, first, &nfirst, fn);
   size_t nread = 0, nwritten = 0;
   int64_t next_read = 0;
   clt_status st = CLT_OK;
@@ -614,19 +622,18 @@ static clt_status move_device(const move *m, clt_status *local) {
     while (m->src && *local == CLT_OK && next_read < nchunks && next_read < k + nslots) {
       int64_t i = next_read;
       int ji = (int)(i % nslots);
-      cl_event wl[sizeof first.ev / sizeof first.ev[0] + 1], ev = NULL;
+      cl_event wl[CLT_INTERNAL_MAX_WAIT + 1], ev = NULL;
       cl_uint n = 0;
-      for (cl_uint e = 0; first_pending && e < first.n; e++)
-        wl[n++] = first.ev[e];
+      for (cl_uint e = 0; first_pending && e < nfirst; e++)
+        wl[n++] = first[e];
       if (wr[ji])
         wl[n++] = wr[ji];
       size_t len = (size_t)min64(m->chunk, m->numel - i * m->chunk) * elem;
-      cl_int err =
-          clEnqueueReadBuffer(d->queue, src_mem, CL_FALSE,
-                              m->src->offset + (size_t)(m->src_first + i * m->chunk) * elem, len,
-                              slots + (size_t)ji * cbytes, n, n ? wl : NULL, &ev);
+      cl_int err = clEnqueueReadBuffer(queue, src_mem, CL_FALSE,
+                                       src_offset + (size_t)(m->src_first + i * m->chunk) * elem,
+                                       len, slots + (size_t)ji * cbytes, n, n ? wl : NULL, &ev);
       if (err != CL_SUCCESS) {
-        *local = clt__cl_error(err, fn, "clEnqueueReadBuffer (device to host staging)", d);
+        *local = clt_internal_cl_error(err, fn, "clEnqueueReadBuffer (device to host staging)", d);
         break;
       }
       first_pending = 0;
@@ -649,13 +656,12 @@ static clt_status move_device(const move *m, clt_status *local) {
     }
     if (m->dst && *local == CLT_OK) {
       cl_event ev = NULL;
-      cl_uint n = first_pending ? first.n : 0;
-      cl_int err =
-          clEnqueueWriteBuffer(d->queue, dst_mem, CL_FALSE,
-                               m->dst->offset + (size_t)(m->dst_first + k * m->chunk) * elem,
-                               (size_t)count * elem, buf, n, n ? first.ev : NULL, &ev);
+      cl_uint n = first_pending ? nfirst : 0;
+      cl_int err = clEnqueueWriteBuffer(queue, dst_mem, CL_FALSE,
+                                        dst_offset + (size_t)(m->dst_first + k * m->chunk) * elem,
+                                        (size_t)count * elem, buf, n, n ? first : NULL, &ev);
       if (err != CL_SUCCESS) {
-        *local = clt__cl_error(err, fn, "clEnqueueWriteBuffer (host staging to device)", d);
+        *local = clt_internal_cl_error(err, fn, "clEnqueueWriteBuffer (host staging to device)", d);
         continue;
       }
       first_pending = 0;
@@ -666,38 +672,24 @@ static clt_status move_device(const move *m, clt_status *local) {
     }
   }
 
-  clt__waitlist_clear(&first);
+  clt_internal_events_release(first, nfirst);
   if (last) {
     /* The queue is in order: the last command completes after all of ours. */
-    clt__keep_alive(last, m->mem->slots->storage, fn);
+    clt_internal_keep_alive(last, m->mem->slots, fn);
     clRetainEvent(last);
     hold(&m->mem->last, last); /* for the next user of the slots */
-    if (!nwritten) {           /* nothing written after all (a failure): we only read src */
-      writes[0] = NULL;
-      reads[0] = m->src ? m->src->storage : NULL;
-    }
-    /* The storages note a marker enqueued under the queue's lock (the protocol of
-     * clt_device.lock: events are noted in enqueue order); the queue is in order, so the marker
-     * completes after every command above. */
-    cl_event mark = NULL;
-    pthread_mutex_lock(&d->lock);
-    cl_int err = clEnqueueMarkerWithWaitList(d->queue, 0, NULL, &mark);
-    if (err == CL_SUCCESS)
-      clt__note_command(mark, d, reads, 1, writes, 1);
-    pthread_mutex_unlock(&d->lock);
-    clt_status s;
-    if (err == CL_SUCCESS) {
-      s = clt__command_done(mark, d, fn);
-    } else { /* nothing to note: wait here instead, so that no later command can overtake */
+    /* The tensors record a marker after our commands: nothing written after all (a failure)
+     * means we only read src. If the marker fails nothing is recorded, so wait here instead,
+     * that no later command can overtake ours. */
+    clt_status s =
+        nwritten ? clt_internal_finish(m->src, m->dst, fn) : clt_internal_finish(m->src, NULL, fn);
+    if (s != CLT_OK)
       clWaitForEvents(1, &last);
-      s = clt__cl_error(err, fn, "clEnqueueMarkerWithWaitList (end of staging)", d);
-    }
     clReleaseEvent(last);
     if (*local == CLT_OK)
       *local = s;
   }
-  clt__count_d2h(d, nread);
-  clt__count_h2d(d, nwritten);
+  clt_internal_count_transfer(d, nread, nwritten);
   return st;
 }
 
@@ -754,7 +746,23 @@ clt_status clt_mpi_device(MPI_Comm comm, clt_device **out) {
 
 /* ---- collectives ---------------------------------------------------------------------------- */
 
+/* The libclt.so this process loaded must speak our version of lib/clt-internal-mpi.h: a libclt_mpi
+ * and a libclt from different builds fail every call here rather than misread each other. */
+static clt_status check_libclt(const char *fn) {
+  int theirs = clt_internal_mpi_version();
+  if (theirs != CLT_INTERNAL_MPI_VERSION)
+    return clt_set_error(CLT_ERR_INTERNAL, fn,
+                         "libclt_mpi %s was built for version %d of libclt's internal MPI "
+                         "interface, but the loaded libclt %s has version %d; install libclt and "
+                         "libclt_mpi from the same build",
+                         PACKAGE_VERSION, CLT_INTERNAL_MPI_VERSION, clt_version(), theirs);
+  return CLT_OK;
+}
+
 static clt_status check_tensor(const char *fn, const clt_tensor *t) {
+  clt_status st = check_libclt(fn);
+  if (st != CLT_OK)
+    return st;
   if (!t)
     return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "t is NULL");
   return CLT_OK;
