@@ -9,7 +9,10 @@
  *   (b) 64 MiB of f32 cpu -> cl:0 and back with clt_to / clt_copy, against blocking
  *       clEnqueueWriteBuffer / clEnqueueReadBuffer of the same bytes on a context and queue of
  *       our own for the same device (the first device of the first platform), from pageable
- *       and from pinned host memory;
+ *       and from pinned host memory; and the round trip cpu -> cl:0 -> cpu with two clt_to
+ *       into fresh tensors (released after each run, as a user loop would: the caching
+ *       allocator serves both from released blocks) against a blocking write and read of raw
+ *       OpenCL into existing buffers;
  *   (c) clt_add of 16M f32 on cl:0 against two raw copy kernels built here (out[i] = in[i]):
  *       each work-item copying a contiguous chunk, and one element per work-item.
  * GB/s are 10^9 bytes per second. --quick shrinks sizes and repeats for a smoke test.
@@ -171,6 +174,23 @@ static void run_clt_d2h_copy_pinned(void *p) {
   CLT_CHECK(clt_copy(b->pinned_dst, b->dev_src));
   CLT_CHECK(clt_device_synchronize(b->dev));
   wait_host(b->pinned_dst);
+}
+
+/* (b) the round trip */
+static void run_raw_round_trip(void *p) {
+  bench *b = p;
+  CL_CHECK(
+      clEnqueueWriteBuffer(b->cl_q, b->cl_buf, CL_TRUE, 0, b->bytes, b->raw_host, 0, NULL, NULL));
+  CL_CHECK(
+      clEnqueueReadBuffer(b->cl_q, b->cl_buf, CL_TRUE, 0, b->bytes, b->raw_host, 0, NULL, NULL));
+}
+static void run_clt_round_trip(void *p) {
+  bench *b = p;
+  clt_tensor *d;
+  CLT_CHECK(clt_to(b->host_src, b->dev, &d));
+  CLT_CHECK(clt_to(d, clt_cpu(), &b->result));
+  clt_tensor_release(d);
+  wait_host(b->result);
 }
 
 /* (c) clt_add against raw copy kernels */
@@ -404,12 +424,37 @@ int main(int argc, char **argv) {
   bench_case clt_r = {run_clt_d2h_to, release_result, &b};
   bench_case clt_rc = {run_clt_d2h_copy, NULL, &b};
   bench_case clt_rcp = {run_clt_d2h_copy_pinned, NULL, &b};
+  bench_case raw_rt = {run_raw_round_trip, NULL, &b};
+  bench_case clt_rt = {run_clt_round_trip, release_result, &b};
 
   double s_raw_w = time_case(raw_w), s_raw_wp = time_case(raw_wp);
   double s_clt_w = time_case(clt_w), s_clt_wp = time_case(clt_wp);
   double s_clt_wc = time_case(clt_wc), s_clt_wcp = time_case(clt_wcp);
   double s_raw_r = time_case(raw_r), s_raw_rp = time_case(raw_rp);
   double s_clt_r = time_case(clt_r), s_clt_rc = time_case(clt_rc), s_clt_rcp = time_case(clt_rcp);
+  /* Interleaved, so that the ratio compares runs of the same moments on a noisy machine. */
+  double s_raw_rt = 0, s_clt_rt = 0;
+  {
+    double tr[64], tc[64];
+    int n = reps < 32 ? 2 * reps : 64;
+    for (int i = 0; i < warmup; i++) {
+      run_raw_round_trip(&b);
+      run_clt_round_trip(&b);
+      release_result(&b);
+    }
+    for (int i = 0; i < n; i++) {
+      double t0 = now_s();
+      raw_rt.run(raw_rt.ctx);
+      double t1 = now_s();
+      clt_rt.run(clt_rt.ctx);
+      double t2 = now_s();
+      clt_rt.after(clt_rt.ctx);
+      tr[i] = t1 - t0;
+      tc[i] = t2 - t1;
+    }
+    s_raw_rt = median(tr, n);
+    s_clt_rt = median(tc, n);
+  }
 
   double g_raw_w = by / s_raw_w / 1e9, g_raw_wp = by / s_raw_wp / 1e9;
   double g_raw_r = by / s_raw_r / 1e9, g_raw_rp = by / s_raw_rp / 1e9;
@@ -427,8 +472,14 @@ int main(int argc, char **argv) {
   row_ms("clt_to, new host tensor", s_clt_r, by, g_raw_r);
   row_ms("clt_copy into a pageable host tensor", s_clt_rc, by, g_raw_r);
   row_ms("clt_copy into a pinned host tensor", s_clt_rcp, by, g_raw_rp);
+  printf("  cpu -> cl:0 -> cpu (GB/s of the bytes moved both ways)\n");
+  row_ms("raw write + read, existing buffers (ref)", s_raw_rt, 2 * by, 2 * by / s_raw_rt / 1e9);
+  row_ms("clt_to + clt_to, fresh tensors released", s_clt_rt, 2 * by, 2 * by / s_raw_rt / 1e9);
 
-  /* The round trip must preserve the data. */
+  /* The round trips must preserve the data. */
+  run_clt_round_trip(&b);
+  expect_pattern(b.result, "cpu -> clt_to -> cl:0 -> clt_to -> cpu");
+  release_result(&b);
   expect_pattern(b.host_dst, "clt_copy(host, cl:0)");
   expect_pattern(b.pinned_dst, "clt_copy(pinned, cl:0)");
   memset(clt_tensor_data(b.host_dst), 0, b.bytes);
@@ -479,10 +530,10 @@ int main(int argc, char **argv) {
 
   printf("\nsummary (clt GB/s over raw GB/s): clt_to no-op %.0f ns; H2D clt_to %.2fx "
          "(pinned %.2fx), clt_copy %.2fx (pinned %.2fx); D2H clt_to %.2fx, clt_copy %.2fx "
-         "(pinned %.2fx); add %.2fx the best raw copy\n",
+         "(pinned %.2fx); round trip clt_to %.2fx; add %.2fx the best raw copy\n",
          t_dev * per, s_raw_w / s_clt_w, s_raw_wp / s_clt_wp, s_raw_w / s_clt_wc,
          s_raw_wp / s_clt_wcp, s_raw_r / s_clt_r, s_raw_r / s_clt_rc, s_raw_rp / s_clt_rcp,
-         12 * n / s_add / 1e9 / g_best);
+         s_raw_rt / s_clt_rt, 12 * n / s_add / 1e9 / g_best);
 
   clt_tensor_release(b.add_a);
   clt_tensor_release(b.add_b);

@@ -115,11 +115,12 @@ typedef struct clt_storage {
   atomic_int refs;
   clt_device *dev; /* where it lives: the host (host/pinned memory) or an OpenCL device */
   size_t bytes;
-  void *host;           /* host memory (host tensors), or the mapped pointer when pinned */
-  cl_mem mem;           /* device buffer; for pinned host memory the buffer behind it */
-  clt_device *pin_dev;  /* the device whose context holds the pinned buffer */
-  pthread_mutex_t lock; /* guards the events below */
-  cl_event write_ev;    /* the last enqueued command writing it (NULL if none pending) */
+  void *host;               /* host memory (host tensors), or the mapped pointer when pinned */
+  cl_mem mem;               /* device buffer; for pinned host memory the buffer behind it */
+  clt_device *pin_dev;      /* the device whose context holds the pinned buffer */
+  pthread_mutex_t lock;     /* guards the events below */
+  cl_event write_ev;        /* the last enqueued command writing it (NULL if none pending) */
+  cl_command_queue write_q; /* the queue of write_ev */
   cl_event read_ev[CLT__MAX_READERS]; /* last read by each queue, at most one per queue */
   cl_command_queue read_q[CLT__MAX_READERS];
   int nreads;
@@ -190,7 +191,9 @@ void clt__waitlist_clear(clt_waitlist *wl);
  * of q's device held, taken before the enqueue of ev. */
 void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing);
 /* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
- * (both lists may hold NULL entries, which are skipped). On failure the list is cleared. */
+ * (both lists may hold NULL entries, which are skipped). Events of d's own queue are left out:
+ * the queue is in order, so they come first anyway, and a short list is a cheaper launch. On
+ * failure the list is cleared. */
 clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
                              clt_storage *const *writes, int nwrites, const char *fn);
 /* Records the command ev just enqueued on d's queue as a read of `reads` and a write of

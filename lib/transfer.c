@@ -61,27 +61,32 @@ void clt__waitlist_clear(clt_waitlist *wl) {
   wl->n = 0;
 }
 
-/* Takes retained references to the events a reader (or writer) of s must wait for. */
-static int collect(clt_storage *s, bool writing, cl_event *evs) {
+/* Takes retained references to the events a reader (or writer) of s must wait for, leaving out
+ * those of the in-order queue q (NULL: none left out), which precede a command on q anyway. */
+static int collect(clt_storage *s, bool writing, cl_command_queue q, cl_event *evs) {
   int n = 0;
   pthread_mutex_lock(&s->lock);
-  if (s->write_ev) {
+  if (s->write_ev && (!q || s->write_q != q)) {
     clRetainEvent(s->write_ev);
     evs[n++] = s->write_ev;
   }
   if (writing)
-    for (int i = 0; i < s->nreads; i++) {
-      clRetainEvent(s->read_ev[i]);
-      evs[n++] = s->read_ev[i];
-    }
+    for (int i = 0; i < s->nreads; i++)
+      if (!q || s->read_q[i] != q) {
+        clRetainEvent(s->read_ev[i]);
+        evs[n++] = s->read_ev[i];
+      }
   pthread_mutex_unlock(&s->lock);
   return n;
 }
 
-clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
-                             const char *fn) {
+/* clt__waitlist_add for a command on queue q (NULL: unknown, wait for every event). */
+static clt_status waitlist_add_q(clt_waitlist *wl, clt_storage *s, bool writing, cl_command_queue q,
+                                 cl_context ctx, const char *fn) {
   cl_event evs[CLT__MAX_READERS + 1];
-  int n = collect(s, writing, evs);
+  int n = collect(s, writing, q, evs);
+  if (n == 0)
+    return CLT_OK;
   clt_status st = CLT_OK;
   for (int i = 0; i < n; i++) {
     if (st != CLT_OK || wl->n >= sizeof wl->ev / sizeof wl->ev[0]) {
@@ -106,15 +111,20 @@ clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_
   return st;
 }
 
+clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
+                             const char *fn) {
+  return waitlist_add_q(wl, s, writing, NULL, ctx, fn);
+}
+
 clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
                              clt_storage *const *writes, int nwrites, const char *fn) {
   clt_status st = CLT_OK;
   for (int i = 0; i < nreads && st == CLT_OK; i++)
     if (reads[i])
-      st = clt__waitlist_add(wl, reads[i], false, d->context, fn);
+      st = waitlist_add_q(wl, reads[i], false, d->queue, d->context, fn);
   for (int i = 0; i < nwrites && st == CLT_OK; i++)
     if (writes[i])
-      st = clt__waitlist_add(wl, writes[i], true, d->context, fn);
+      st = waitlist_add_q(wl, writes[i], true, d->queue, d->context, fn);
   if (st != CLT_OK)
     clt__waitlist_clear(wl);
   return st;
@@ -152,6 +162,7 @@ void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool wri
       clReleaseEvent(s->read_ev[i]);
     s->nreads = 0;
     s->write_ev = ev;
+    s->write_q = q;
   } else {
     int i = 0;
     while (i < s->nreads && s->read_q[i] != q)
@@ -209,7 +220,7 @@ static clt_status wait_events(cl_event *evs, int n, const char *fn, const clt_de
 
 clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
   cl_event evs[CLT__MAX_READERS + 1];
-  int n = collect(s, writing, evs);
+  int n = collect(s, writing, NULL, evs);
   return n ? wait_events(evs, n, fn, s->dev) : CLT_OK;
 }
 
@@ -385,8 +396,8 @@ static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
   }
   if (qd) {
     clt_waitlist wl = {.n = 0};
-    if ((st = clt__waitlist_add(&wl, ss, false, qd->context, fn)) != CLT_OK ||
-        (st = clt__waitlist_add(&wl, ds, true, qd->context, fn)) != CLT_OK) {
+    if ((st = waitlist_add_q(&wl, ss, false, qd->queue, qd->context, fn)) != CLT_OK ||
+        (st = waitlist_add_q(&wl, ds, true, qd->queue, qd->context, fn)) != CLT_OK) {
       clt__waitlist_clear(&wl);
       return st;
     }
@@ -525,7 +536,7 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
   }
   clt_device *d = s->dev;
   clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_add(&wl, s, false, d->context, fn)) != CLT_OK) {
+  if ((st = waitlist_add_q(&wl, s, false, d->queue, d->context, fn)) != CLT_OK) {
     clt__waitlist_clear(&wl);
     return st;
   }

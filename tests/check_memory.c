@@ -1,8 +1,10 @@
 /* check_memory.c - the caching allocator: reuse, statistics, empty_cache, CLT_ALLOC_CACHE=0,
- * and that reused memory never overtakes pending device work on another queue. */
+ * host blocks (cached like device buffers, huge-page aligned), and that reused memory never
+ * overtakes pending device work on another queue nor a tensor still using it. */
 #define _POSIX_C_SOURCE 200809L
 #include "check_util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +159,117 @@ START_TEST(test_reuse_while_kernel_runs) {
 }
 END_TEST
 
+/* Host blocks go to cpu's cache on release and come back to the next tensor of their size, at
+ * the same address; clt_device_empty_cache(clt_cpu()) gives them back and the statistics drop.
+ * Large blocks are 2 MiB-aligned (for transparent huge pages). */
+START_TEST(test_host_cache) {
+  clt_device *cpu = clt_cpu();
+  CU_OK(clt_device_empty_cache(cpu));
+  int64_t sizes[2] = {1000, 4 << 20}; /* 4 KB, and 16 MiB of f32 (huge-page path) */
+  for (int k = 0; k < 2; k++) {
+    clt_memory_stats m0, m1, m2, m3;
+    CU_OK(clt_device_memory_stats(cpu, &m0));
+    clt_tensor *a, *b;
+    CU_OK(clt_ones(CLT_F32, 1, &sizes[k], cpu, &a));
+    void *pa = clt_tensor_data(a);
+    ck_assert_ptr_nonnull(pa);
+    if (sizes[k] * 4 >= (2 << 20))
+      ck_assert_msg((uintptr_t)pa % (2u << 20) == 0, "a 16 MiB host block at %p: not 2 MiB-aligned",
+                    pa);
+    clt_tensor_release(a);
+    CU_OK(clt_device_memory_stats(cpu, &m1));
+    ck_assert_msg(m1.cached_bytes >= m0.cached_bytes + (uint64_t)sizes[k] * 4 &&
+                      m1.cached_blocks == m0.cached_blocks + 1,
+                  "released host block not cached (%llu -> %llu bytes)",
+                  (unsigned long long)m0.cached_bytes, (unsigned long long)m1.cached_bytes);
+    CU_OK(clt_empty(CLT_I32, 1, &sizes[k], cpu, &b)); /* same bytes, another dtype */
+    CU_OK(clt_device_memory_stats(cpu, &m2));
+    ck_assert_msg(m2.cache_hits == m1.cache_hits + 1, "no cache hit for the host block");
+    ck_assert_ptr_eq(clt_tensor_data(b), pa);
+    ck_assert(m2.reserved_bytes == m1.reserved_bytes);
+    clt_tensor_release(b);
+    CU_OK(clt_device_empty_cache(cpu));
+    CU_OK(clt_device_memory_stats(cpu, &m3));
+    ck_assert_msg(m3.cached_bytes == 0 && m3.cached_blocks == 0 &&
+                      m3.reserved_bytes == m3.allocated_bytes &&
+                      m3.reserved_bytes + (uint64_t)sizes[k] * 4 <= m2.reserved_bytes,
+                  "empty_cache(cpu) kept %llu bytes (reserved %llu -> %llu)",
+                  (unsigned long long)m3.cached_bytes, (unsigned long long)m2.reserved_bytes,
+                  (unsigned long long)m3.reserved_bytes);
+  }
+}
+END_TEST
+
+/* A host block is not handed out while a tensor still uses it: a view sharing the storage keeps
+ * it, and so does a pending asynchronous copy out of it. */
+START_TEST(test_host_block_in_use) {
+  clt_device *cpu = clt_cpu();
+  int64_t n = 1 << 20, shape2[2] = {1024, 1024};
+  clt_tensor *a, *view, *b;
+  CU_OK(clt_arange(0, (double)n, 1, CLT_F32, cpu, &a));
+  CU_OK(clt_reshape(a, 2, shape2, &view));
+  void *pa = clt_tensor_data(a);
+  clt_tensor_release(a); /* the view still holds the block */
+  CU_OK(clt_full(CLT_F32, 1, &n, -1.0, cpu, &b));
+  ck_assert_ptr_ne(clt_tensor_data(b), pa);
+  const float *v = clt_tensor_data(view);
+  for (int64_t i = 0; i < n; i += 997)
+    ck_assert_msg(v[i] == (float)i, "view[%lld] = %g: its block was reused", (long long)i, v[i]);
+  clt_tensor_release(view);
+  clt_tensor_release(b);
+
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int k = 1; k < nd; k++)
+    for (int round = 0; round < 4; round++) {
+      clt_tensor *src, *dev_copy, *c;
+      CU_OK(clt_arange(0, (double)(4 * n), 1, CLT_F32, cpu, &src));
+      CU_OK(clt_to(src, devs[k], &dev_copy)); /* asynchronous: reads src's block */
+      clt_tensor_release(src);
+      int64_t n4 = 4 * n;
+      CU_OK(clt_full(CLT_F32, 1, &n4, -1.0, cpu, &c)); /* must not get src's block too early */
+      float *got = cu_read(dev_copy);
+      for (int64_t i = 0; i < n4; i += 1009)
+        ck_assert_msg(got[i] == (float)i, "%s round %d: copy[%lld] = %g: the host block was reused",
+                      cu_dev_name(devs[k]), round, (long long)i, got[i]);
+      free(got);
+      clt_tensor_release(dev_copy);
+      clt_tensor_release(c);
+    }
+}
+END_TEST
+
+/* Reused memory keeps what it held: nothing may rely on it being zero, but clt_zeros must still
+ * give zeros from a reused block, on every device. */
+START_TEST(test_zeros_from_reused_block) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int k = 0; k < nd; k++) {
+    int64_t n = 300000;
+    clt_dtype dts[2] = {CLT_F32, CLT_I64};
+    for (int j = 0; j < 2; j++) {
+      clt_tensor *a, *z;
+      CU_OK(clt_full(dts[j], 1, &n, 7.0, devs[k], &a));
+      CU_OK(clt_device_synchronize(devs[k]));
+      clt_tensor_release(a);
+      clt_memory_stats m0, m1;
+      CU_OK(clt_device_memory_stats(devs[k], &m0));
+      CU_OK(clt_zeros(dts[j], 1, &n, devs[k], &z));
+      CU_OK(clt_device_memory_stats(devs[k], &m1));
+      ck_assert_msg(m1.cache_hits == m0.cache_hits + 1, "%s: clt_zeros did not reuse the block",
+                    cu_dev_name(devs[k]));
+      double *v = cu_read_double(z);
+      for (int64_t i = 0; i < n; i++)
+        if (v[i] != 0.0)
+          ck_abort_msg("%s %s: zeros[%lld] = %g from a reused block", cu_dev_name(devs[k]),
+                       cu_dt_name(dts[j]), (long long)i, v[i]);
+      free(v);
+      clt_tensor_release(z);
+    }
+  }
+}
+END_TEST
+
 Suite *memory_suite(void) {
   Suite *s = suite_create("memory");
   TCase *tc = cu_tcase("caching allocator");
@@ -165,6 +278,9 @@ Suite *memory_suite(void) {
   tcase_add_test(tc, test_cache_off);
   tcase_add_test(tc, test_out_of_memory);
   tcase_add_test(tc, test_reuse_while_kernel_runs);
+  tcase_add_test(tc, test_host_cache);
+  tcase_add_test(tc, test_host_block_in_use);
+  tcase_add_test(tc, test_zeros_from_reused_block);
   suite_add_tcase(s, tc);
   return s;
 }

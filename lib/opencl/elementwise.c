@@ -1,6 +1,7 @@
 /* opencl/elementwise.c - launches kernels/elementwise.cl for every elementwise op. */
 #include "backend.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,10 +35,68 @@ static void store_macro(clt_dtype compute, clt_dtype out, char *buf, size_t size
     snprintf(buf, size, "((TO)(x))");
 }
 
-clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
-                               clt_dtype compute, const clt_bcast *bc) {
+/* ---- the launch memo ------------------------------------------------------------------------
+ * A kernel is named by its defines, so finding it in the program cache means formatting about
+ * 400 bytes of defines and comparing them with every program's: about half of a small launch's
+ * time on the host. What the defines depend on is fewer than 32 bits (the op, four dtypes,
+ * broadcasting) plus the device, so launches look the kernel up here first, in a small
+ * open-addressing table keyed by those, filled from the program cache on a miss. The program
+ * cache never drops a kernel, so an entry stays valid until exit. A full table just stops
+ * memoizing. */
+#define MEMO_SLOTS 1024 /* a power of two */
+
+typedef struct memo_slot {
+  const clt_device *dev; /* NULL: empty */
+  uint32_t key;
+  cl_kernel kernel;
+} memo_slot;
+
+static memo_slot memo[MEMO_SLOTS];
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t memo_key(const clt_op *op, clt_dtype out, clt_dtype compute, clt_dtype ta,
+                         clt_dtype tb, bool broadcast) {
+  return (uint32_t)op->kind << 17 | (uint32_t)out << 13 | (uint32_t)compute << 9 |
+         (uint32_t)ta << 5 | (uint32_t)tb << 1 | (broadcast ? 1u : 0u);
+}
+
+static size_t memo_hash(const clt_device *d, uint32_t key) {
+  uint64_t h = ((uint64_t)(uintptr_t)d >> 4) * 0x9e3779b97f4a7c15ull ^ key * 0xff51afd7ed558ccdull;
+  return (size_t)(h >> 32) & (MEMO_SLOTS - 1);
+}
+
+static cl_kernel memo_get(const clt_device *d, uint32_t key) {
+  cl_kernel k = NULL;
+  pthread_mutex_lock(&memo_lock);
+  for (size_t i = memo_hash(d, key), probes = 0; probes < MEMO_SLOTS && memo[i].dev;
+       i = (i + 1) & (MEMO_SLOTS - 1), probes++)
+    if (memo[i].dev == d && memo[i].key == key) {
+      k = memo[i].kernel;
+      break;
+    }
+  pthread_mutex_unlock(&memo_lock);
+  return k;
+}
+
+static void memo_put(const clt_device *d, uint32_t key, cl_kernel k) {
+  pthread_mutex_lock(&memo_lock);
+  for (size_t i = memo_hash(d, key), probes = 0; probes < MEMO_SLOTS / 2;
+       i = (i + 1) & (MEMO_SLOTS - 1), probes++) {
+    if (memo[i].dev == d && memo[i].key == key)
+      break;
+    if (!memo[i].dev) {
+      memo[i] = (memo_slot){d, key, k};
+      break;
+    }
+  }
+  pthread_mutex_unlock(&memo_lock);
+}
+
+/* The kernel of op for these dtypes on d, from the program cache (building it if needed). */
+static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
+                              clt_tensor *const *in, clt_dtype compute, bool broadcast,
+                              cl_kernel *kern) {
   const char *fn = op->fn;
-  clt_device *d = out->storage->dev;
   int n = op->arity;
   bool fp64 = out->dtype == CLT_F64 || compute == CLT_F64;
   for (int k = 0; k < n; k++)
@@ -63,13 +122,27 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
            clt__dtype_cl_type(compute), tc, unsigned_twin(compute),
            op->cond ? "uchar" : clt__dtype_cl_type(compute), op->cond ? "uchar" : tc,
            is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr);
-  bool broadcast = n == 3 || (n == 2 && !bc->same);
   char kname[80];
   snprintf(kname, sizeof kname, broadcast ? "%s_bcast" : "%s", name);
-  cl_kernel kern;
-  clt_status st = clt__get_kernel(d, "elementwise", defines, kname, fn, &kern);
-  if (st != CLT_OK)
-    return st;
+  return clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
+}
+
+clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                               clt_dtype compute, const clt_bcast *bc) {
+  const char *fn = op->fn;
+  clt_device *d = out->storage->dev;
+  int n = op->arity;
+  /* where's operands are the condition, a, b: TK, TA, TB */
+  const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
+  bool broadcast = n == 3 || (n == 2 && !bc->same);
+  uint32_t key = memo_key(op, out->dtype, compute, ta->dtype, tb->dtype, broadcast);
+  cl_kernel kern = memo_get(d, key);
+  clt_status st;
+  if (!kern) {
+    if ((st = find_kernel(op, d, out, in, compute, broadcast, &kern)) != CLT_OK)
+      return st;
+    memo_put(d, key, kern);
+  }
 
   clt_storage *reads[3] = {NULL, NULL, NULL}, *writes[1] = {out->storage};
   for (int k = 0; k < n; k++)
@@ -102,8 +175,8 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   if (err != CL_SUCCESS) {
     pthread_mutex_unlock(&d->lock);
     clt__waitlist_clear(&wl);
-    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed", kname,
-                      d->name);
+    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s_%s%s on %s failed",
+                      op->name, clt_dtype_name(out->dtype), broadcast ? "_bcast" : "", d->name);
   }
   st = clt__cl_enqueue(d, kern, &l, &wl, fn, &ev);
   if (st == CLT_OK)

@@ -56,11 +56,9 @@ clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, cl
 static clt_status cl_fill(clt_tensor *out, const void *pattern, const char *fn) {
   clt_device *d = out->storage->dev;
   clt_waitlist wl = {.n = 0};
-  clt_status st = clt__waitlist_add(&wl, out->storage, true, d->context, fn);
-  if (st != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  clt_status st = clt__waitlist_for(&wl, d, NULL, 0, &out->storage, 1, fn);
+  if (st != CLT_OK)
     return st;
-  }
   cl_event ev;
   pthread_mutex_lock(&d->lock);
   cl_int err = clEnqueueFillBuffer(d->queue, out->storage->mem, pattern, clt_dtype_size(out->dtype),
@@ -77,11 +75,9 @@ static clt_status cl_fill(clt_tensor *out, const void *pattern, const char *fn) 
 static clt_status cl_upload(clt_tensor *out, const void *src, const char *fn) {
   clt_device *d = out->storage->dev;
   clt_waitlist wl = {.n = 0};
-  clt_status st = clt__waitlist_add(&wl, out->storage, true, d->context, fn);
-  if (st != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  clt_status st = clt__waitlist_for(&wl, d, NULL, 0, &out->storage, 1, fn);
+  if (st != CLT_OK)
     return st;
-  }
   cl_event ev;
   pthread_mutex_lock(&d->lock);
   cl_int err = clEnqueueWriteBuffer(d->queue, out->storage->mem, CL_FALSE, out->offset, out->nbytes,
