@@ -54,10 +54,10 @@ typedef struct memo_slot {
 static memo_slot memo[MEMO_SLOTS];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint32_t memo_key(const clt_op *op, clt_dtype out, clt_dtype compute, clt_dtype ta,
-                         clt_dtype tb, bool broadcast) {
-  return (uint32_t)op->kind << 17 | (uint32_t)out << 13 | (uint32_t)compute << 9 |
-         (uint32_t)ta << 5 | (uint32_t)tb << 1 | (broadcast ? 1u : 0u);
+static uint32_t memo_key(const clt_op *op, clt_dtype out, clt_dtype compute, clt_dtype tk,
+                         clt_dtype ta, clt_dtype tb, bool broadcast) {
+  return (uint32_t)op->kind << 21 | (uint32_t)tk << 17 | (uint32_t)out << 13 |
+         (uint32_t)compute << 9 | (uint32_t)ta << 5 | (uint32_t)tb << 1 | (broadcast ? 1u : 0u);
 }
 
 static size_t memo_hash(const clt_device *d, uint32_t key) {
@@ -132,10 +132,11 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   const char *fn = op->fn;
   clt_device *d = out->storage->dev;
   int n = op->arity;
-  /* where's operands are the condition, a, b: TK, TA, TB */
+  /* a ternary's operands are k, a, b: TK, TA, TB */
   const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
   bool broadcast = n == 3 || (n == 2 && !bc->same);
-  uint32_t key = memo_key(op, out->dtype, compute, ta->dtype, tb->dtype, broadcast);
+  uint32_t key = memo_key(op, out->dtype, compute, n == 3 ? in[0]->dtype : CLT_BOOL, ta->dtype,
+                          tb->dtype, broadcast);
   cl_kernel kern = memo_get(d, key);
   clt_status st;
   if (!kern) {
