@@ -80,7 +80,7 @@
   X(logical_not, 1, BOOL, PLAIN, (a)==0, (a)==0, (a)==0, 0, "not a, nonzero being true")           \
   /* unary */                                                                                      \
   X(neg, 1, PROMOTE, WRAP, -(a), -(a), CLT_NA, 0, "-a")                                            \
-  X(abs, 1, PROMOTE, PLAIN, fabs(a), CLT_IABS(a), CLT_NA, 0, "|a|")                                \
+  X(abs, 1, PROMOTE, PLAIN, fabs(a), CLT_IABS(a), CLT_NA, 0, "the absolute value of a")            \
   X(sign, 1, PROMOTE, PLAIN, isnan(a)?(a):(TC)(((a)>0)-((a)<0)), (TC)(((a)>0)-((a)<0)), (a), 0,    \
     "-1, 0 or 1 by the sign of a")                                                                 \
   X(relu, 1, PROMOTE, PLAIN, (a)<0?(TC)0:(a), (a)<0?(TC)0:(a), CLT_NA, 0, "max(a, 0)")             \

@@ -54,6 +54,8 @@ typedef struct memo_slot {
 static memo_slot memo[MEMO_SLOTS];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
+_Static_assert(CLT__OP_COUNT <= 2048 && CLT_DTYPE_COUNT <= 16, "the memo key's fields are too narrow");
+
 static uint32_t memo_key(const clt_op *op, clt_dtype out, clt_dtype compute, clt_dtype tk,
                          clt_dtype ta, clt_dtype tb, bool broadcast) {
   return (uint32_t)op->kind << 21 | (uint32_t)tk << 17 | (uint32_t)out << 13 |
