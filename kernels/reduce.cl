@@ -1,8 +1,9 @@
 /* reduce.cl - reductions: sum, mean, max, min, argmax.
  *
  * Whole tensor: two passes, per-work-group partials then one group combining them, in tree
- * order (rounding error grows slowly). Along a dimension (the input seen as (outer, r, inner)):
- * one work-item per result element.
+ * order. Along a dimension (the input seen as (outer, r, inner)): one work-item per result
+ * element. Every run of additions a work-item makes is pairwise (clt_sum_run), so the rounding
+ * error of a sum grows with log n, as with NumPy's pairwise summation.
  *
  * Defines, set by lib/opencl/reduce.c: NAME (sum_f32), T (input type), ACC (accumulator: T,
  * or ulong for integer sums so that overflow wraps), TO (result type), RED_KIND (0 sum, 1 mean,
@@ -14,6 +15,46 @@
 #if RED_KIND <= 1
 #define RED_STEP(acc, ai, x, i) acc += (ACC)(x)
 #define RED_MERGE(acc, ai, b, bi) acc += (b)
+
+/* The sum of p[i], p[i + stride], ... below end, pairwise: blocks of CLT_BLOCK elements, each
+ * added in eight independent lanes (a fixed tree that lets the loop vectorize), then the block
+ * sums merged like a binary counter, so that block k is added to a partner of its own size when
+ * bit 0 of k is set, the pair to the previous pair when bit 1 is, and so on. The error of the
+ * result grows with log2 of the number of blocks, not with the number itself as a chain of
+ * additions would; the counter costs one addition per block. stack[t] holds a sum of 2^t
+ * blocks (2^57 blocks of 128 exceed any tensor). S is the element type, SPACE its address
+ * space. */
+#define CLT_SUM_RUN(name, S, SPACE)                                                                \
+  ACC name(SPACE const S *restrict p, ulong i, ulong end, ulong stride) {                          \
+    ACC stack[64];                                                                                 \
+    uint top = 0;                                                                                  \
+    for (ulong k = 0; i < end; k++) {                                                              \
+      ulong e = min(i + CLT_BLOCK * stride, end);                                                  \
+      ACC s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;                          \
+      for (; i + 7 * stride < e; i += 8 * stride) {                                                \
+        s0 += (ACC)p[i];                                                                           \
+        s1 += (ACC)p[i + stride];                                                                  \
+        s2 += (ACC)p[i + 2 * stride];                                                              \
+        s3 += (ACC)p[i + 3 * stride];                                                              \
+        s4 += (ACC)p[i + 4 * stride];                                                              \
+        s5 += (ACC)p[i + 5 * stride];                                                              \
+        s6 += (ACC)p[i + 6 * stride];                                                              \
+        s7 += (ACC)p[i + 7 * stride];                                                              \
+      }                                                                                            \
+      ACC s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));                                   \
+      for (; i < e; i += stride)                                                                   \
+        s += (ACC)p[i];                                                                            \
+      for (ulong m = k; m & 1; m >>= 1)                                                            \
+        s = stack[--top] + s;                                                                      \
+      stack[top++] = s;                                                                            \
+    }                                                                                              \
+    ACC s = 0;                                                                                     \
+    while (top > 0)                                                                                \
+      s = stack[--top] + s;                                                                        \
+    return s;                                                                                      \
+  }
+CLT_SUM_RUN(clt_sum_run, T, __global)
+CLT_SUM_RUN(clt_sum_run_acc, ACC, __global)
 #else
 #if RED_KIND == 3
 #define RED_WINS(x, y) ((x) < (y))
@@ -75,32 +116,14 @@ __kernel void CLT_CAT(NAME, _partial)(__global const T *restrict in, ulong n, ul
 #if CLT_CHUNKED
   ulong start = (ulong)get_global_id(0) * step, end = min(start + step, n);
 #if RED_KIND <= 1
-  /* Sum the chunk in blocks so that rounding error grows with the number of blocks only; within
-   * a block, eight independent partial sums (a fixed pairwise order) let the loop vectorize
-   * instead of waiting on one chain of additions. */
-  for (ulong b = start; b < end; b += CLT_BLOCK) {
-    ACC s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    ulong e = min(b + CLT_BLOCK, end), i = b;
-    for (; i + 8 <= e; i += 8) {
-      s0 += (ACC)in[i];
-      s1 += (ACC)in[i + 1];
-      s2 += (ACC)in[i + 2];
-      s3 += (ACC)in[i + 3];
-      s4 += (ACC)in[i + 4];
-      s5 += (ACC)in[i + 5];
-      s6 += (ACC)in[i + 6];
-      s7 += (ACC)in[i + 7];
-    }
-    ACC s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-    for (; i < e; i++)
-      s += (ACC)in[i];
-    acc += s;
-  }
+  acc = clt_sum_run(in, start, end, 1);
 #else
   for (ulong i = start; i < end; i++) {
     RED_STEP(acc, ai, in[i], i);
   }
 #endif
+#elif RED_KIND <= 1
+  acc = clt_sum_run(in, get_global_id(0), n, step);
 #else
   CLT_FOR_EACH(i, n, step) { RED_STEP(acc, ai, in[i], i); }
 #endif
@@ -120,9 +143,13 @@ __kernel void CLT_CAT(NAME, _final)(__global const ACC *restrict pv, __global co
   size_t lid = get_local_id(0), lsz = get_local_size(0);
   ACC acc = RED_INIT;
   long ai = RED_NO_INDEX;
+#if RED_KIND <= 1
+  acc = clt_sum_run_acc(pv, lid, np, lsz);
+#else
   for (uint i = lid; i < np; i += lsz) {
     RED_MERGE(acc, ai, pv[i], pi[i]);
   }
+#endif
   sv[lid] = acc;
   si[lid] = ai;
   clt_reduce_group(sv, si);
@@ -144,13 +171,7 @@ __kernel void CLT_CAT(NAME, _axis)(__global const T *restrict in, __global TO *r
   ACC acc = RED_INIT;
   long ai = RED_NO_INDEX;
 #if RED_KIND <= 1
-  for (ulong b = 0; b < r; b += CLT_BLOCK) {
-    ACC s = 0;
-    ulong e = min(b + CLT_BLOCK, r);
-    for (ulong k = b; k < e; k++)
-      s += (ACC)p[k * inner];
-    acc += s;
-  }
+  acc = clt_sum_run(p, 0, r * inner, inner);
 #else
   for (ulong k = 0; k < r; k++) {
     RED_STEP(acc, ai, p[k * inner], k);

@@ -216,6 +216,106 @@ START_TEST(test_sum_scalar) {
 }
 END_TEST
 
+/* Sums and means of a constant are as accurate as NumPy's pairwise summation on every device:
+ * 0.1 added 2^22 and 2^24 times, whole and along a dim (inner 1 and inner > 1), f32 and f64.
+ * The exact result is n * x (n a power of two). NumPy's float32 sums of 0.1f over 2^22 and 2^24
+ * elements are off by RTOL_PAIRWISE_F32 at most; a chain of additions (the chunked kernel
+ * before issue 12) was off by 3.8e-5. Oclgrind simulates each work-item, so there the sizes are
+ * 2^8 times smaller. */
+#define RTOL_PAIRWISE_F32 1e-6
+#define RTOL_PAIRWISE_F64 1e-15
+
+static void check_all(clt_tensor *r, double want, double rtol, const char *what) {
+  double *got = cu_read_double(r);
+  int64_t n = clt_tensor_numel(r);
+  for (int64_t k = 0; k < n; k++)
+    ck_assert_msg(cu_close(got[k], want, rtol, 0),
+                  "%s: [%lld] %.17g, exact %.17g (rel. error %.2g)", what, (long long)k, got[k],
+                  want, fabs(got[k] - want) / want);
+  free(got);
+}
+
+START_TEST(test_sum_accurate) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  static const clt_dtype dts[] = {CLT_F32, CLT_F64};
+  for (int d = 0; d < ndev; d++) {
+    int shrink = cu_is_oclgrind(devs[d]) ? 8 : 0;
+    int64_t n22 = INT64_C(1) << (22 - shrink), n24 = INT64_C(1) << (24 - shrink);
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+      clt_dtype dt = dts[t];
+      if (!cu_dtype_ok("test_sum_accurate", devs[d], dt))
+        continue;
+      double x = dt == CLT_F32 ? (double)0.1f : 0.1;
+      double rtol = dt == CLT_F32 ? RTOL_PAIRWISE_F32 : RTOL_PAIRWISE_F64;
+      clt_tensor *a = NULL, *b = NULL, *r = NULL;
+      CU_OK(clt_full(dt, 1, &n22, x, devs[d], &a));
+      CU_OK(clt_full(dt, 1, &n24, x, devs[d], &b));
+      char what[128];
+      snprintf(what, sizeof what, "sum of %lld x %s 0.1 on %s", (long long)n22, cu_dt_name(dt),
+               cu_dev_name(devs[d]));
+      CU_OK(clt_sum(a, &r));
+      check_all(r, (double)n22 * x, rtol, what);
+      clt_tensor_release(r);
+      snprintf(what, sizeof what, "sum of %lld x %s 0.1 on %s", (long long)n24, cu_dt_name(dt),
+               cu_dev_name(devs[d]));
+      CU_OK(clt_sum(b, &r));
+      check_all(r, (double)n24 * x, rtol, what);
+      clt_tensor_release(r);
+      snprintf(what, sizeof what, "mean of %lld x %s 0.1 on %s", (long long)n24, cu_dt_name(dt),
+               cu_dev_name(devs[d]));
+      CU_OK(clt_mean(b, &r));
+      check_all(r, x, rtol, what);
+      clt_tensor_release(r);
+      /* b as (4, n22) reduced over dim 1 (inner 1), and as (n22, 4) over dim 0 (inner 4). */
+      for (int dim = 0; dim < 2; dim++) {
+        int64_t shape[2] = {dim ? 4 : n22, dim ? n22 : 4};
+        clt_tensor *v = NULL;
+        CU_OK(clt_reshape(b, 2, shape, &v));
+        snprintf(what, sizeof what, "sum_dim %d of (%lld, %lld) %s 0.1 on %s", dim,
+                 (long long)shape[0], (long long)shape[1], cu_dt_name(dt), cu_dev_name(devs[d]));
+        CU_OK(clt_sum_dim(v, dim, 0, &r));
+        check_all(r, (double)n22 * x, rtol, what);
+        clt_tensor_release(r);
+        snprintf(what, sizeof what, "mean_dim %d of (%lld, %lld) %s 0.1 on %s", dim,
+                 (long long)shape[0], (long long)shape[1], cu_dt_name(dt), cu_dev_name(devs[d]));
+        CU_OK(clt_mean_dim(v, dim, 1, &r));
+        check_all(r, x, rtol, what);
+        clt_tensor_release(r);
+        clt_tensor_release(v);
+      }
+      clt_tensor_release(a);
+      clt_tensor_release(b);
+    }
+  }
+}
+END_TEST
+
+/* Integer sums along a long dim stay exact: i32 3s as (n, 4) over dim 0 and (4, n) over dim 1,
+ * summed as int64. */
+START_TEST(test_sum_int_long_dim) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    int64_t n = INT64_C(1) << (cu_is_oclgrind(devs[d]) ? 12 : 20);
+    for (int dim = 0; dim < 2; dim++) {
+      int64_t shape[2] = {dim ? 4 : n, dim ? n : 4};
+      clt_tensor *t = NULL, *r = NULL;
+      CU_OK(clt_full(CLT_I32, 2, shape, 3, devs[d], &t));
+      CU_OK(clt_sum_dim(t, dim, 0, &r));
+      ck_assert_int_eq(clt_tensor_dtype(r), CLT_I64);
+      int64_t *got = cu_read(r);
+      for (int k = 0; k < 4; k++)
+        ck_assert_msg(got[k] == 3 * n, "sum_dim %d of i32 3s on %s: [%d] %lld, expected %lld", dim,
+                      cu_dev_name(devs[d]), k, (long long)got[k], (long long)(3 * n));
+      free(got);
+      clt_tensor_release(r);
+      clt_tensor_release(t);
+    }
+  }
+}
+END_TEST
+
 /* An independent oracle for every reduction along every dim of a 3-D tensor: plain loops in
  * double / int64 over the flat data. */
 typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_ARGMAX } rkind;
@@ -393,6 +493,8 @@ Suite *reduce_suite(void) {
   tcase_add_test(tc, test_sum_odd_sizes);
   tcase_add_test(tc, test_sum_large_random);
   tcase_add_test(tc, test_sum_scalar);
+  tcase_add_test(tc, test_sum_accurate);
+  tcase_add_test(tc, test_sum_int_long_dim);
   tcase_add_test(tc, test_reduce_dims);
   tcase_add_test(tc, test_reduce_whole_extremes);
   tcase_add_test(tc, test_reduce_errors);

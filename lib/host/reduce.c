@@ -48,28 +48,74 @@ PAIRWISE(pairwise_f64, double)
 BLOCKED(blocked_f32, float, pairwise_f32)
 BLOCKED(blocked_f64, double, pairwise_f64)
 
-/* Sums over r of a (outer, r, inner) block: pairwise when contiguous, rows otherwise. */
-#define FLOAT_SUM(name, T, PW)                                                                     \
-  static void name(const T *p, T *out, int64_t outer, int64_t r, int64_t inner, bool mean) {       \
+/* Column sums of r rows of w elements, the rows inner apart, into dst, pairwise over the rows:
+ * blocks of ROWS_BLOCK rows added row by row (contiguous, so it vectorizes), the block sums
+ * merged like a binary counter (block k is added to a partner of its own size when bit 0 of k
+ * is set, the pair to the previous pair when bit 1 is, ...). The error grows with log r, as in
+ * the contiguous case. stack holds rows_levels(r) rows of w sums. */
+#define ROWS_BLOCK 16
+#define ROWS_WIDTH 2048
+static int64_t rows_levels(int64_t r) {
+  int64_t levels = 1;
+  for (int64_t nb = (r + ROWS_BLOCK - 1) / ROWS_BLOCK; nb > 1; nb >>= 1)
+    levels++;
+  return levels;
+}
+#define ROWS_PAIRWISE(name, T)                                                                     \
+  static void name(const T *b, int64_t r, int64_t inner, int64_t w, T *dst, T *stack) {            \
+    int64_t top = 0;                                                                               \
+    for (int64_t k0 = 0, blk = 0; k0 < r; k0 += ROWS_BLOCK, blk++) {                               \
+      T *s = stack + top * w;                                                                      \
+      int64_t e = k0 + ROWS_BLOCK < r ? k0 + ROWS_BLOCK : r;                                       \
+      for (int64_t j = 0; j < w; j++)                                                              \
+        s[j] = b[k0 * inner + j];                                                                  \
+      for (int64_t k = k0 + 1; k < e; k++)                                                         \
+        for (int64_t j = 0; j < w; j++)                                                            \
+          s[j] += b[k * inner + j];                                                                \
+      for (int64_t m = blk; m & 1; m >>= 1, top--) {                                               \
+        for (int64_t j = 0; j < w; j++)                                                            \
+          s[j - w] += s[j];                                                                        \
+        s -= w;                                                                                    \
+      }                                                                                            \
+      top++;                                                                                       \
+    }                                                                                              \
+    for (int64_t j = 0; j < w; j++) {                                                              \
+      T acc = 0;                                                                                   \
+      for (int64_t t = top - 1; t >= 0; t--)                                                       \
+        acc = stack[t * w + j] + acc;                                                              \
+      dst[j] = acc;                                                                                \
+    }                                                                                              \
+  }
+ROWS_PAIRWISE(rows_f32, float)
+ROWS_PAIRWISE(rows_f64, double)
+
+/* Sums over r of a (outer, r, inner) block: pairwise when contiguous, pairwise over rows in
+ * strips of ROWS_WIDTH columns otherwise (the strips bound the scratch rows). */
+#define FLOAT_SUM(name, T, PW, ROWS)                                                               \
+  static clt_status name(const T *p, T *out, int64_t outer, int64_t r, int64_t inner, bool mean,   \
+                         const char *fn) {                                                         \
+    int64_t w = inner < ROWS_WIDTH ? inner : ROWS_WIDTH;                                           \
+    T *stack = NULL;                                                                               \
+    if (inner > 1 && !(stack = malloc((size_t)(rows_levels(r) * w) * sizeof(T))))                  \
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory for %lld partial sums",     \
+                        (long long)(rows_levels(r) * w));                                          \
     for (int64_t o = 0; o < outer; o++) {                                                          \
       const T *b = p + o * r * inner;                                                              \
       T *dst = out + o * inner;                                                                    \
-      if (inner == 1) {                                                                            \
+      if (inner == 1)                                                                              \
         dst[0] = PW(b, r);                                                                         \
-      } else {                                                                                     \
-        for (int64_t j = 0; j < inner; j++)                                                        \
-          dst[j] = 0;                                                                              \
-        for (int64_t k = 0; k < r; k++)                                                            \
-          for (int64_t j = 0; j < inner; j++)                                                      \
-            dst[j] += b[k * inner + j];                                                            \
-      }                                                                                            \
+      else                                                                                         \
+        for (int64_t j = 0; j < inner; j += w)                                                     \
+          ROWS(b + j, r, inner, inner - j < w ? inner - j : w, dst + j, stack);                    \
       if (mean)                                                                                    \
         for (int64_t j = 0; j < inner; j++)                                                        \
           dst[j] = dst[j] / (T)r;                                                                  \
     }                                                                                              \
+    free(stack);                                                                                   \
+    return CLT_OK;                                                                                 \
   }
-FLOAT_SUM(sum_f32, float, blocked_f32)
-FLOAT_SUM(sum_f64, double, blocked_f64)
+FLOAT_SUM(sum_f32, float, blocked_f32, rows_f32)
+FLOAT_SUM(sum_f64, double, blocked_f64, rows_f64)
 
 /* Integer sums wrap around (unsigned arithmetic), so any order gives the same result. */
 #define INT_SUM(name, T)                                                                           \
@@ -147,11 +193,9 @@ clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_te
     bool mean = red->kind == CLT__RED_MEAN;
     switch (in->dtype) {
     case CLT_F32:
-      sum_f32(p, o, outer, r, inner, mean);
-      break;
+      return sum_f32(p, o, outer, r, inner, mean, red->fn);
     case CLT_F64:
-      sum_f64(p, o, outer, r, inner, mean);
-      break;
+      return sum_f64(p, o, outer, r, inner, mean, red->fn);
     case CLT_I32:
       isum_i32(p, o, outer, r, inner);
       break;
