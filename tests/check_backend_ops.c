@@ -283,20 +283,6 @@ static int64_t check_case(const op_row *op, clt_dtype dt, const shape_case *sc, 
   return checked;
 }
 
-START_TEST(test_generated) {
-  const op_row *op = &rows[_i];
-  clt_device *devs[CU_MAX_DEVICES];
-  int ndev = cu_devices(devs);
-  cu_rng r;
-  cu_rng_seed(&r, 1234 + (uint64_t)_i);
-  int64_t checked = 0;
-  static const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL};
-  for (size_t t = 0; t < sizeof dts / sizeof *dts; t++)
-    for (int s = 0; s < NSHAPES; s++)
-      checked += check_case(op, dts[t], &shapes[s], devs, ndev, &r);
-  ck_assert_int_gt(checked, 0);
-}
-END_TEST
 
 /* ---- each op's own values ------------------------------------------------------------------ */
 
@@ -347,8 +333,7 @@ static const known_case known[] = {
     {"logical_not", CLT_F64, {0, 1, NAN, -0.0, -2, 0.25}, {0}, {0}, {1, 0, 0, 1, 0, 0}},
 };
 
-START_TEST(test_known) {
-  const op_row *op = &rows[_i];
+static void known_values(const op_row *op) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
   int cases = 0;
@@ -393,6 +378,22 @@ START_TEST(test_known) {
   if (cases == 0)
     cu_skip(op->name, "no independent values here: tests/check_ops.c has this op's cases");
 }
+
+/* One fork per op (Check forks per test): the generated cases, then the known values. */
+START_TEST(test_op) {
+  const op_row *op = &rows[_i];
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  cu_rng r;
+  cu_rng_seed(&r, 1234 + (uint64_t)_i);
+  int64_t checked = 0;
+  static const clt_dtype dts[] = {CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL};
+  for (size_t t = 0; t < sizeof dts / sizeof *dts; t++)
+    for (int s = 0; s < NSHAPES; s++)
+      checked += check_case(op, dts[t], &shapes[s], devs, ndev, &r);
+  ck_assert_int_gt(checked, 0);
+  known_values(op);
+}
 END_TEST
 
 /* Every op of the table builds in clt_kernel_cache_warm: after warming a device, running each
@@ -432,8 +433,7 @@ Suite *backend_ops_suite(void) {
   Suite *s = suite_create("backend_ops");
   for (int k = 0; k < NROWS; k++) {
     TCase *tc = cu_tcase(rows[k].name);
-    tcase_add_loop_test(tc, test_generated, k, k + 1);
-    tcase_add_loop_test(tc, test_known, k, k + 1);
+    tcase_add_loop_test(tc, test_op, k, k + 1);
     suite_add_tcase(s, tc);
   }
   TCase *tc = cu_tcase("warm");
