@@ -403,6 +403,16 @@ START_TEST(test_warm_covers_table) {
     return;
   clt_device *dev;
   CU_OK(clt_device_get("cl:0", &dev));
+  if (cu_is_oclgrind(dev)) {
+    /* Warming runs CLBlast there (a GPU-kind device), and a process that ran CLBlast on
+     * Oclgrind 21.10 corrupts its heap at exit: CLBlast's static program cache is destroyed
+     * after Oclgrind's thread-local API-call stack, which clReleaseProgram then writes to
+     * (valgrind: "Invalid write ... _clReleaseProgram ... ~Cache ... __cxa_finalize", the block
+     * freed by __call_tls_dtors), and glibc may abort the test's child. The warm list comes
+     * from the table whatever the device, so PoCL's devices cover this test. */
+    cu_skip("test_warm_covers_table", "CLBlast on Oclgrind corrupts the heap at exit");
+    return;
+  }
   CU_OK(clt_kernel_cache_warm(dev, NULL, NULL));
   int before = clt__program_count(dev);
   int64_t shape[2] = {2, 2};
