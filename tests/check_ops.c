@@ -1834,26 +1834,42 @@ START_TEST(test_scalar) {
 }
 END_TEST
 
+/* One TCase per operation, named after it (as in check_backend_ops.c), so that
+ * CK_RUN_CASE=eq tests/check_clt runs every test of eq; then the tests of rules that span ops. */
+static void add_op_case(Suite *s, const char *name, const TTest *t, int i) {
+  TCase *tc = cu_tcase(name);
+  tcase_add_loop_test(tc, t, i, i + 1);
+  suite_add_tcase(s, tc);
+}
+
 Suite *ops_suite(void) {
   Suite *s = suite_create("ops");
-  TCase *tc = cu_tcase("binary");
-  tcase_add_test(tc, test_pow);
-  tcase_add_loop_test(tc, test_minmax, 0, 2);
-  tcase_add_loop_test(tc, test_compare, 0, 6);
-  tcase_add_test(tc, test_compare_promotion);
-  tcase_add_test(tc, test_compare_broadcast);
-  suite_add_tcase(s, tc);
-  tc = cu_tcase("unary");
-  tcase_add_loop_test(tc, test_unary_exact, 0, 3);
-  tcase_add_loop_test(tc, test_unary_math, 0, 7);
-  tcase_add_test(tc, test_bool_refused);
-  suite_add_tcase(s, tc);
-  tc = cu_tcase("cast_where");
+  static const char *const minmax[] = {"maximum", "minimum"};
+  static const char *const compare[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  static const char *const exact[] = {"neg", "abs", "relu"};
+  static const char *const math[] = {"exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid"};
+  add_op_case(s, "pow", test_pow, 0);
+  for (int i = 0; i < 2; i++)
+    add_op_case(s, minmax[i], test_minmax, i);
+  for (int i = 0; i < 6; i++)
+    add_op_case(s, compare[i], test_compare, i);
+  for (int i = 0; i < 3; i++)
+    add_op_case(s, exact[i], test_unary_exact, i);
+  for (int i = 0; i < 7; i++)
+    add_op_case(s, math[i], test_unary_math, i);
+  TCase *tc = cu_tcase("cast");
   tcase_add_loop_test(tc, test_cast, 0, CLT_DTYPE_COUNT);
   tcase_add_loop_test(tc, test_undefined_values, 0,
                       (int)(sizeof undefined_cases / sizeof undefined_cases[0]));
+  suite_add_tcase(s, tc);
+  tc = cu_tcase("where");
   tcase_add_test(tc, test_where);
   tcase_add_test(tc, test_where_errors);
+  suite_add_tcase(s, tc);
+  tc = cu_tcase("rules");
+  tcase_add_test(tc, test_compare_promotion);
+  tcase_add_test(tc, test_compare_broadcast);
+  tcase_add_test(tc, test_bool_refused);
   suite_add_tcase(s, tc);
   tc = cu_tcase("forms");
   tcase_add_test(tc, test_out);
