@@ -133,6 +133,10 @@ struct clt_backend {
   /* out = in with two dimensions swapped (numel > 0); element bytes only matter. */
   clt_status (*transpose)(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
                           const char *fn);
+  /* (optional) Builds, for dtype dt on dev, the programs that running every operation once does
+   * not build (clt_kernel_cache_warm calls it after those runs for f32 and f64): the OpenCL
+   * backend's tiled matmul kernel, which only CLT_MATMUL=kernel takes on some devices. */
+  clt_status (*warm)(clt_device *dev, clt_dtype dt, const char *fn);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
@@ -206,7 +210,7 @@ clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, 
 clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
                           const clt_matmul_desc *g, const char *fn);
 clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
-/* Builds the tiled matmul kernel for dt on d without running it (clt_kernel_cache_warm: the
+/* Builds the tiled matmul kernel for dt on d without running it (the backend's warm hook: the
  * path clt_matmul takes may not use it, CLT_MATMUL=kernel does). */
 clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
 clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,

@@ -80,7 +80,7 @@ struct clt_device {
    * clSetKernelArg on the cached kernels, which are shared (a cl_kernel is not thread-safe).
    * Not held while waiting for device work (but see the overflow case of clt__storage_note). */
   pthread_mutex_t lock;
-  /* The program cache (program.c): the list under programs_lock; a program being built by one
+  /* The program cache (opencl/program.c): the list under programs_lock; a program being built by one
    * thread is waited for on programs_built by the others (builds run outside the lock). */
   pthread_mutex_t programs_lock;
   pthread_cond_t programs_built;
@@ -219,7 +219,7 @@ void clt__count_d2h(clt_device *dev, size_t bytes);
 /* Waits on ev if CLT_SYNC=1 and reports its failure. */
 clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 
-/* ---- programs (program.c) --------------------------------------------------------------- */
+/* ---- programs (opencl/program.c) --------------------------------------------------------------- */
 
 struct clt__kernel_source {
   const char *name; /* "elementwise" for kernels/elementwise.cl */

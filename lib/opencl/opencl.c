@@ -107,4 +107,5 @@ const struct clt_backend clt__opencl_backend = {
     .matmul = clt__cl_matmul,
     .matmul_path = clt__cl_matmul_path,
     .transpose = clt__cl_transpose,
+    .warm = clt__cl_matmul_build,
 };
