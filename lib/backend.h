@@ -229,4 +229,28 @@ const char *clt__cl_base_options(const clt_device *dev, bool need_fp64);
 clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
                            const char *fn, cl_event *ev);
 
+/* Enqueues one command on d's queue after the events in wl, which it must not change, and sets
+ * *ev to the command's event (left NULL on failure, or set if the command was enqueued and the
+ * failure came after). Called with d->lock held: it may set the arguments of cached kernels. */
+typedef clt_status (*clt_cl_enqueue_fn)(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                        cl_event *ev);
+/* A command on d's queue that reads the storages `reads` and writes `writes` (NULL entries are
+ * skipped), the one sequence every launch follows: the wait list (clt__waitlist_for); d->lock;
+ * enqueue(d, wl, ctx, fn, &ev); on success the notes (clt__note_command); unlock; then
+ * clt__command_done, or, when keep is not NULL, *keep = ev for the caller to wait for and
+ * release. On failure nothing is noted and the error of the failing step is returned. */
+clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
+                          clt_storage *const *writes, int nwrites, clt_cl_enqueue_fn enqueue,
+                          void *ctx, const char *fn, cl_event *keep);
+/* A kernel argument: size bytes at value, or local memory of size bytes when value is NULL. */
+typedef struct clt_cl_arg {
+  size_t size;
+  const void *value;
+} clt_cl_arg;
+/* Runs the 1-d kernel k (from clt__get_kernel) over l with the nargs arguments args, through
+ * clt__cl_submit; a failure to set the arguments is reported with the kernel's name. */
+clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const clt_cl_arg *args,
+                       int nargs, clt_storage *const *reads, int nreads, clt_storage *const *writes,
+                       int nwrites, const char *fn);
+
 #endif /* CLT_BACKEND_H */
