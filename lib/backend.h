@@ -137,6 +137,22 @@ struct clt_backend {
    * not build (clt_kernel_cache_warm calls it after those runs for f32 and f64): the OpenCL
    * backend's tiled matmul kernel, which only CLT_MATMUL=kernel takes on some devices. */
   clt_status (*warm)(clt_device *dev, clt_dtype dt, const char *fn);
+  /* (optional: device backends) Enqueues the copy of src's bytes into dst (as many as src has)
+   * on q's queue, after the commands that use them: host to device, device to host, or device to
+   * device within one context. Host memory involved stays alive until the copy is done. */
+  clt_status (*copy)(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
+  /* (optional: device backends) Copies t's bytes into dst, host memory, after the commands that
+   * write t; returns when dst holds them. */
+  clt_status (*read)(const clt_tensor *t, void *dst, const char *fn);
+  /* (optional: NULL where an event is the host time of recording, as on the host) Timing
+   * events. event_record puts a marker after the work enqueued on dev so far and returns it as
+   * *out; event_wait blocks until it has completed; event_elapsed gives the ms between two
+   * completed markers of dev, or CLT_ERR_UNSUPPORTED where dev gives no times; event_release
+   * frees a marker. */
+  clt_status (*event_record)(clt_device *dev, const char *fn, void **out);
+  clt_status (*event_wait)(clt_device *dev, void *ev, const char *fn);
+  clt_status (*event_elapsed)(clt_device *dev, void *start, void *end, const char *fn, double *ms);
+  void (*event_release)(void *ev);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
@@ -215,6 +231,13 @@ clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind 
 clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
 clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
                              const char *fn);
+clt_status clt__cl_copy(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
+clt_status clt__cl_read(const clt_tensor *t, void *dst, const char *fn);
+clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out);
+clt_status clt__cl_event_wait(clt_device *dev, void *ev, const char *fn);
+clt_status clt__cl_event_elapsed(clt_device *dev, void *start, void *end, const char *fn,
+                                 double *ms);
+void clt__cl_event_release(void *ev);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {

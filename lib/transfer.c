@@ -151,50 +151,15 @@ static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
     return CLT_OK;
   }
 
-  /* One command on one queue: host to device and device to device (one context) on the
-   * destination's, device to host on the source's. */
-  enum { H2D, D2H, D2D } kind = D2D;
+  /* One command on one queue, the backend's copy: host to device and device to device (one
+   * context) on the destination's, device to host on the source's. */
   clt_device *qd = NULL; /* whose queue; NULL for two contexts (below) */
-  if (sd->kind == CLT_DEVICE_HOST) {
-    kind = H2D;
+  if (sd->kind == CLT_DEVICE_HOST)
     qd = dd;
-  } else if (dd->kind == CLT_DEVICE_HOST) {
-    kind = D2H;
-    qd = sd;
-  } else if (dd->context == sd->context) {
-    qd = dd;
-  }
-  if (qd) {
-    clt_waitlist wl = {.n = 0};
-    clt_storage *reads[1] = {ss}, *writes[1] = {ds};
-    if ((st = clt__waitlist_for(&wl, qd, reads, 1, writes, 1, fn)) != CLT_OK)
-      return st;
-    static const char *const what[] = {"clEnqueueWriteBuffer (host to device)",
-                                       "clEnqueueReadBuffer (device to host)",
-                                       "clEnqueueCopyBuffer (device to device)"};
-    const cl_event *wait = wl.n ? wl.ev : NULL;
-    cl_event ev = NULL;
-    cl_int err;
-    pthread_mutex_lock(&qd->lock);
-    if (kind == H2D)
-      err = clEnqueueWriteBuffer(qd->queue, ds->mem, CL_FALSE, dst->offset, n, clt__host_ptr(src),
-                                 wl.n, wait, &ev);
-    else if (kind == D2H)
-      err = clEnqueueReadBuffer(qd->queue, ss->mem, CL_FALSE, src->offset, n, clt__host_ptr(dst),
-                                wl.n, wait, &ev);
-    else
-      err = clEnqueueCopyBuffer(qd->queue, ss->mem, ds->mem, src->offset, dst->offset, n, wl.n,
-                                wait, &ev);
-    if (err == CL_SUCCESS)
-      clt__note_command(ev, qd, reads, 1, writes, 1);
-    pthread_mutex_unlock(&qd->lock);
-    clt__waitlist_clear(&wl);
-    if (err != CL_SUCCESS)
-      return clt__cl_error(err, fn, what[kind], qd);
-    if (kind != D2D) /* host memory must outlive the command */
-      clt__keep_alive(ev, kind == H2D ? ss : ds, fn);
-    return clt__command_done(ev, qd, fn);
-  }
+  else if (dd->kind == CLT_DEVICE_HOST || dd->context == sd->context)
+    qd = dd->kind == CLT_DEVICE_HOST ? sd : dd;
+  if (qd)
+    return qd->backend->copy(qd, dst, src, fn);
   /* Two contexts: stage through host memory, the second leg waiting on the first through a
    * bridged event, so the whole copy stays asynchronous. */
   clt_tensor *stage;
@@ -301,24 +266,7 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
     return CLT_OK;
   }
   clt_device *d = s->dev;
-  clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_for(&wl, d, &s, 1, NULL, 0, fn)) != CLT_OK)
-    return st;
-  /* Not a blocking read: the queue's lock is held from the enqueue to the note only, and the
-   * wait comes after, so other threads keep enqueueing meanwhile. */
-  cl_event ev;
-  pthread_mutex_lock(&d->lock);
-  cl_int err = clEnqueueReadBuffer(d->queue, s->mem, CL_FALSE, t->offset, t->nbytes, dst, wl.n,
-                                   wl.n ? wl.ev : NULL, &ev);
-  if (err == CL_SUCCESS)
-    clt__storage_note(s, ev, d->queue, false);
-  pthread_mutex_unlock(&d->lock);
-  clt__waitlist_clear(&wl);
-  if (err != CL_SUCCESS)
-    return clt__cl_error(err, fn, "clEnqueueReadBuffer", d);
-  st = clt__wait_command(ev, d, fn, "clEnqueueReadBuffer");
-  clReleaseEvent(ev);
-  if (st != CLT_OK)
+  if ((st = d->backend->read(t, dst, fn)) != CLT_OK)
     return st;
   count(d, clt_cpu(), t->nbytes, implicit);
   return CLT_OK;

@@ -168,4 +168,10 @@ const struct clt_backend clt__opencl_backend = {
     .matmul_path = clt__cl_matmul_path,
     .transpose = clt__cl_transpose,
     .warm = clt__cl_matmul_build,
+    .copy = clt__cl_copy,
+    .read = clt__cl_read,
+    .event_record = clt__cl_event_record,
+    .event_wait = clt__cl_event_wait,
+    .event_elapsed = clt__cl_event_elapsed,
+    .event_release = clt__cl_event_release,
 };
