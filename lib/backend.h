@@ -153,6 +153,15 @@ struct clt_backend {
   clt_status (*event_wait)(clt_device *dev, void *ev, const char *fn);
   clt_status (*event_elapsed)(clt_device *dev, void *start, void *end, const char *fn, double *ms);
   void (*event_release)(void *ev);
+  /* (optional: device backends) Memory behind storages, for lib/memory.c's allocator; each
+   * returns 0 (CL_SUCCESS) or the backend's error code, an OpenCL one for OpenCL. buffer_alloc
+   * allocates s->bytes (> 0) on s->dev; pinned_alloc allocates alloc bytes of host memory that
+   * near's copies reach directly, mapped at s->host; buffer_retain takes a reference to a
+   * foreign buffer; buffer_free releases s's buffer (unmapping pinned memory first). */
+  cl_int (*buffer_alloc)(clt_storage *s);
+  cl_int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
+  cl_int (*buffer_retain)(cl_mem mem);
+  void (*buffer_free)(clt_storage *s);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
@@ -238,6 +247,10 @@ clt_status clt__cl_event_wait(clt_device *dev, void *ev, const char *fn);
 clt_status clt__cl_event_elapsed(clt_device *dev, void *start, void *end, const char *fn,
                                  double *ms);
 void clt__cl_event_release(void *ev);
+cl_int clt__cl_buffer_alloc(clt_storage *s);
+cl_int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc);
+cl_int clt__cl_buffer_retain(cl_mem mem);
+void clt__cl_buffer_free(clt_storage *s);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {

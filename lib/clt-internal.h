@@ -204,6 +204,8 @@ void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, in
 clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn);
 /* Keeps s alive until ev completes (for host memory used by an asynchronous copy). */
 clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
+/* Releases the events s keeps (it is being freed), after waiting for them if wait is set. */
+void clt__storage_events_drop(clt_storage *s, bool wait);
 /* Blocks until pending device commands that write s (and, if writing, read s) are done. */
 clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn);
 /* Waits for ev; an error naming `what` if waiting fails or the command failed. */

@@ -174,4 +174,8 @@ const struct clt_backend clt__opencl_backend = {
     .event_wait = clt__cl_event_wait,
     .event_elapsed = clt__cl_event_elapsed,
     .event_release = clt__cl_event_release,
+    .buffer_alloc = clt__cl_buffer_alloc,
+    .pinned_alloc = clt__cl_pinned_alloc,
+    .buffer_retain = clt__cl_buffer_retain,
+    .buffer_free = clt__cl_buffer_free,
 };

@@ -235,3 +235,16 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
     return CLT_OK;
   return clt__wait_command(ev, dev, fn, "the command (CLT_SYNC=1)");
 }
+
+void clt__storage_events_drop(clt_storage *s, bool wait) {
+  if (wait) {
+    if (s->write_ev)
+      clWaitForEvents(1, &s->write_ev);
+    for (int i = 0; i < s->nreads; i++)
+      clWaitForEvents(1, &s->read_ev[i]);
+  }
+  if (s->write_ev)
+    clReleaseEvent(s->write_ev);
+  for (int i = 0; i < s->nreads; i++)
+    clReleaseEvent(s->read_ev[i]);
+}
