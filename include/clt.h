@@ -376,7 +376,7 @@ CLT_API clt_status clt_move(clt_tensor **t, clt_device *dev);
 CLT_API clt_status clt_copy(clt_tensor *dst, clt_tensor *src);
 
 /* ---------------------------------------------------------------------------------------- */
-/* Transfer accounting and the transfer guard (DESIGN.md rule 8)                             */
+/* Transfer accounting and the transfer guard (docs/architecture.md rule 8)                 */
 
 /** Copies between the host and one device, counted on that device. "Explicit" copies are the
  *  ones the program asked for (clt_to, clt_copy_to, clt_move, clt_copy, clt_from_host,
@@ -585,8 +585,8 @@ CLT_API clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, cl
  * the counters offset, offset + 1, ... and advances the offset by the number it used:
  * ceil(numel / 4) for f32, ceil(numel / 2) for f64 (a counter gives 4 f32 or 2 f64 elements,
  * uniform or normal alike). The numbers depend on nothing else, so the same seed and the same
- * sequence of calls give bit-identical tensors on cpu and on every OpenCL device (DESIGN.md rule
- * 9). Consequently, two consecutive calls of n elements equal the halves of one call of 2n
+ * sequence of calls give bit-identical tensors on cpu and on every OpenCL device
+ * (docs/architecture.md rule 9). Consequently, two consecutive calls of n elements equal the halves of one call of 2n
  * elements when n is a multiple of 4 (f32) or 2 (f64); otherwise the unused rest of the last
  * counter is skipped. A failing call may still consume its counters. The arithmetic (and the
  * exact mapping of bits to numbers) is written down in kernels/random.cl:

@@ -1,4 +1,5 @@
-/* random.cl - Philox4x32-10 random numbers (DESIGN.md rule 9: same seed, same bits everywhere).
+/* random.cl - Philox4x32-10 random numbers (docs/architecture.md rule 9: same seed, same bits
+ * everywhere).
  *
  * This one text is compiled twice: as OpenCL C 1.2 after common.cl (the kernels at the end), and
  * as C11 by lib/host/random.c, which includes it with __OPENCL_VERSION__ undefined. So the host

@@ -133,6 +133,35 @@ struct clt_backend {
   /* out = in with two dimensions swapped (numel > 0); element bytes only matter. */
   clt_status (*transpose)(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
                           const char *fn);
+  /* (optional) Builds, for dtype dt on dev, the programs that running every operation once does
+   * not build (clt_kernel_cache_warm calls it after those runs for f32 and f64): the OpenCL
+   * backend's tiled matmul kernel, which only CLT_MATMUL=kernel takes on some devices. */
+  clt_status (*warm)(clt_device *dev, clt_dtype dt, const char *fn);
+  /* (optional: device backends) Enqueues the copy of src's bytes into dst (as many as src has)
+   * on q's queue, after the commands that use them: host to device, device to host, or device to
+   * device within one context. Host memory involved stays alive until the copy is done. */
+  clt_status (*copy)(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
+  /* (optional: device backends) Copies t's bytes into dst, host memory, after the commands that
+   * write t; returns when dst holds them. */
+  clt_status (*read)(const clt_tensor *t, void *dst, const char *fn);
+  /* (optional: NULL where an event is the host time of recording, as on the host) Timing
+   * events. event_record puts a marker after the work enqueued on dev so far and returns it as
+   * *out; event_wait blocks until it has completed; event_elapsed gives the ms between two
+   * completed markers of dev, or CLT_ERR_UNSUPPORTED where dev gives no times; event_release
+   * frees a marker. */
+  clt_status (*event_record)(clt_device *dev, const char *fn, void **out);
+  clt_status (*event_wait)(clt_device *dev, void *ev, const char *fn);
+  clt_status (*event_elapsed)(clt_device *dev, void *start, void *end, const char *fn, double *ms);
+  void (*event_release)(void *ev);
+  /* (optional: device backends) Memory behind storages, for lib/memory.c's allocator; each
+   * returns 0 (CL_SUCCESS) or the backend's error code, an OpenCL one for OpenCL. buffer_alloc
+   * allocates s->bytes (> 0) on s->dev; pinned_alloc allocates alloc bytes of host memory that
+   * near's copies reach directly, mapped at s->host; buffer_retain takes a reference to a
+   * foreign buffer; buffer_free releases s's buffer (unmapping pinned memory first). */
+  cl_int (*buffer_alloc)(clt_storage *s);
+  cl_int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
+  cl_int (*buffer_retain)(cl_mem mem);
+  void (*buffer_free)(clt_storage *s);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
@@ -206,11 +235,22 @@ clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, 
 clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
                           const clt_matmul_desc *g, const char *fn);
 clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
-/* Builds the tiled matmul kernel for dt on d without running it (clt_kernel_cache_warm: the
+/* Builds the tiled matmul kernel for dt on d without running it (the backend's warm hook: the
  * path clt_matmul takes may not use it, CLT_MATMUL=kernel does). */
 clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
 clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
                              const char *fn);
+clt_status clt__cl_copy(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
+clt_status clt__cl_read(const clt_tensor *t, void *dst, const char *fn);
+clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out);
+clt_status clt__cl_event_wait(clt_device *dev, void *ev, const char *fn);
+clt_status clt__cl_event_elapsed(clt_device *dev, void *start, void *end, const char *fn,
+                                 double *ms);
+void clt__cl_event_release(void *ev);
+cl_int clt__cl_buffer_alloc(clt_storage *s);
+cl_int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc);
+cl_int clt__cl_buffer_retain(cl_mem mem);
+void clt__cl_buffer_free(clt_storage *s);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {
@@ -224,5 +264,29 @@ const char *clt__cl_base_options(const clt_device *dev, bool need_fp64);
 /* Enqueues kernel k over the launch on dev's queue after the waitlist; returns its event. */
 clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
                            const char *fn, cl_event *ev);
+
+/* Enqueues one command on d's queue after the events in wl, which it must not change, and sets
+ * *ev to the command's event (left NULL on failure, or set if the command was enqueued and the
+ * failure came after). Called with d->lock held: it may set the arguments of cached kernels. */
+typedef clt_status (*clt_cl_enqueue_fn)(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                        cl_event *ev);
+/* A command on d's queue that reads the storages `reads` and writes `writes` (NULL entries are
+ * skipped), the one sequence every launch follows: the wait list (clt__waitlist_for); d->lock;
+ * enqueue(d, wl, ctx, fn, &ev); on success the notes (clt__note_command); unlock; then
+ * clt__command_done, or, when keep is not NULL, *keep = ev for the caller to wait for and
+ * release. On failure nothing is noted and the error of the failing step is returned. */
+clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
+                          clt_storage *const *writes, int nwrites, clt_cl_enqueue_fn enqueue,
+                          void *ctx, const char *fn, cl_event *keep);
+/* A kernel argument: size bytes at value, or local memory of size bytes when value is NULL. */
+typedef struct clt_cl_arg {
+  size_t size;
+  const void *value;
+} clt_cl_arg;
+/* Runs the 1-d kernel k (from clt__get_kernel) over l with the nargs arguments args, through
+ * clt__cl_submit; a failure to set the arguments is reported with the kernel's name. */
+clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const clt_cl_arg *args,
+                       int nargs, clt_storage *const *reads, int nreads, clt_storage *const *writes,
+                       int nwrites, const char *fn);
 
 #endif /* CLT_BACKEND_H */

@@ -27,7 +27,7 @@ const char *clt__cl_error_name(cl_int err);
 /* Maps an OpenCL error to a status and sets the message "<fn>: <what> failed on <dev>: NAME". */
 clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt_device *dev);
 
-/* ---- files replaced atomically (io/atomic_file.c) ---------------------------------------- */
+/* ---- files replaced atomically (io/atomic_file.c) --------------------------------------- */
 
 /* A file being written under a temporary name beside path, "<path>.tmp-<pid>-<n>" (created with
  * O_EXCL, mode 0666 less the umask, or the mode of the file it replaces), renamed over path on
@@ -80,8 +80,8 @@ struct clt_device {
    * clSetKernelArg on the cached kernels, which are shared (a cl_kernel is not thread-safe).
    * Not held while waiting for device work (but see the overflow case of clt__storage_note). */
   pthread_mutex_t lock;
-  /* The program cache (program.c): the list under programs_lock; a program being built by one
-   * thread is waited for on programs_built by the others (builds run outside the lock). */
+  /* The program cache (opencl/program.c): the list under programs_lock; a program being built by
+   * one thread is waited for on programs_built by the others (builds run outside the lock). */
   pthread_mutex_t programs_lock;
   pthread_cond_t programs_built;
   struct clt_program_cache *programs;
@@ -173,7 +173,7 @@ static inline void *clt__host_ptr(const clt_tensor *t) {
   return (char *)t->storage->host + t->offset;
 }
 
-/* ---- events on storage (transfer.c) ---------------------------------------------------- */
+/* ---- events on storage (opencl/order.c) ------------------------------------------------- */
 
 /* A list of events to wait for before a command enqueued on one queue. */
 typedef struct clt_waitlist {
@@ -204,22 +204,27 @@ void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, in
 clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn);
 /* Keeps s alive until ev completes (for host memory used by an asynchronous copy). */
 clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
+/* Releases the events s keeps (it is being freed), after waiting for them if wait is set. */
+void clt__storage_events_drop(clt_storage *s, bool wait);
 /* Blocks until pending device commands that write s (and, if writing, read s) are done. */
 clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn);
+/* Waits for ev; an error naming `what` if waiting fails or the command failed. */
+clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what);
+/* Waits on ev if CLT_SYNC=1 and reports its failure. */
+clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
+
+/* ---- transfers (transfer.c) ------------------------------------------------------------- */
+
 /* Blocking copy of a tensor's bytes to host memory, counted as an explicit transfer. */
 clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn);
 /* The same for an implicit transfer (printing): the transfer guard applies. */
 clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *fn);
 /* Counts an upload of bytes from the host to dev (clt_from_host and friends). */
 void clt__count_h2d(clt_device *dev, size_t bytes);
-/* Waits for ev; an error naming `what` if waiting fails or the command failed. */
-clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what);
 /* Counts an explicit download of bytes from dev to the host (libclt_mpi's staging). */
 void clt__count_d2h(clt_device *dev, size_t bytes);
-/* Waits on ev if CLT_SYNC=1 and reports its failure. */
-clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 
-/* ---- programs (program.c) --------------------------------------------------------------- */
+/* ---- programs (opencl/program.c) -------------------------------------------------------- */
 
 struct clt__kernel_source {
   const char *name; /* "elementwise" for kernels/elementwise.cl */
@@ -259,7 +264,7 @@ void clt__randn_sincos_f32(uint32_t n, float *c, float *s);
 /* Counters (128 random bits each) that a random tensor of numel elements of dtype consumes. */
 uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
 
-/* ---- parameter sets (params.c) --------------------------------------------------------- */
+/* ---- parameter sets (params.c) ---------------------------------------------------------- */
 
 /* 1 if the n bytes at s are valid UTF-8 (no overlong forms, surrogates or code points above
  * U+10FFFF). */

@@ -39,7 +39,7 @@ const clt_op clt__ops[CLT__OP_COUNT] = {
 };
 #undef OP_ENTRY
 
-/* The same-device rule (DESIGN.md rule 3): argument positions are 1-based. */
+/* The same-device rule (docs/architecture.md rule 3): argument positions are 1-based. */
 static clt_status check_same_device(const char *fn, int n, clt_tensor *const *ts) {
   for (int i = 1; i < n; i++)
     if (ts[i]->storage->dev != ts[0]->storage->dev)

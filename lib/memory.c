@@ -16,7 +16,7 @@
  * valgrind while it waits in the cache, and undefined (valgrind) when handed out again, so the
  * sanitizer lanes find a use after release or a read of stale contents with the cache on. */
 #define _DEFAULT_SOURCE /* madvise */
-#include "clt-internal.h"
+#include "backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,32 +129,18 @@ static clt_storage *cache_take(clt_device *dev, size_t bytes) {
 }
 
 static void destroy(clt_storage *s) {
-  if (s->release && s->mem) {
-    /* The owner may reuse its buffer as soon as it hears back: finish our commands first. */
-    if (s->write_ev)
-      clWaitForEvents(1, &s->write_ev);
-    for (int i = 0; i < s->nreads; i++)
-      clWaitForEvents(1, &s->read_ev[i]);
-  }
-  if (s->write_ev)
-    clReleaseEvent(s->write_ev);
-  for (int i = 0; i < s->nreads; i++)
-    clReleaseEvent(s->read_ev[i]);
+  /* The owner of foreign memory may reuse its buffer as soon as it hears back: finish our
+   * commands first. */
+  clt__storage_events_drop(s, s->release && s->mem);
   if (s->release) {
     /* Host memory has no commands pending here (clt__keep_alive holds a reference). */
     if (s->mem)
-      clReleaseMemObject(s->mem);
+      s->dev->backend->buffer_free(s);
     s->release(s->release_ctx);
   } else if (s->pin_dev) {
-    /* A mapped buffer is not freed: if the unmap cannot be enqueued, let the queue drain and
-     * try once more (nobody is left to report a failure to). */
-    if (clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL) != CL_SUCCESS) {
-      clFinish(s->pin_dev->queue);
-      clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL);
-    }
-    clReleaseMemObject(s->mem);
+    s->pin_dev->backend->buffer_free(s);
   } else if (s->mem) {
-    clReleaseMemObject(s->mem); /* OpenCL keeps it until its commands finish */
+    s->dev->backend->buffer_free(s);
   } else {
     free(s->host);
   }
@@ -208,9 +194,7 @@ static cl_int raw_alloc(clt_storage *s) {
   }
   if (s->bytes == 0)
     return CL_SUCCESS;
-  cl_int err;
-  s->mem = clCreateBuffer(dev->context, CL_MEM_READ_WRITE, s->bytes, NULL, &err);
-  return err;
+  return dev->backend->buffer_alloc(s);
 }
 
 /* ---- out of memory ---------------------------------------------------------------------------
@@ -360,23 +344,6 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   return CLT_OK;
 }
 
-/* A buffer of pinned host memory in near's context, mapped into s->host. */
-static cl_int pinned_alloc(clt_device *near, clt_storage *s, size_t alloc) {
-  cl_int err;
-  s->mem =
-      clCreateBuffer(near->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, alloc, NULL, &err);
-  if (err != CL_SUCCESS)
-    return err;
-  s->host = clEnqueueMapBuffer(near->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, alloc,
-                               0, NULL, NULL, &err);
-  if (err != CL_SUCCESS) {
-    clReleaseMemObject(s->mem);
-    s->mem = NULL;
-    s->host = NULL;
-  }
-  return err;
-}
-
 clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,
                                      clt_storage **out) {
   size_t alloc = bytes ? bytes : 1;
@@ -385,12 +352,12 @@ clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char 
   clt_storage *s = storage_new(clt_cpu(), bytes);
   if (!s)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  cl_int err = pinned_alloc(near, s, alloc);
+  cl_int err = near->backend->pinned_alloc(near, s, alloc);
   if (err != CL_SUCCESS && is_oom(err)) {
     /* Pinned memory is host memory: give back what the caches hold there, and try again. */
     cache_clear(near);
     cache_clear(clt_cpu());
-    err = pinned_alloc(near, s, alloc);
+    err = near->backend->pinned_alloc(near, s, alloc);
   }
   if (err != CL_SUCCESS) {
     pthread_mutex_destroy(&s->lock);
@@ -415,7 +382,7 @@ clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, cl_mem mem, si
   if (!s)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   if (mem) {
-    cl_int err = clRetainMemObject(mem);
+    cl_int err = dev->backend->buffer_retain(mem);
     if (err != CL_SUCCESS) {
       pthread_mutex_destroy(&s->lock);
       free(s);

@@ -1,5 +1,5 @@
 /* params.c - parameter sets: named tensors in insertion order that move in place
- * (DESIGN.md rule 6). */
+ * (docs/architecture.md rule 6). */
 #include "clt-internal.h"
 
 #include <stdio.h>

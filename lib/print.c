@@ -1,5 +1,5 @@
 /* print.c - PyTorch-style formatting. Formatting a device tensor copies it to the host: the only
- * implicit device-to-host trip (DESIGN.md rule 4). */
+ * implicit device-to-host trip (docs/architecture.md rule 4). */
 #include "clt-internal.h"
 
 #include <math.h>

@@ -1,243 +1,13 @@
-/* transfer.c - to / copy_to / move / copy between the host and devices, and the events that
- * order work on a tensor's memory across queues (DESIGN.md rules 2 and 5). */
+/* transfer.c - to / copy_to / move / copy between the host and devices, reads into host memory
+ * (clt_tensor_read, clt_item), and the transfer counters and guard. The events that order work
+ * on a tensor's memory are opencl/order.c's. */
 #include "backend.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- events on storage -------------------------------------------------------------------- */
-
-static void bridge_done(cl_event ev, cl_int status, void *data) {
-  (void)ev;
-  cl_event user = data;
-  clSetUserEventStatus(user, status < 0 ? status : CL_COMPLETE);
-  clReleaseEvent(user);
-}
-
-/* An event of context ctx that completes when ev (of another context) does; or *out = NULL when
- * ev has completed already, and there is nothing to wait for. */
-static cl_int bridge(cl_event ev, cl_context ctx, cl_event *out) {
-  cl_int err;
-  /* The command behind ev must be submitted to its device, or its completion (and the callback
-   * below) may never come: OpenCL 1.2 section 5.13 asks for a clFlush of its queue before a
-   * queue of another context waits for it, and drivers that batch commands need it. An event
-   * complete by then needs no bridge, and must not get one on Oclgrind, which runs the commands
-   * inside clFlush and never calls a callback set on a completed event
-   * (tests/oclgrind/late_callback.c): the waiting queue would wait for ever. */
-  cl_command_queue q = NULL;
-  if (clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS && q)
-    clFlush(q);
-  cl_int status = CL_QUEUED;
-  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) ==
-          CL_SUCCESS &&
-      status == CL_COMPLETE) {
-    *out = NULL;
-    return CL_SUCCESS;
-  }
-  cl_event user = clCreateUserEvent(ctx, &err);
-  if (err != CL_SUCCESS)
-    return err;
-  clRetainEvent(user); /* one reference for the callback */
-  err = clSetEventCallback(ev, CL_COMPLETE, bridge_done, user);
-  if (err != CL_SUCCESS) {
-    clReleaseEvent(user);
-    clReleaseEvent(user);
-    return err;
-  }
-  *out = user;
-  return CL_SUCCESS;
-}
-
-static cl_context event_context(cl_event ev) {
-  cl_context c = NULL;
-  clGetEventInfo(ev, CL_EVENT_CONTEXT, sizeof c, &c, NULL);
-  return c;
-}
-
-void clt__waitlist_clear(clt_waitlist *wl) {
-  for (cl_uint i = 0; i < wl->n; i++)
-    clReleaseEvent(wl->ev[i]);
-  wl->n = 0;
-}
-
-/* Takes retained references to the events a reader (or writer) of s must wait for, leaving out
- * those of the in-order queue q (NULL: none left out), which precede a command on q anyway. */
-static int collect(clt_storage *s, bool writing, cl_command_queue q, cl_event *evs) {
-  int n = 0;
-  pthread_mutex_lock(&s->lock);
-  if (s->write_ev && (!q || s->write_q != q)) {
-    clRetainEvent(s->write_ev);
-    evs[n++] = s->write_ev;
-  }
-  if (writing)
-    for (int i = 0; i < s->nreads; i++)
-      if (!q || s->read_q[i] != q) {
-        clRetainEvent(s->read_ev[i]);
-        evs[n++] = s->read_ev[i];
-      }
-  pthread_mutex_unlock(&s->lock);
-  return n;
-}
-
-/* clt__waitlist_add for a command on queue q (NULL: unknown, wait for every event). */
-static clt_status waitlist_add_q(clt_waitlist *wl, clt_storage *s, bool writing, cl_command_queue q,
-                                 cl_context ctx, const char *fn) {
-  cl_event evs[CLT__MAX_READERS + 1];
-  int n = collect(s, writing, q, evs);
-  if (n == 0)
-    return CLT_OK;
-  clt_status st = CLT_OK;
-  for (int i = 0; i < n; i++) {
-    if (st != CLT_OK || wl->n >= sizeof wl->ev / sizeof wl->ev[0]) {
-      /* Cannot happen with the bounds above; wait rather than lose the ordering. */
-      if (st == CLT_OK)
-        clWaitForEvents(1, &evs[i]);
-      clReleaseEvent(evs[i]);
-      continue;
-    }
-    if (event_context(evs[i]) == ctx) {
-      wl->ev[wl->n++] = evs[i];
-      continue;
-    }
-    cl_event b = NULL;
-    cl_int err = bridge(evs[i], ctx, &b);
-    clReleaseEvent(evs[i]);
-    if (err != CL_SUCCESS)
-      st = clt__cl_error(err, fn, "bridging an event across contexts", s->dev);
-    else if (b)
-      wl->ev[wl->n++] = b;
-  }
-  return st;
-}
-
-clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
-                             const char *fn) {
-  return waitlist_add_q(wl, s, writing, NULL, ctx, fn);
-}
-
-clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
-                             clt_storage *const *writes, int nwrites, const char *fn) {
-  clt_status st = CLT_OK;
-  for (int i = 0; i < nreads && st == CLT_OK; i++)
-    if (reads[i])
-      st = waitlist_add_q(wl, reads[i], false, d->queue, d->context, fn);
-  for (int i = 0; i < nwrites && st == CLT_OK; i++)
-    if (writes[i])
-      st = waitlist_add_q(wl, writes[i], true, d->queue, d->context, fn);
-  if (st != CLT_OK)
-    clt__waitlist_clear(wl);
-  return st;
-}
-
-void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
-                       clt_storage *const *writes, int nwrites) {
-  for (int i = 0; i < nreads; i++)
-    if (reads[i])
-      clt__storage_note(reads[i], ev, d->queue, false);
-  for (int i = 0; i < nwrites; i++)
-    if (writes[i])
-      clt__storage_note(writes[i], ev, d->queue, true);
-}
-
-clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn) {
-  clt_status st = clt__maybe_sync(ev, d, fn);
-  clReleaseEvent(ev);
-  return st;
-}
-
-/* One event per reading queue suffices because the queue is in order and the caller holds the
- * queue's lock from the enqueue to here: the event replaced is always an earlier command of the
- * same queue. (Without the lock, two threads reading s on one queue could note their events in
- * the opposite order of their enqueues, and a later write would wait for the earlier read only.) */
-void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing) {
-  cl_event stale = NULL;
-  pthread_mutex_lock(&s->lock);
-  clRetainEvent(ev);
-  if (writing) {
-    /* The write waited for every earlier access, so it alone now orders what follows. */
-    if (s->write_ev)
-      clReleaseEvent(s->write_ev);
-    for (int i = 0; i < s->nreads; i++)
-      clReleaseEvent(s->read_ev[i]);
-    s->nreads = 0;
-    s->write_ev = ev;
-    s->write_q = q;
-  } else {
-    int i = 0;
-    while (i < s->nreads && s->read_q[i] != q)
-      i++;
-    if (i == CLT__MAX_READERS) {
-      /* More reading queues than slots: retire the oldest after it finishes. */
-      stale = s->read_ev[0];
-      memmove(&s->read_ev[0], &s->read_ev[1], (CLT__MAX_READERS - 1) * sizeof(cl_event));
-      memmove(&s->read_q[0], &s->read_q[1], (CLT__MAX_READERS - 1) * sizeof(cl_command_queue));
-      i = CLT__MAX_READERS - 1;
-      s->nreads--;
-    }
-    if (i < s->nreads)
-      clReleaseEvent(s->read_ev[i]);
-    else
-      s->nreads++;
-    s->read_ev[i] = ev;
-    s->read_q[i] = q;
-  }
-  pthread_mutex_unlock(&s->lock);
-  if (stale) {
-    clWaitForEvents(1, &stale);
-    clReleaseEvent(stale);
-  }
-}
-
-static void release_storage_cb(cl_event ev, cl_int status, void *data) {
-  (void)ev;
-  (void)status;
-  clt__storage_release(data);
-}
-
-clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn) {
-  clt__storage_retain(s);
-  cl_int err = clSetEventCallback(ev, CL_COMPLETE, release_storage_cb, s);
-  if (err != CL_SUCCESS) {
-    /* Without a callback, keep the memory valid by waiting here. */
-    clWaitForEvents(1, &ev);
-    clt__storage_release(s);
-    (void)fn;
-  }
-  return CLT_OK;
-}
-
-static clt_status wait_events(cl_event *evs, int n, const char *fn, const clt_device *dev) {
-  clt_status st = CLT_OK;
-  for (int i = 0; i < n; i++) {
-    cl_int err = clWaitForEvents(1, &evs[i]);
-    if (err != CL_SUCCESS && st == CLT_OK)
-      st = clt__cl_error(err, fn, "waiting for an earlier command", dev);
-    clReleaseEvent(evs[i]);
-  }
-  return st;
-}
-
-clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
-  cl_event evs[CLT__MAX_READERS + 1];
-  int n = collect(s, writing, NULL, evs);
-  return n ? wait_events(evs, n, fn, s->dev) : CLT_OK;
-}
-
-clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what) {
-  cl_int err = clWaitForEvents(1, &ev);
-  cl_int status = CL_COMPLETE;
-  clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-  if (err != CL_SUCCESS || status < 0)
-    return clt__cl_error(err != CL_SUCCESS ? err : status, fn, what, dev);
-  return CLT_OK;
-}
-
-clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
-  if (!clt__env_sync())
-    return CLT_OK;
-  return clt__wait_command(ev, dev, fn, "the command (CLT_SYNC=1)");
-}
 
 /* ---- accounting and the guard ---------------------------------------------------------------- */
 
@@ -381,54 +151,15 @@ static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
     return CLT_OK;
   }
 
-  /* One command on one queue: host to device and device to device (one context) on the
-   * destination's, device to host on the source's. */
-  enum { H2D, D2H, D2D } kind = D2D;
+  /* One command on one queue, the backend's copy: host to device and device to device (one
+   * context) on the destination's, device to host on the source's. */
   clt_device *qd = NULL; /* whose queue; NULL for two contexts (below) */
-  if (sd->kind == CLT_DEVICE_HOST) {
-    kind = H2D;
+  if (sd->kind == CLT_DEVICE_HOST)
     qd = dd;
-  } else if (dd->kind == CLT_DEVICE_HOST) {
-    kind = D2H;
-    qd = sd;
-  } else if (dd->context == sd->context) {
-    qd = dd;
-  }
-  if (qd) {
-    clt_waitlist wl = {.n = 0};
-    if ((st = waitlist_add_q(&wl, ss, false, qd->queue, qd->context, fn)) != CLT_OK ||
-        (st = waitlist_add_q(&wl, ds, true, qd->queue, qd->context, fn)) != CLT_OK) {
-      clt__waitlist_clear(&wl);
-      return st;
-    }
-    static const char *const what[] = {"clEnqueueWriteBuffer (host to device)",
-                                       "clEnqueueReadBuffer (device to host)",
-                                       "clEnqueueCopyBuffer (device to device)"};
-    const cl_event *wait = wl.n ? wl.ev : NULL;
-    cl_event ev = NULL;
-    cl_int err;
-    pthread_mutex_lock(&qd->lock);
-    if (kind == H2D)
-      err = clEnqueueWriteBuffer(qd->queue, ds->mem, CL_FALSE, dst->offset, n, clt__host_ptr(src),
-                                 wl.n, wait, &ev);
-    else if (kind == D2H)
-      err = clEnqueueReadBuffer(qd->queue, ss->mem, CL_FALSE, src->offset, n, clt__host_ptr(dst),
-                                wl.n, wait, &ev);
-    else
-      err = clEnqueueCopyBuffer(qd->queue, ss->mem, ds->mem, src->offset, dst->offset, n, wl.n,
-                                wait, &ev);
-    if (err == CL_SUCCESS) {
-      clt_storage *reads[1] = {ss}, *writes[1] = {ds};
-      clt__note_command(ev, qd, reads, 1, writes, 1);
-    }
-    pthread_mutex_unlock(&qd->lock);
-    clt__waitlist_clear(&wl);
-    if (err != CL_SUCCESS)
-      return clt__cl_error(err, fn, what[kind], qd);
-    if (kind != D2D) /* host memory must outlive the command */
-      clt__keep_alive(ev, kind == H2D ? ss : ds, fn);
-    return clt__command_done(ev, qd, fn);
-  }
+  else if (dd->kind == CLT_DEVICE_HOST || dd->context == sd->context)
+    qd = dd->kind == CLT_DEVICE_HOST ? sd : dd;
+  if (qd)
+    return qd->backend->copy(qd, dst, src, fn);
   /* Two contexts: stage through host memory, the second leg waiting on the first through a
    * bridged event, so the whole copy stays asynchronous. */
   clt_tensor *stage;
@@ -535,26 +266,7 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
     return CLT_OK;
   }
   clt_device *d = s->dev;
-  clt_waitlist wl = {.n = 0};
-  if ((st = waitlist_add_q(&wl, s, false, d->queue, d->context, fn)) != CLT_OK) {
-    clt__waitlist_clear(&wl);
-    return st;
-  }
-  /* Not a blocking read: the queue's lock is held from the enqueue to the note only, and the
-   * wait comes after, so other threads keep enqueueing meanwhile. */
-  cl_event ev;
-  pthread_mutex_lock(&d->lock);
-  cl_int err = clEnqueueReadBuffer(d->queue, s->mem, CL_FALSE, t->offset, t->nbytes, dst, wl.n,
-                                   wl.n ? wl.ev : NULL, &ev);
-  if (err == CL_SUCCESS)
-    clt__storage_note(s, ev, d->queue, false);
-  pthread_mutex_unlock(&d->lock);
-  clt__waitlist_clear(&wl);
-  if (err != CL_SUCCESS)
-    return clt__cl_error(err, fn, "clEnqueueReadBuffer", d);
-  st = clt__wait_command(ev, d, fn, "clEnqueueReadBuffer");
-  clReleaseEvent(ev);
-  if (st != CLT_OK)
+  if ((st = d->backend->read(t, dst, fn)) != CLT_OK)
     return st;
   count(d, clt_cpu(), t->nbytes, implicit);
   return CLT_OK;
@@ -579,4 +291,101 @@ clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *
               d->name);
   }
   return read_bytes(t, dst, fn, true);
+}
+
+/* ---- reads into host memory ------------------------------------------------------------- */
+
+clt_status clt_tensor_read(const clt_tensor *t, void *dst, size_t dst_bytes) {
+  static const char fn[] = "clt_tensor_read";
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (!dst && t->nbytes > 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dst is NULL");
+  if (dst_bytes < t->nbytes)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "dst_bytes = %zu is smaller than the tensor's %zu bytes", dst_bytes,
+                      t->nbytes);
+  return clt__read_bytes(t, dst, fn);
+}
+
+/* A float as int64_t: truncated toward zero, saturated, NaN as 0 (a plain cast is undefined
+ * outside the range). */
+static int64_t float_to_i64(double v) {
+  if (isnan(v))
+    return 0;
+  if (v >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
+  return (int64_t)v;
+}
+
+static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64_t *i) {
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (t->numel != 1) {
+    char sh[256];
+    clt__format_shape(sh, sizeof sh, t->ndim, t->shape);
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the tensor has %lld elements (shape %s); only one-element tensors "
+                      "convert to a number",
+                      (long long)t->numel, sh);
+  }
+  union {
+    float f;
+    double d;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+  } v;
+  if ((s = clt__read_bytes(t, &v, fn)) != CLT_OK)
+    return s;
+  switch (t->dtype) {
+  case CLT_F32:
+    *d = v.f;
+    *i = float_to_i64(v.f);
+    break;
+  case CLT_F64:
+    *d = v.d;
+    *i = float_to_i64(v.d);
+    break;
+  case CLT_I32:
+    *d = v.i32;
+    *i = v.i32;
+    break;
+  case CLT_I64:
+    *d = (double)v.i64;
+    *i = v.i64;
+    break;
+  case CLT_U8:
+  case CLT_BOOL:
+    *d = v.u8;
+    *i = v.u8;
+    break;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_item(const clt_tensor *t, double *out) {
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_item", "out is NULL");
+  double d;
+  int64_t i;
+  clt_status s = read_one(t, "clt_item", &d, &i);
+  if (s == CLT_OK)
+    *out = d;
+  return s;
+}
+
+clt_status clt_item_i64(const clt_tensor *t, int64_t *out) {
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_item_i64", "out is NULL");
+  double d;
+  int64_t i;
+  clt_status s = read_one(t, "clt_item_i64", &d, &i);
+  if (s == CLT_OK)
+    *out = i;
+  return s;
 }

@@ -1,5 +1,5 @@
-/* safetensors.c - checkpoints: clt_save and clt_load in the safetensors format (DESIGN.md
- * rule 7).
+/* safetensors.c - checkpoints: clt_save and clt_load in the safetensors format
+ * (docs/architecture.md rule 7).
  *
  * The format: an 8-byte little-endian header length N, N bytes of JSON
  *   {"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, ...,

@@ -147,46 +147,29 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
     memo_put(d, key, kern);
   }
 
-  clt_storage *reads[3] = {NULL, NULL, NULL}, *writes[1] = {out->storage};
+  clt_storage *reads[3] = {NULL, NULL, NULL};
   for (int k = 0; k < n; k++)
     reads[k] = in[k]->storage;
-  clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_for(&wl, d, reads, n, writes, 1, fn)) != CLT_OK)
-    return st;
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong count = (cl_ulong)out->numel, step = l.chunk;
-  cl_event ev = NULL;
-  cl_uint arg = 0;
-  pthread_mutex_lock(&d->lock);
-  cl_int err = clSetKernelArg(kern, arg++, sizeof(cl_mem), &out->storage->mem);
+  clt_cl_arg args[8];
+  int arg = 0;
+  args[arg++] = (clt_cl_arg){sizeof(cl_mem), &out->storage->mem};
   for (int k = 0; k < n; k++)
-    err |= clSetKernelArg(kern, arg++, sizeof(cl_mem), &in[k]->storage->mem);
-  err |= clSetKernelArg(kern, arg++, sizeof count, &count);
-  err |= clSetKernelArg(kern, arg++, sizeof step, &step);
+    args[arg++] = (clt_cl_arg){sizeof(cl_mem), &in[k]->storage->mem};
+  args[arg++] = (clt_cl_arg){sizeof count, &count};
+  args[arg++] = (clt_cl_arg){sizeof step, &step};
+  clt_cl_bcast g;
+  cl_int nd = bc->ndim;
   if (broadcast) {
-    clt_cl_bcast g;
     memset(&g, 0, sizeof g);
     for (int i = 0; i < bc->ndim; i++) {
       g.shape[i] = bc->shape[i];
       for (int k = 0; k < n; k++)
         g.s[k][i] = bc->s[k][i];
     }
-    cl_int nd = bc->ndim;
-    err |= clSetKernelArg(kern, arg++, sizeof nd, &nd);
-    err |= clSetKernelArg(kern, arg++, sizeof g, &g);
+    args[arg++] = (clt_cl_arg){sizeof nd, &nd};
+    args[arg++] = (clt_cl_arg){sizeof g, &g};
   }
-  if (err != CL_SUCCESS) {
-    pthread_mutex_unlock(&d->lock);
-    clt__waitlist_clear(&wl);
-    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s_%s%s on %s failed",
-                      op->name, clt_dtype_name(out->dtype), broadcast ? "_bcast" : "", d->name);
-  }
-  st = clt__cl_enqueue(d, kern, &l, &wl, fn, &ev);
-  if (st == CLT_OK)
-    clt__note_command(ev, d, reads, n, writes, 1);
-  pthread_mutex_unlock(&d->lock);
-  clt__waitlist_clear(&wl);
-  if (st != CLT_OK)
-    return st;
-  return clt__command_done(ev, d, fn);
+  return clt__cl_run(d, kern, &l, args, arg, reads, n, &out->storage, 1, fn);
 }

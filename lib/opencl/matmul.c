@@ -295,6 +295,29 @@ static clt_status enqueue_kernel(clt_device *d, cl_kernel k, clt_tensor *out, co
   return CLT_OK;
 }
 
+typedef struct matmul_args {
+  clt_matmul_kind kind;
+  cl_kernel k; /* the tiled kernel (CLT__MM_KERNEL) */
+  clt_tensor *out;
+  const clt_tensor *a, *b;
+  const clt_matmul_desc *g;
+} matmul_args;
+
+static clt_status enqueue_matmul(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                 cl_event *ev) {
+  const matmul_args *m = ctx;
+  switch (m->kind) {
+  case CLT__MM_NATIVE:
+    return enqueue_native(d, m->out, m->a, m->b, m->g, wl, fn, ev);
+#ifdef HAVE_CLBLAST
+  case CLT__MM_CLBLAST:
+    return enqueue_clblast(d, m->out, m->a, m->b, m->g, wl, fn, ev);
+#endif
+  default:
+    return enqueue_kernel(d, m->k, m->out, m->a, m->b, m->g, wl, fn, ev);
+  }
+}
+
 clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
                           const clt_matmul_desc *g, const char *fn) {
   clt_device *d = out->storage->dev;
@@ -305,33 +328,7 @@ clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor
   cl_kernel k = NULL;
   if (kind == CLT__MM_KERNEL && (st = get_tiled_kernel(d, out->dtype, fn, &k)) != CLT_OK)
     return st;
-  clt_storage *reads[2] = {a->storage, b->storage}, *writes[1] = {out->storage};
-  clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_for(&wl, d, reads, 2, writes, 1, fn)) != CLT_OK)
-    return st;
-  cl_event ev = NULL;
-  pthread_mutex_lock(&d->lock);
-  switch (kind) {
-  case CLT__MM_NATIVE:
-    st = enqueue_native(d, out, a, b, g, &wl, fn, &ev);
-    break;
-#ifdef HAVE_CLBLAST
-  case CLT__MM_CLBLAST:
-    st = enqueue_clblast(d, out, a, b, g, &wl, fn, &ev);
-    break;
-#endif
-  default:
-    st = enqueue_kernel(d, k, out, a, b, g, &wl, fn, &ev);
-    break;
-  }
-  if (st == CLT_OK)
-    clt__note_command(ev, d, reads, 2, writes, 1);
-  pthread_mutex_unlock(&d->lock);
-  clt__waitlist_clear(&wl);
-  if (st != CLT_OK) {
-    if (ev) /* the native path's product ran, but its clean-up could not be hooked to it */
-      clReleaseEvent(ev);
-    return st;
-  }
-  return clt__command_done(ev, d, fn);
+  clt_storage *reads[2] = {a->storage, b->storage};
+  matmul_args m = {kind, k, out, a, b, g};
+  return clt__cl_submit(d, reads, 2, &out->storage, 1, enqueue_matmul, &m, fn, NULL);
 }

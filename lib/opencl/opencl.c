@@ -1,4 +1,5 @@
-/* opencl/opencl.c - the OpenCL backend's table, fill, upload and launch helpers. */
+/* opencl/opencl.c - the OpenCL backend's table, fill, upload and the launch sequence
+ * (clt__cl_submit), which every command on a device's queue goes through. */
 #include "backend.h"
 
 #include <stdio.h>
@@ -53,41 +54,100 @@ clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, cl
   return CLT_OK;
 }
 
-static clt_status cl_fill(clt_tensor *out, const void *pattern, const char *fn) {
-  clt_device *d = out->storage->dev;
+clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
+                          clt_storage *const *writes, int nwrites, clt_cl_enqueue_fn enqueue,
+                          void *ctx, const char *fn, cl_event *keep) {
   clt_waitlist wl = {.n = 0};
-  clt_status st = clt__waitlist_for(&wl, d, NULL, 0, &out->storage, 1, fn);
+  clt_status st = clt__waitlist_for(&wl, d, reads, nreads, writes, nwrites, fn);
   if (st != CLT_OK)
     return st;
-  cl_event ev;
+  cl_event ev = NULL;
   pthread_mutex_lock(&d->lock);
-  cl_int err = clEnqueueFillBuffer(d->queue, out->storage->mem, pattern, clt_dtype_size(out->dtype),
-                                   out->offset, out->nbytes, wl.n, wl.n ? wl.ev : NULL, &ev);
-  if (err == CL_SUCCESS)
-    clt__storage_note(out->storage, ev, d->queue, true);
+  st = enqueue(d, &wl, ctx, fn, &ev);
+  if (st == CLT_OK)
+    clt__note_command(ev, d, reads, nreads, writes, nwrites);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
-  if (err != CL_SUCCESS)
-    return clt__cl_error(err, fn, "clEnqueueFillBuffer", d);
+  if (st != CLT_OK) {
+    if (ev) /* enqueued, but a later step failed (the native matmul's clean-up hook) */
+      clReleaseEvent(ev);
+    return st;
+  }
+  if (keep) {
+    *keep = ev;
+    return CLT_OK;
+  }
   return clt__command_done(ev, d, fn);
+}
+
+typedef struct kernel_run {
+  cl_kernel k;
+  const clt_launch *l;
+  const clt_cl_arg *args;
+  int nargs;
+} kernel_run;
+
+static clt_status enqueue_kernel(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                 cl_event *ev) {
+  const kernel_run *r = ctx;
+  cl_int err = CL_SUCCESS;
+  for (int i = 0; i < r->nargs; i++)
+    err |= clSetKernelArg(r->k, (cl_uint)i, r->args[i].size, r->args[i].value);
+  if (err != CL_SUCCESS) {
+    char name[128] = "?";
+    clGetKernelInfo(r->k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+    return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of kernel %s on %s failed", name,
+                      d->name);
+  }
+  return clt__cl_enqueue(d, r->k, r->l, wl, fn, ev);
+}
+
+clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const clt_cl_arg *args,
+                       int nargs, clt_storage *const *reads, int nreads, clt_storage *const *writes,
+                       int nwrites, const char *fn) {
+  kernel_run r = {k, l, args, nargs};
+  return clt__cl_submit(d, reads, nreads, writes, nwrites, enqueue_kernel, &r, fn, NULL);
+}
+
+typedef struct fill_args {
+  const clt_tensor *out;
+  const void *pattern;
+} fill_args;
+
+static clt_status enqueue_fill(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                               cl_event *ev) {
+  const fill_args *a = ctx;
+  cl_int err =
+      clEnqueueFillBuffer(d->queue, a->out->storage->mem, a->pattern, clt_dtype_size(a->out->dtype),
+                          a->out->offset, a->out->nbytes, wl->n, wl->n ? wl->ev : NULL, ev);
+  return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, "clEnqueueFillBuffer", d);
+}
+
+static clt_status cl_fill(clt_tensor *out, const void *pattern, const char *fn) {
+  fill_args a = {out, pattern};
+  return clt__cl_submit(out->storage->dev, NULL, 0, &out->storage, 1, enqueue_fill, &a, fn, NULL);
+}
+
+typedef struct upload_args {
+  const clt_tensor *out;
+  const void *src;
+} upload_args;
+
+static clt_status enqueue_upload(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                 cl_event *ev) {
+  const upload_args *a = ctx;
+  cl_int err = clEnqueueWriteBuffer(d->queue, a->out->storage->mem, CL_FALSE, a->out->offset,
+                                    a->out->nbytes, a->src, wl->n, wl->n ? wl->ev : NULL, ev);
+  return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, "clEnqueueWriteBuffer", d);
 }
 
 static clt_status cl_upload(clt_tensor *out, const void *src, const char *fn) {
   clt_device *d = out->storage->dev;
-  clt_waitlist wl = {.n = 0};
-  clt_status st = clt__waitlist_for(&wl, d, NULL, 0, &out->storage, 1, fn);
+  upload_args a = {out, src};
+  cl_event ev;
+  clt_status st = clt__cl_submit(d, NULL, 0, &out->storage, 1, enqueue_upload, &a, fn, &ev);
   if (st != CLT_OK)
     return st;
-  cl_event ev;
-  pthread_mutex_lock(&d->lock);
-  cl_int err = clEnqueueWriteBuffer(d->queue, out->storage->mem, CL_FALSE, out->offset, out->nbytes,
-                                    src, wl.n, wl.n ? wl.ev : NULL, &ev);
-  if (err == CL_SUCCESS)
-    clt__storage_note(out->storage, ev, d->queue, true);
-  pthread_mutex_unlock(&d->lock);
-  clt__waitlist_clear(&wl);
-  if (err != CL_SUCCESS)
-    return clt__cl_error(err, fn, "clEnqueueWriteBuffer", d);
   /* The caller may reuse src as soon as we return: wait (outside the queue's lock). */
   st = clt__wait_command(ev, d, fn, "clEnqueueWriteBuffer");
   clReleaseEvent(ev);
@@ -107,4 +167,15 @@ const struct clt_backend clt__opencl_backend = {
     .matmul = clt__cl_matmul,
     .matmul_path = clt__cl_matmul_path,
     .transpose = clt__cl_transpose,
+    .warm = clt__cl_matmul_build,
+    .copy = clt__cl_copy,
+    .read = clt__cl_read,
+    .event_record = clt__cl_event_record,
+    .event_wait = clt__cl_event_wait,
+    .event_elapsed = clt__cl_event_elapsed,
+    .event_release = clt__cl_event_release,
+    .buffer_alloc = clt__cl_buffer_alloc,
+    .pinned_alloc = clt__cl_pinned_alloc,
+    .buffer_retain = clt__cl_buffer_retain,
+    .buffer_free = clt__cl_buffer_free,
 };

@@ -1,5 +1,6 @@
-/* internal_mpi.c - libclt's side of the interface with libclt_mpi (lib/clt-internal-mpi.h): thin
- * wrappers over transfer.c's event bookkeeping that take public types only. */
+/* opencl/internal_mpi.c - libclt's side of the interface with libclt_mpi
+ * (lib/clt-internal-mpi.h): thin wrappers over the OpenCL backend's event bookkeeping
+ * (opencl/order.c) that take public and OpenCL types only. */
 #include "clt-internal.h"
 
 #include "clt-internal-mpi.h"

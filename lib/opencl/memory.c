@@ -1,0 +1,40 @@
+/* opencl/memory.c - OpenCL buffers behind storages: device buffers, pinned host memory (a
+ * buffer mapped into the host's address space) and references to foreign buffers. The caching
+ * allocator and its accounting are lib/memory.c's. */
+#include "backend.h"
+
+cl_int clt__cl_buffer_alloc(clt_storage *s) {
+  cl_int err;
+  s->mem = clCreateBuffer(s->dev->context, CL_MEM_READ_WRITE, s->bytes, NULL, &err);
+  return err;
+}
+
+cl_int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc) {
+  cl_int err;
+  s->mem =
+      clCreateBuffer(near->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, alloc, NULL, &err);
+  if (err != CL_SUCCESS)
+    return err;
+  s->host = clEnqueueMapBuffer(near->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, alloc,
+                               0, NULL, NULL, &err);
+  if (err != CL_SUCCESS) {
+    clReleaseMemObject(s->mem);
+    s->mem = NULL;
+    s->host = NULL;
+  }
+  return err;
+}
+
+cl_int clt__cl_buffer_retain(cl_mem mem) { return clRetainMemObject(mem); }
+
+void clt__cl_buffer_free(clt_storage *s) {
+  if (s->pin_dev && !s->release) {
+    /* A mapped buffer is not freed: if the unmap cannot be enqueued, let the queue drain and
+     * try once more (nobody is left to report a failure to). */
+    if (clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL) != CL_SUCCESS) {
+      clFinish(s->pin_dev->queue);
+      clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL);
+    }
+  }
+  clReleaseMemObject(s->mem); /* OpenCL keeps it until its commands finish */
+}

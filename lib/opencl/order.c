@@ -1,0 +1,250 @@
+/* opencl/order.c - the events that order work on a storage across queues and contexts: what a
+ * command must wait for before it reads or writes a storage, what it leaves behind for the next
+ * one (clt_storage's write_ev and read_ev), and waiting for them on the host. */
+#include "clt-internal.h"
+
+#include <string.h>
+
+static void bridge_done(cl_event ev, cl_int status, void *data) {
+  (void)ev;
+  cl_event user = data;
+  clSetUserEventStatus(user, status < 0 ? status : CL_COMPLETE);
+  clReleaseEvent(user);
+}
+
+/* An event of context ctx that completes when ev (of another context) does; or *out = NULL when
+ * ev has completed already, and there is nothing to wait for. */
+static cl_int bridge(cl_event ev, cl_context ctx, cl_event *out) {
+  cl_int err;
+  /* The command behind ev must be submitted to its device, or its completion (and the callback
+   * below) may never come: OpenCL 1.2 section 5.13 asks for a clFlush of its queue before a
+   * queue of another context waits for it, and drivers that batch commands need it. An event
+   * complete by then needs no bridge, and must not get one on Oclgrind, which runs the commands
+   * inside clFlush and never calls a callback set on a completed event
+   * (tests/oclgrind/late_callback.c): the waiting queue would wait for ever. */
+  cl_command_queue q = NULL;
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS && q)
+    clFlush(q);
+  cl_int status = CL_QUEUED;
+  if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) ==
+          CL_SUCCESS &&
+      status == CL_COMPLETE) {
+    *out = NULL;
+    return CL_SUCCESS;
+  }
+  cl_event user = clCreateUserEvent(ctx, &err);
+  if (err != CL_SUCCESS)
+    return err;
+  clRetainEvent(user); /* one reference for the callback */
+  err = clSetEventCallback(ev, CL_COMPLETE, bridge_done, user);
+  if (err != CL_SUCCESS) {
+    clReleaseEvent(user);
+    clReleaseEvent(user);
+    return err;
+  }
+  *out = user;
+  return CL_SUCCESS;
+}
+
+static cl_context event_context(cl_event ev) {
+  cl_context c = NULL;
+  clGetEventInfo(ev, CL_EVENT_CONTEXT, sizeof c, &c, NULL);
+  return c;
+}
+
+void clt__waitlist_clear(clt_waitlist *wl) {
+  for (cl_uint i = 0; i < wl->n; i++)
+    clReleaseEvent(wl->ev[i]);
+  wl->n = 0;
+}
+
+/* Takes retained references to the events a reader (or writer) of s must wait for, leaving out
+ * those of the in-order queue q (NULL: none left out), which precede a command on q anyway. */
+static int collect(clt_storage *s, bool writing, cl_command_queue q, cl_event *evs) {
+  int n = 0;
+  pthread_mutex_lock(&s->lock);
+  if (s->write_ev && (!q || s->write_q != q)) {
+    clRetainEvent(s->write_ev);
+    evs[n++] = s->write_ev;
+  }
+  if (writing)
+    for (int i = 0; i < s->nreads; i++)
+      if (!q || s->read_q[i] != q) {
+        clRetainEvent(s->read_ev[i]);
+        evs[n++] = s->read_ev[i];
+      }
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+/* clt__waitlist_add for a command on queue q (NULL: unknown, wait for every event). */
+static clt_status waitlist_add_q(clt_waitlist *wl, clt_storage *s, bool writing, cl_command_queue q,
+                                 cl_context ctx, const char *fn) {
+  cl_event evs[CLT__MAX_READERS + 1];
+  int n = collect(s, writing, q, evs);
+  if (n == 0)
+    return CLT_OK;
+  clt_status st = CLT_OK;
+  for (int i = 0; i < n; i++) {
+    if (st != CLT_OK || wl->n >= sizeof wl->ev / sizeof wl->ev[0]) {
+      /* Cannot happen with the bounds above; wait rather than lose the ordering. */
+      if (st == CLT_OK)
+        clWaitForEvents(1, &evs[i]);
+      clReleaseEvent(evs[i]);
+      continue;
+    }
+    if (event_context(evs[i]) == ctx) {
+      wl->ev[wl->n++] = evs[i];
+      continue;
+    }
+    cl_event b = NULL;
+    cl_int err = bridge(evs[i], ctx, &b);
+    clReleaseEvent(evs[i]);
+    if (err != CL_SUCCESS)
+      st = clt__cl_error(err, fn, "bridging an event across contexts", s->dev);
+    else if (b)
+      wl->ev[wl->n++] = b;
+  }
+  return st;
+}
+
+clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
+                             const char *fn) {
+  return waitlist_add_q(wl, s, writing, NULL, ctx, fn);
+}
+
+clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
+                             clt_storage *const *writes, int nwrites, const char *fn) {
+  clt_status st = CLT_OK;
+  for (int i = 0; i < nreads && st == CLT_OK; i++)
+    if (reads[i])
+      st = waitlist_add_q(wl, reads[i], false, d->queue, d->context, fn);
+  for (int i = 0; i < nwrites && st == CLT_OK; i++)
+    if (writes[i])
+      st = waitlist_add_q(wl, writes[i], true, d->queue, d->context, fn);
+  if (st != CLT_OK)
+    clt__waitlist_clear(wl);
+  return st;
+}
+
+void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
+                       clt_storage *const *writes, int nwrites) {
+  for (int i = 0; i < nreads; i++)
+    if (reads[i])
+      clt__storage_note(reads[i], ev, d->queue, false);
+  for (int i = 0; i < nwrites; i++)
+    if (writes[i])
+      clt__storage_note(writes[i], ev, d->queue, true);
+}
+
+clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn) {
+  clt_status st = clt__maybe_sync(ev, d, fn);
+  clReleaseEvent(ev);
+  return st;
+}
+
+/* One event per reading queue suffices because the queue is in order and the caller holds the
+ * queue's lock from the enqueue to here: the event replaced is always an earlier command of the
+ * same queue. (Without the lock, two threads reading s on one queue could note their events in
+ * the opposite order of their enqueues, and a later write would wait for the earlier read only.) */
+void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing) {
+  cl_event stale = NULL;
+  pthread_mutex_lock(&s->lock);
+  clRetainEvent(ev);
+  if (writing) {
+    /* The write waited for every earlier access, so it alone now orders what follows. */
+    if (s->write_ev)
+      clReleaseEvent(s->write_ev);
+    for (int i = 0; i < s->nreads; i++)
+      clReleaseEvent(s->read_ev[i]);
+    s->nreads = 0;
+    s->write_ev = ev;
+    s->write_q = q;
+  } else {
+    int i = 0;
+    while (i < s->nreads && s->read_q[i] != q)
+      i++;
+    if (i == CLT__MAX_READERS) {
+      /* More reading queues than slots: retire the oldest after it finishes. */
+      stale = s->read_ev[0];
+      memmove(&s->read_ev[0], &s->read_ev[1], (CLT__MAX_READERS - 1) * sizeof(cl_event));
+      memmove(&s->read_q[0], &s->read_q[1], (CLT__MAX_READERS - 1) * sizeof(cl_command_queue));
+      i = CLT__MAX_READERS - 1;
+      s->nreads--;
+    }
+    if (i < s->nreads)
+      clReleaseEvent(s->read_ev[i]);
+    else
+      s->nreads++;
+    s->read_ev[i] = ev;
+    s->read_q[i] = q;
+  }
+  pthread_mutex_unlock(&s->lock);
+  if (stale) {
+    clWaitForEvents(1, &stale);
+    clReleaseEvent(stale);
+  }
+}
+
+static void release_storage_cb(cl_event ev, cl_int status, void *data) {
+  (void)ev;
+  (void)status;
+  clt__storage_release(data);
+}
+
+clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn) {
+  clt__storage_retain(s);
+  cl_int err = clSetEventCallback(ev, CL_COMPLETE, release_storage_cb, s);
+  if (err != CL_SUCCESS) {
+    /* Without a callback, keep the memory valid by waiting here. */
+    clWaitForEvents(1, &ev);
+    clt__storage_release(s);
+    (void)fn;
+  }
+  return CLT_OK;
+}
+
+static clt_status wait_events(cl_event *evs, int n, const char *fn, const clt_device *dev) {
+  clt_status st = CLT_OK;
+  for (int i = 0; i < n; i++) {
+    cl_int err = clWaitForEvents(1, &evs[i]);
+    if (err != CL_SUCCESS && st == CLT_OK)
+      st = clt__cl_error(err, fn, "waiting for an earlier command", dev);
+    clReleaseEvent(evs[i]);
+  }
+  return st;
+}
+
+clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
+  cl_event evs[CLT__MAX_READERS + 1];
+  int n = collect(s, writing, NULL, evs);
+  return n ? wait_events(evs, n, fn, s->dev) : CLT_OK;
+}
+
+clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what) {
+  cl_int err = clWaitForEvents(1, &ev);
+  cl_int status = CL_COMPLETE;
+  clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+  if (err != CL_SUCCESS || status < 0)
+    return clt__cl_error(err != CL_SUCCESS ? err : status, fn, what, dev);
+  return CLT_OK;
+}
+
+clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
+  if (!clt__env_sync())
+    return CLT_OK;
+  return clt__wait_command(ev, dev, fn, "the command (CLT_SYNC=1)");
+}
+
+void clt__storage_events_drop(clt_storage *s, bool wait) {
+  if (wait) {
+    if (s->write_ev)
+      clWaitForEvents(1, &s->write_ev);
+    for (int i = 0; i < s->nreads; i++)
+      clWaitForEvents(1, &s->read_ev[i]);
+  }
+  if (s->write_ev)
+    clReleaseEvent(s->write_ev);
+  for (int i = 0; i < s->nreads; i++)
+    clReleaseEvent(s->read_ev[i]);
+}

@@ -1,0 +1,118 @@
+/* warm.c - clt_kernel_cache_warm: every program a device's backend builds, built ahead of use by
+ * running each operation once on tiny tensors through the public API, plus what the backend's
+ * warm hook builds that the public path may not run. */
+#include "backend.h"
+
+/* A list of steps, each one operation on tiny tensors of one dtype, run through the public API
+ * so that every program is built by the code that will use it. The same walk counts the steps
+ * (run = false) and runs them. */
+
+typedef clt_status (*unary_fn)(clt_tensor *, clt_tensor **);
+typedef clt_status (*reduce_dim_fn)(clt_tensor *, int, int, clt_tensor **);
+
+typedef struct warm_state {
+  clt_device *dev;
+  bool run;
+  int done, total;
+  void (*progress)(int done, int total, void *ctx);
+  void *ctx;
+} warm_state;
+
+/* Finishes a step with status s and the result r (released): an operation the dtype does not
+ * have (CLT_ERR_DTYPE) is not an error. */
+static clt_status warm_step(warm_state *w, clt_status s, clt_tensor *r) {
+  clt_tensor_release(r);
+  if (s == CLT_ERR_DTYPE) {
+    clt_clear_error();
+    s = CLT_OK;
+  }
+  if (s != CLT_OK)
+    return s;
+  w->done++;
+  if (w->run && w->progress)
+    w->progress(w->done, w->total, w->ctx);
+  return CLT_OK;
+}
+
+#define WARM(expr)                                                                                 \
+  do {                                                                                             \
+    clt_tensor *r_ = NULL;                                                                         \
+    clt_status s_ = w->run ? (expr) : CLT_OK;                                                      \
+    if ((s_ = warm_step(w, s_, r_)) != CLT_OK)                                                     \
+      return s_;                                                                                   \
+  } while (0)
+
+/* The steps for one dtype; a is a (2, 2) tensor of ones, cond a bool one (NULL when counting).
+ * Every elementwise operation of the table (include/clt_ops.h) is one step. */
+static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_tensor *cond) {
+  static const unary_fn reduce[] = {clt_sum, clt_mean, clt_max, clt_min, clt_argmax};
+  static const reduce_dim_fn reduce_dim[] = {clt_sum_dim, clt_mean_dim, clt_max_dim, clt_min_dim,
+                                             clt_argmax_dim};
+  bool fp64 = clt_device_has_fp64(w->dev);
+  int64_t row[1] = {2};
+  clt_tensor *b = NULL;
+  for (int k = 0; k < CLT__OP_COUNT; k++) {
+    if (k == CLT__OP_cast)
+      continue; /* below, to every dtype */
+    clt_tensor *in[3] = {clt__ops[k].cond ? cond : a, a, a};
+    WARM(clt__op_run((clt_op_kind)k, in, &r_));
+  }
+  /* the broadcasting kernel, which lives in the same program as the plain one */
+  WARM(clt_ones(dt, 1, row, w->dev, &b) != CLT_OK ? clt_last_status() : clt_add(a, b, &r_));
+  clt_tensor_release(b);
+  for (size_t i = 0; i < sizeof reduce / sizeof *reduce; i++)
+    WARM(reduce[i](a, &r_));
+  for (size_t i = 0; i < sizeof reduce_dim / sizeof *reduce_dim; i++)
+    WARM(reduce_dim[i](a, 1, 0, &r_));
+  for (int to = CLT_F32; to <= CLT_BOOL; to++)
+    if (to != CLT_F64 || fp64)
+      WARM(clt_cast(a, (clt_dtype)to, &r_));
+  WARM(clt_transpose(a, 0, 1, &r_));
+  if (dt == CLT_F32 || dt == CLT_F64) {
+    WARM(clt_rand(dt, 2, clt_tensor_shape(a), w->dev, &r_));
+    WARM(clt_randn(dt, 2, clt_tensor_shape(a), w->dev, &r_));
+    WARM(clt_matmul(a, a, &r_));
+    if (w->dev->backend->warm)
+      WARM(w->dev->backend->warm(w->dev, dt, "clt_kernel_cache_warm"));
+  }
+  return CLT_OK;
+}
+#undef WARM
+
+static clt_status warm_all(warm_state *w) {
+  bool fp64 = clt_device_has_fp64(w->dev);
+  int64_t shape[2] = {2, 2};
+  clt_tensor *cond = NULL;
+  clt_status st = CLT_OK;
+  if (w->run && (st = clt_ones(CLT_BOOL, 2, shape, w->dev, &cond)) != CLT_OK)
+    return st;
+  for (int dt = CLT_F32; dt <= CLT_BOOL && st == CLT_OK; dt++) {
+    if (dt == CLT_F64 && !fp64)
+      continue;
+    clt_tensor *a = NULL;
+    if (w->run && (st = clt_ones((clt_dtype)dt, 2, shape, w->dev, &a)) != CLT_OK)
+      break;
+    st = warm_dtype(w, (clt_dtype)dt, a, cond);
+    clt_tensor_release(a);
+  }
+  clt_tensor_release(cond);
+  if (st == CLT_OK && w->run)
+    st = clt_device_synchronize(w->dev);
+  return st;
+}
+
+clt_status clt_kernel_cache_warm(clt_device *dev, void (*progress)(int done, int total, void *ctx),
+                                 void *ctx) {
+  if (!dev)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_kernel_cache_warm", "dev is NULL");
+  warm_state w = {dev, false, 0, 0, progress, ctx};
+  if (!clt_device_is_host(dev)) {
+    warm_all(&w); /* counts */
+    w.total = w.done;
+    w.done = 0;
+    w.run = true;
+  }
+  if (progress)
+    progress(0, w.total, ctx);
+  return w.run ? warm_all(&w) : CLT_OK;
+}
