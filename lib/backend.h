@@ -162,6 +162,14 @@ struct clt_backend {
   cl_int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
   cl_int (*buffer_retain)(cl_mem mem);
   void (*buffer_free)(clt_storage *s);
+  /* (optional: device backends) Discovery, run once by lib/device.c's registry: sets *out to a
+   * malloc'ed array of the *count devices of this kind (kept until exit; NULL and 0 when there
+   * are none), each named, described and opened (clt__device_setup, context, queue). Devices
+   * that cannot be opened are left out with a warning on stderr. */
+  void (*discover)(clt_device **out, int *count);
+  /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
+   * command enqueued on dev so far has completed; fn names the caller in errors. */
+  clt_status (*synchronize)(clt_device *dev, const char *fn);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
@@ -251,6 +259,8 @@ cl_int clt__cl_buffer_alloc(clt_storage *s);
 cl_int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc);
 cl_int clt__cl_buffer_retain(cl_mem mem);
 void clt__cl_buffer_free(clt_storage *s);
+void clt__cl_discover(clt_device **out, int *count);
+clt_status clt__cl_synchronize(clt_device *dev, const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {

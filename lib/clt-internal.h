@@ -98,6 +98,14 @@ struct clt_device {
  * for the device called name into buf and returns buf; NULL when unset or not listed. */
 const char *clt__device_setting(const char *var, const char *name, char *buf, size_t size);
 
+/* For device backends' discovery: clt__device_setup completes an entry whose backend has filled
+ * its name, kind and hardware facts (the settings of the environment such as CLT_NO_FP64 and
+ * CLT_KERNEL_SHAPE, the locks, the description); clt__device_forget undoes it for a device that
+ * could not be opened (its slot is reused). clt__trim strips surrounding blanks in place. */
+void clt__device_setup(clt_device *d);
+void clt__device_forget(clt_device *d);
+void clt__trim(char *s);
+
 /* Checks that dev is a real device; sets the error for fn and returns the status. */
 clt_status clt__check_device(const clt_device *dev, const char *fn, const char *arg);
 /* Process-wide settings read once from the environment. */

@@ -178,4 +178,6 @@ const struct clt_backend clt__opencl_backend = {
     .pinned_alloc = clt__cl_pinned_alloc,
     .buffer_retain = clt__cl_buffer_retain,
     .buffer_free = clt__cl_buffer_free,
+    .discover = clt__cl_discover,
+    .synchronize = clt__cl_synchronize,
 };
