@@ -114,6 +114,12 @@ bool clt__env_alloc_cache(void); /* CLT_ALLOC_CACHE, default on */
 /* The OpenCL devices (array of *count). */
 clt_device *clt__device_list(int *count);
 
+/* Queries of a foreign OpenCL buffer (DLPack import; opencl/memory.c). clt__cl_buffer_context
+ * sets *ctx to mem's context and returns the OpenCL error code (CL_SUCCESS); clt__cl_buffer_size
+ * sets *size to mem's size in bytes, or fails with the query's error, reported for fn on dev. */
+cl_int clt__cl_buffer_context(cl_mem mem, cl_context *ctx);
+clt_status clt__cl_buffer_size(cl_mem mem, const clt_device *dev, const char *fn, size_t *size);
+
 /* ---- storage and tensors (memory.c, tensor.c) ------------------------------------------- */
 
 #define CLT__MAX_READERS 8
