@@ -277,14 +277,18 @@ clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, cl
 
 /* Enqueues one command on d's queue after the events in wl, which it must not change, and sets
  * *ev to the command's event (left NULL on failure, or set if the command was enqueued and the
- * failure came after). Called with d->lock held: it may set the arguments of cached kernels. */
+ * failure came after). Called with d->lock held: it may set the arguments of cached kernels.
+ * A function that enqueues more than one command (the whole-tensor reduction) may instead note
+ * the storages itself, each against its own command's event, and leave *ev NULL. */
 typedef clt_status (*clt_cl_enqueue_fn)(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
                                         cl_event *ev);
 /* A command on d's queue that reads the storages `reads` and writes `writes` (NULL entries are
  * skipped), the one sequence every launch follows: the wait list (clt__waitlist_for); d->lock;
  * enqueue(d, wl, ctx, fn, &ev); on success the notes (clt__note_command); unlock; then
  * clt__command_done, or, when keep is not NULL, *keep = ev for the caller to wait for and
- * release. On failure nothing is noted and the error of the failing step is returned. */
+ * release. On failure nothing is noted and the error of the failing step is returned. When
+ * enqueue leaves ev NULL and succeeds, it has taken the notes itself: nothing is noted or
+ * finished here, and *keep is NULL. */
 clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
                           clt_storage *const *writes, int nwrites, clt_cl_enqueue_fn enqueue,
                           void *ctx, const char *fn, cl_event *keep);
