@@ -162,6 +162,14 @@ struct clt_backend {
   cl_int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
   cl_int (*buffer_retain)(cl_mem mem);
   void (*buffer_free)(clt_storage *s);
+  /* (optional: device backends) Discovery, run once by lib/device.c's registry: sets *out to a
+   * malloc'ed array of the *count devices of this kind (kept until exit; NULL and 0 when there
+   * are none), each named, described and opened (clt__device_setup, context, queue). Devices
+   * that cannot be opened are left out with a warning on stderr. */
+  void (*discover)(clt_device **out, int *count);
+  /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
+   * command enqueued on dev so far has completed; fn names the caller in errors. */
+  clt_status (*synchronize)(clt_device *dev, const char *fn);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
@@ -251,6 +259,8 @@ cl_int clt__cl_buffer_alloc(clt_storage *s);
 cl_int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc);
 cl_int clt__cl_buffer_retain(cl_mem mem);
 void clt__cl_buffer_free(clt_storage *s);
+void clt__cl_discover(clt_device **out, int *count);
+clt_status clt__cl_synchronize(clt_device *dev, const char *fn);
 /* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
  * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
 typedef struct clt_launch {
@@ -267,14 +277,18 @@ clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, cl
 
 /* Enqueues one command on d's queue after the events in wl, which it must not change, and sets
  * *ev to the command's event (left NULL on failure, or set if the command was enqueued and the
- * failure came after). Called with d->lock held: it may set the arguments of cached kernels. */
+ * failure came after). Called with d->lock held: it may set the arguments of cached kernels.
+ * A function that enqueues more than one command (the whole-tensor reduction) may instead note
+ * the storages itself, each against its own command's event, and leave *ev NULL. */
 typedef clt_status (*clt_cl_enqueue_fn)(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
                                         cl_event *ev);
 /* A command on d's queue that reads the storages `reads` and writes `writes` (NULL entries are
  * skipped), the one sequence every launch follows: the wait list (clt__waitlist_for); d->lock;
  * enqueue(d, wl, ctx, fn, &ev); on success the notes (clt__note_command); unlock; then
  * clt__command_done, or, when keep is not NULL, *keep = ev for the caller to wait for and
- * release. On failure nothing is noted and the error of the failing step is returned. */
+ * release. On failure nothing is noted and the error of the failing step is returned. When
+ * enqueue leaves ev NULL and succeeds, it has taken the notes itself: nothing is noted or
+ * finished here, and *keep is NULL. */
 clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
                           clt_storage *const *writes, int nwrites, clt_cl_enqueue_fn enqueue,
                           void *ctx, const char *fn, cl_event *keep);

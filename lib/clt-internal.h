@@ -98,6 +98,14 @@ struct clt_device {
  * for the device called name into buf and returns buf; NULL when unset or not listed. */
 const char *clt__device_setting(const char *var, const char *name, char *buf, size_t size);
 
+/* For device backends' discovery: clt__device_setup completes an entry whose backend has filled
+ * its name, kind and hardware facts (the settings of the environment such as CLT_NO_FP64 and
+ * CLT_KERNEL_SHAPE, the locks, the description); clt__device_forget undoes it for a device that
+ * could not be opened (its slot is reused). clt__trim strips surrounding blanks in place. */
+void clt__device_setup(clt_device *d);
+void clt__device_forget(clt_device *d);
+void clt__trim(char *s);
+
 /* Checks that dev is a real device; sets the error for fn and returns the status. */
 clt_status clt__check_device(const clt_device *dev, const char *fn, const char *arg);
 /* Process-wide settings read once from the environment. */
@@ -105,6 +113,12 @@ bool clt__env_sync(void);
 bool clt__env_alloc_cache(void); /* CLT_ALLOC_CACHE, default on */
 /* The OpenCL devices (array of *count). */
 clt_device *clt__device_list(int *count);
+
+/* Queries of a foreign OpenCL buffer (DLPack import; opencl/memory.c). clt__cl_buffer_context
+ * sets *ctx to mem's context and returns the OpenCL error code (CL_SUCCESS); clt__cl_buffer_size
+ * sets *size to mem's size in bytes, or fails with the query's error, reported for fn on dev. */
+cl_int clt__cl_buffer_context(cl_mem mem, cl_context *ctx);
+clt_status clt__cl_buffer_size(cl_mem mem, const clt_device *dev, const char *fn, size_t *size);
 
 /* ---- storage and tensors (memory.c, tensor.c) ------------------------------------------- */
 

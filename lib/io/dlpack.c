@@ -105,7 +105,7 @@ static const char *device_type_name(int type) {
 static clt_status find_cl_device(cl_mem mem, int device_id, size_t need, const char *fn,
                                  clt_device **out) {
   cl_context ctx = NULL;
-  cl_int err = clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, NULL);
+  cl_int err = clt__cl_buffer_context(mem, &ctx);
   if (err != CL_SUCCESS)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "m->dl_tensor.data is not a valid cl_mem (clGetMemObjectInfo: %s)",
@@ -129,9 +129,9 @@ static clt_status find_cl_device(cl_mem mem, int device_id, size_t need, const c
                       device_id, sharing);
   }
   size_t size = 0;
-  err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
-  if (err != CL_SUCCESS)
-    return clt__cl_error(err, fn, "clGetMemObjectInfo(CL_MEM_SIZE)", &list[device_id]);
+  clt_status st = clt__cl_buffer_size(mem, &list[device_id], fn, &size);
+  if (st != CLT_OK)
+    return st;
   if (size < need)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "the cl_mem holds %zu bytes but the tensor needs %zu", size, need);

@@ -1,6 +1,7 @@
 /* opencl/memory.c - OpenCL buffers behind storages: device buffers, pinned host memory (a
  * buffer mapped into the host's address space) and references to foreign buffers. The caching
- * allocator and its accounting are lib/memory.c's. */
+ * allocator and its accounting are lib/memory.c's. Also the queries that DLPack import makes of a
+ * foreign buffer. */
 #include "backend.h"
 
 cl_int clt__cl_buffer_alloc(clt_storage *s) {
@@ -37,4 +38,15 @@ void clt__cl_buffer_free(clt_storage *s) {
     }
   }
   clReleaseMemObject(s->mem); /* OpenCL keeps it until its commands finish */
+}
+
+cl_int clt__cl_buffer_context(cl_mem mem, cl_context *ctx) {
+  return clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof *ctx, ctx, NULL);
+}
+
+clt_status clt__cl_buffer_size(cl_mem mem, const clt_device *dev, const char *fn, size_t *size) {
+  cl_int err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof *size, size, NULL);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clGetMemObjectInfo(CL_MEM_SIZE)", dev);
+  return CLT_OK;
 }

@@ -64,7 +64,7 @@ clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
   cl_event ev = NULL;
   pthread_mutex_lock(&d->lock);
   st = enqueue(d, &wl, ctx, fn, &ev);
-  if (st == CLT_OK)
+  if (st == CLT_OK && ev)
     clt__note_command(ev, d, reads, nreads, writes, nwrites);
   pthread_mutex_unlock(&d->lock);
   clt__waitlist_clear(&wl);
@@ -77,7 +77,7 @@ clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
     *keep = ev;
     return CLT_OK;
   }
-  return clt__command_done(ev, d, fn);
+  return ev ? clt__command_done(ev, d, fn) : CLT_OK;
 }
 
 typedef struct kernel_run {
@@ -178,4 +178,6 @@ const struct clt_backend clt__opencl_backend = {
     .pinned_alloc = clt__cl_pinned_alloc,
     .buffer_retain = clt__cl_buffer_retain,
     .buffer_free = clt__cl_buffer_free,
+    .discover = clt__cl_discover,
+    .synchronize = clt__cl_synchronize,
 };

@@ -30,6 +30,63 @@ static const char *identity(clt_reduce_kind kind, clt_dtype dt) {
   }
 }
 
+/* The whole-tensor reduction's two passes, enqueued as one command of clt__cl_submit. */
+typedef struct whole_run {
+  cl_kernel kpartial, kfinal;
+  const clt_launch *l, *lf;
+  const char *name;
+  clt_storage *in, *out, *partial, *partial_idx;
+  cl_mem in_mem, pidx;
+  cl_ulong n, step, count;
+  cl_uint groups;
+  size_t acc_size, final_local;
+  cl_event ev1, ev2; /* the passes' events, for the caller to release */
+} whole_run;
+
+/* Leaves *ev NULL: the two passes note their storages here, each against its own event. */
+static clt_status enqueue_whole(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                cl_event *ev) {
+  whole_run *w = ctx;
+  (void)ev;
+  clt_status st = CLT_OK;
+  cl_int err = clSetKernelArg(w->kpartial, 0, sizeof(cl_mem), &w->in_mem);
+  err |= clSetKernelArg(w->kpartial, 1, sizeof w->n, &w->n);
+  err |= clSetKernelArg(w->kpartial, 2, sizeof w->step, &w->step);
+  err |= clSetKernelArg(w->kpartial, 3, sizeof(cl_mem), &w->partial->mem);
+  err |= clSetKernelArg(w->kpartial, 4, sizeof(cl_mem), &w->pidx);
+  err |= clSetKernelArg(w->kpartial, 5, w->l->local * w->acc_size, NULL);
+  err |= clSetKernelArg(w->kpartial, 6, w->l->local * 8, NULL);
+  err |= clSetKernelArg(w->kfinal, 0, sizeof(cl_mem), &w->partial->mem);
+  err |= clSetKernelArg(w->kfinal, 1, sizeof(cl_mem), &w->pidx);
+  err |= clSetKernelArg(w->kfinal, 2, sizeof w->groups, &w->groups);
+  err |= clSetKernelArg(w->kfinal, 3, sizeof w->count, &w->count);
+  err |= clSetKernelArg(w->kfinal, 4, sizeof(cl_mem), &w->out->mem);
+  err |= clSetKernelArg(w->kfinal, 5, w->final_local * w->acc_size, NULL);
+  err |= clSetKernelArg(w->kfinal, 6, w->final_local * 8, NULL);
+  if (err != CL_SUCCESS)
+    st = clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of %s on %s failed", w->name,
+                    d->name);
+  if (st == CLT_OK)
+    st = clt__cl_enqueue(d, w->kpartial, w->l, wl, fn, &w->ev1);
+  if (st == CLT_OK) {
+    clt_waitlist none = {.n = 0}; /* in-order queue: the final pass follows the partial one */
+    st = clt__cl_enqueue(d, w->kfinal, w->lf, &none, fn, &w->ev2);
+  }
+  /* The scratch buffers go back to the cache carrying the final pass's event, so their reuse
+   * waits for it. If the final pass could not be enqueued, the partial pass (if any) still
+   * wrote them. */
+  cl_event last = w->ev2 ? w->ev2 : w->ev1;
+  if (last) {
+    clt_storage *scratch[2] = {w->partial, w->partial_idx};
+    clt__note_command(last, d, NULL, 0, scratch, 2);
+  }
+  if (w->ev1)
+    clt__storage_note(w->in, w->ev1, d->queue, false);
+  if (w->ev2)
+    clt__storage_note(w->out, w->ev2, d->queue, true);
+  return st;
+}
+
 clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in) {
   const char *fn = red->fn;
   clt_device *d = out->storage->dev;
@@ -56,13 +113,7 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
     return st;
 
   clt_storage *reads[1] = {in->storage}, *writes[1] = {out->storage};
-  clt_waitlist wl = {.n = 0};
-  if ((st = clt__waitlist_for(&wl, d, reads, 1, writes, 1, fn)) != CLT_OK)
-    return st;
-  cl_event ev1 = NULL, ev2 = NULL;
   cl_mem in_mem = in->storage->mem;
-  clt_storage *partial = NULL;
-  cl_int err;
 
   if (!whole) {
     cl_ulong outer = (cl_ulong)red->outer, r = (cl_ulong)red->r, inner = (cl_ulong)red->inner;
@@ -74,19 +125,12 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
                     .chunk = 0};
     if (!in_mem) /* nothing to read (r = 0): the output stands in */
       in_mem = out->storage->mem;
-    pthread_mutex_lock(&d->lock);
-    err = clSetKernelArg(kpartial, 0, sizeof(cl_mem), &in_mem);
-    err |= clSetKernelArg(kpartial, 1, sizeof(cl_mem), &out->storage->mem);
-    err |= clSetKernelArg(kpartial, 2, sizeof outer, &outer);
-    err |= clSetKernelArg(kpartial, 3, sizeof r, &r);
-    err |= clSetKernelArg(kpartial, 4, sizeof inner, &inner);
-    if (err != CL_SUCCESS)
-      st = clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of %s on %s failed", kp, d->name);
-    else if ((st = clt__cl_enqueue(d, kpartial, &l, &wl, fn, &ev2)) == CLT_OK)
-      clt__note_command(ev2, d, reads, 1, writes, 1);
-    pthread_mutex_unlock(&d->lock);
-    clt__waitlist_clear(&wl);
-    return st == CLT_OK ? clt__command_done(ev2, d, fn) : st;
+    clt_cl_arg args[] = {{sizeof(cl_mem), &in_mem},
+                         {sizeof(cl_mem), &out->storage->mem},
+                         {sizeof outer, &outer},
+                         {sizeof r, &r},
+                         {sizeof inner, &inner}};
+    return clt__cl_run(d, kpartial, &l, args, 5, reads, 1, writes, 1, fn);
   }
 
   clt_launch l = clt__cl_launch_1d(d, in->numel > 0 ? in->numel : 1);
@@ -94,12 +138,9 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
     l.local = 1;
   l.local = pow2_at_most(l.local);
   cl_uint groups = (cl_uint)(l.global / l.local);
-  if ((st = clt__storage_alloc(d, (size_t)groups * acc_size, fn, &partial)) != CLT_OK) {
-    clt__waitlist_clear(&wl);
+  clt_storage *partial = NULL;
+  if ((st = clt__storage_alloc(d, (size_t)groups * acc_size, fn, &partial)) != CLT_OK)
     return st;
-  }
-  cl_mem pidx = NULL;
-  cl_ulong n = (cl_ulong)in->numel, step = l.chunk, count = (cl_ulong)red->r;
   size_t final_local = pow2_at_most(d->max_work_group < 64 ? d->max_work_group : 64);
   if (d->chunked)
     final_local = 1; /* a handful of partials: one work-item combines them in order */
@@ -109,54 +150,33 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
   clt_storage *partial_idx = NULL; /* the partials' indices (argmax) */
   if ((st = clt__storage_alloc(d, (size_t)groups * 8, fn, &partial_idx)) != CLT_OK) {
     clt__storage_release(partial);
-    clt__waitlist_clear(&wl);
     return st;
   }
-  pidx = partial_idx->mem;
-  pthread_mutex_lock(&d->lock);
-  err = clSetKernelArg(kpartial, 0, sizeof(cl_mem), &in_mem);
-  err |= clSetKernelArg(kpartial, 1, sizeof n, &n);
-  err |= clSetKernelArg(kpartial, 2, sizeof step, &step);
-  err |= clSetKernelArg(kpartial, 3, sizeof(cl_mem), &partial->mem);
-  err |= clSetKernelArg(kpartial, 4, sizeof(cl_mem), &pidx);
-  err |= clSetKernelArg(kpartial, 5, l.local * acc_size, NULL);
-  err |= clSetKernelArg(kpartial, 6, l.local * 8, NULL);
-  err |= clSetKernelArg(kfinal, 0, sizeof(cl_mem), &partial->mem);
-  err |= clSetKernelArg(kfinal, 1, sizeof(cl_mem), &pidx);
-  err |= clSetKernelArg(kfinal, 2, sizeof groups, &groups);
-  err |= clSetKernelArg(kfinal, 3, sizeof count, &count);
-  err |= clSetKernelArg(kfinal, 4, sizeof(cl_mem), &out->storage->mem);
-  err |= clSetKernelArg(kfinal, 5, final_local * acc_size, NULL);
-  err |= clSetKernelArg(kfinal, 6, final_local * 8, NULL);
-  if (err != CL_SUCCESS)
-    st = clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of %s on %s failed", name, d->name);
-  if (st == CLT_OK)
-    st = clt__cl_enqueue(d, kpartial, &l, &wl, fn, &ev1);
-  if (st == CLT_OK) {
-    clt_waitlist none = {.n = 0}; /* in-order queue: the final pass follows the partial one */
-    st = clt__cl_enqueue(d, kfinal, &lf, &none, fn, &ev2);
-  }
-  /* The scratch buffers go back to the cache carrying the final pass's event, so their reuse
-   * waits for it. If the final pass could not be enqueued, the partial pass (if any) still
-   * wrote them. */
-  cl_event last = ev2 ? ev2 : ev1;
-  if (last) {
-    clt_storage *scratch[2] = {partial, partial_idx};
-    clt__note_command(last, d, NULL, 0, scratch, 2);
-  }
-  if (ev1)
-    clt__storage_note(in->storage, ev1, d->queue, false);
-  if (ev2)
-    clt__storage_note(out->storage, ev2, d->queue, true);
-  pthread_mutex_unlock(&d->lock);
-  clt__waitlist_clear(&wl);
+  whole_run w = {.kpartial = kpartial,
+                 .kfinal = kfinal,
+                 .l = &l,
+                 .lf = &lf,
+                 .name = name,
+                 .in = in->storage,
+                 .out = out->storage,
+                 .partial = partial,
+                 .partial_idx = partial_idx,
+                 .in_mem = in_mem,
+                 .pidx = partial_idx->mem,
+                 .n = (cl_ulong)in->numel,
+                 .step = l.chunk,
+                 .count = (cl_ulong)red->r,
+                 .groups = groups,
+                 .acc_size = acc_size,
+                 .final_local = final_local};
+  st = clt__cl_submit(d, reads, 1, writes, 1, enqueue_whole, &w, fn, NULL);
   clt__storage_release(partial);
   clt__storage_release(partial_idx);
-  if (ev2)
-    st = clt__maybe_sync(ev2, d, fn);
-  if (ev1)
-    clReleaseEvent(ev1);
-  if (ev2)
-    clReleaseEvent(ev2);
+  if (w.ev2)
+    st = clt__maybe_sync(w.ev2, d, fn);
+  if (w.ev1)
+    clReleaseEvent(w.ev1);
+  if (w.ev2)
+    clReleaseEvent(w.ev2);
   return st;
 }

@@ -1,0 +1,164 @@
+/* opencl/device.c - OpenCL device discovery (every device of every platform, one context per
+ * platform or per device, one in-order queue each) and synchronize. The registry that names and
+ * configures the devices is lib/device.c's. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void dev_str(cl_device_id id, cl_device_info what, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (clGetDeviceInfo(id, what, size, buf, NULL) != CL_SUCCESS)
+    buf[0] = '\0';
+  buf[size - 1] = '\0';
+  clt__trim(buf);
+}
+
+/* Fills one OpenCL device entry; the context is set by the caller. */
+static void init_cl_device(clt_device *d, int index, int platform_index, cl_platform_id p,
+                           cl_device_id id) {
+  memset(d, 0, sizeof *d);
+  d->index = index;
+  snprintf(d->name, sizeof d->name, "cl:%d", index);
+  d->backend = &clt__opencl_backend;
+  d->platform = p;
+  d->id = id;
+  d->platform_index = platform_index;
+  cl_device_type type = 0;
+  clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+  d->kind = (type & CL_DEVICE_TYPE_GPU)           ? CLT_DEVICE_CL_GPU
+            : (type & CL_DEVICE_TYPE_CPU)         ? CLT_DEVICE_CL_CPU
+            : (type & CL_DEVICE_TYPE_ACCELERATOR) ? CLT_DEVICE_CL_ACCELERATOR
+                                                  : CLT_DEVICE_CL_OTHER;
+  dev_str(id, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor);
+  dev_str(id, CL_DEVICE_NAME, d->model, sizeof d->model);
+  dev_str(id, CL_DRIVER_VERSION, d->driver, sizeof d->driver);
+  dev_str(id, CL_DEVICE_VERSION, d->cl_version, sizeof d->cl_version);
+  clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof d->platform_name, d->platform_name, NULL);
+  d->platform_name[sizeof d->platform_name - 1] = '\0';
+  clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof d->global_mem, &d->global_mem, NULL);
+  clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL);
+  cl_uint cu = 1;
+  clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+  d->compute_units = cu > 0 ? (int)cu : 1;
+  size_t wg = 1;
+  clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  d->max_work_group = wg > 0 ? wg : 1;
+  cl_bool unified = CL_FALSE;
+  clGetDeviceInfo(id, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+  d->unified_memory = unified == CL_TRUE;
+  size_t ext_size = 0;
+  if (clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size) == CL_SUCCESS && ext_size > 0) {
+    char *ext = malloc(ext_size + 1);
+    if (ext && clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, ext_size, ext, NULL) == CL_SUCCESS) {
+      ext[ext_size] = '\0';
+      d->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+    }
+    free(ext);
+  }
+  clt__device_setup(d);
+}
+
+/* Discovery has no caller to return an error to: say why devices are missing. */
+static void no_memory(const char *what) {
+  fprintf(stderr, "clt: warning: out of host memory while listing %s; skipping them\n", what);
+}
+
+void clt__cl_discover(clt_device **out, int *count) {
+  *out = NULL;
+  *count = 0;
+  const char *per = getenv("CLT_CONTEXT_PER_DEVICE");
+  bool context_per_device = per && *per && strcmp(per, "0") != 0;
+
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0)
+    return; /* no OpenCL at all: the host alone */
+  cl_platform_id *plats = calloc(np, sizeof *plats);
+  if (!plats || clGetPlatformIDs(np, plats, NULL) != CL_SUCCESS) {
+    if (!plats)
+      no_memory("the OpenCL platforms");
+    free(plats);
+    return;
+  }
+  /* Count devices first so the array never moves (handles stay valid until exit). */
+  cl_uint total = 0;
+  for (cl_uint p = 0; p < np; p++) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) == CL_SUCCESS)
+      total += nd;
+  }
+  clt_device *devs = calloc(total ? total : 1, sizeof *devs);
+  if (!devs) {
+    no_memory("the OpenCL devices");
+    free(plats);
+    return;
+  }
+  *out = devs;
+  int n = 0, next_context = 0;
+  for (cl_uint p = 0; p < np; p++) {
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
+      continue;
+    cl_device_id *ids = calloc(nd, sizeof *ids);
+    if (!ids) {
+      no_memory("the devices of an OpenCL platform");
+      continue;
+    }
+    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, ids, NULL) != CL_SUCCESS) {
+      free(ids);
+      continue;
+    }
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plats[p], 0};
+    cl_context shared = NULL;
+    cl_int err = CL_SUCCESS;
+    if (!context_per_device) {
+      /* Devices of one platform share a context, so they copy buffers directly. */
+      shared = clCreateContext(props, nd, ids, NULL, NULL, &err);
+      if (err != CL_SUCCESS) {
+        fprintf(stderr, "clt: warning: cannot create a context on platform %u: %s; skipping it\n",
+                p, clt__cl_error_name(err));
+        free(ids);
+        continue;
+      }
+    }
+    int shared_index = shared ? next_context++ : -1;
+    for (cl_uint i = 0; i < nd; i++) {
+      clt_device *d = &devs[n];
+      init_cl_device(d, n, (int)p, plats[p], ids[i]);
+      if (shared) {
+        clRetainContext(shared);
+        d->context = shared;
+      } else {
+        d->context = clCreateContext(props, 1, &ids[i], NULL, NULL, &err);
+        if (err != CL_SUCCESS) {
+          fprintf(stderr, "clt: warning: cannot create a context for %s: %s; skipping it\n",
+                  d->model, clt__cl_error_name(err));
+          clt__device_forget(d);
+          continue;
+        }
+      }
+      d->queue = clCreateCommandQueue(d->context, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
+      if (err != CL_SUCCESS) {
+        fprintf(stderr, "clt: warning: cannot create a queue for %s: %s; skipping it\n", d->model,
+                clt__cl_error_name(err));
+        clReleaseContext(d->context);
+        clt__device_forget(d);
+        continue;
+      }
+      d->context_index = shared ? shared_index : next_context++;
+      *count = ++n;
+    }
+    if (shared)
+      clReleaseContext(shared); /* each device holds its own reference */
+    free(ids);
+  }
+  free(plats);
+}
+
+clt_status clt__cl_synchronize(clt_device *d, const char *fn) {
+  cl_int err = clFinish(d->queue);
+  if (err != CL_SUCCESS)
+    return clt__cl_error(err, fn, "clFinish", d);
+  return CLT_OK;
+}
