@@ -269,18 +269,30 @@ CLT_API clt_status clt_device_empty_cache(clt_device *dev);
 /* Tensors                                                                                   */
 
 /** Element types: CLT_F32 and CLT_F64 (IEEE floats), CLT_I32 and CLT_I64 (signed integers),
- *  CLT_U8 (unsigned byte) and CLT_BOOL (one byte holding 0 or 1). */
-typedef enum clt_dtype { CLT_F32 = 0, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL } clt_dtype;
+ *  CLT_U8 (unsigned byte), CLT_BOOL (one byte holding 0 or 1), and the 16-bit storage floats
+ *  CLT_F16 (IEEE binary16) and CLT_BF16 (bfloat16: the top half of an f32). f16 and bf16 are
+ *  stored narrow and computed in f32: every operation converts them to f32, computes, and rounds
+ *  the result to nearest, ties to even (docs/operations.md, "f16 and bf16"). */
+typedef enum clt_dtype {
+  CLT_F32 = 0,
+  CLT_F64,
+  CLT_I32,
+  CLT_I64,
+  CLT_U8,
+  CLT_BOOL,
+  CLT_F16,
+  CLT_BF16
+} clt_dtype;
 
 /** The number of dtypes: valid clt_dtype values are 0 .. CLT_DTYPE_COUNT - 1. */
-#define CLT_DTYPE_COUNT 6
+#define CLT_DTYPE_COUNT 8
 /** The most dimensions a tensor may have. */
 #define CLT_MAX_DIMS 8
 
-/** "f32", "f64", "i32", "i64", "u8", "bool"; NULL for an unknown dtype. */
+/** "f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"; NULL for an unknown dtype. */
 CLT_API const char *clt_dtype_name(clt_dtype dt);
 
-/** Bytes per element (1 for u8 and bool); 0 for an unknown dtype. */
+/** Bytes per element (1 for u8 and bool, 2 for f16 and bf16); 0 for an unknown dtype. */
 CLT_API size_t clt_dtype_size(clt_dtype dt);
 
 /** A tensor: dtype, shape and C-ordered elements on one device. Opaque and reference
@@ -430,14 +442,16 @@ CLT_API clt_transfer_guard clt_transfer_guard_get(void);
 /* Operations: all operands on one device (else CLT_ERR_DEVICE_MISMATCH); the result lives there.
  *
  * Type promotion: equal dtypes give that dtype; a float with an integer or bool gives the float
- * dtype; f32 with f64 gives f64; among integers the wider wins and u8 with i32 gives i32; bool
- * with anything gives the other dtype (as in PyTorch). Operations on two bools: add is logical
- * or, mul logical and, maximum or, minimum and; sub, pow, neg, abs and relu refuse bool
- * (CLT_ERR_DTYPE). div is true division and the math functions (exp, log, sqrt, sin, cos,
- * tanh, sigmoid, ...: rule FLOAT in clt_ops.h) give f32 for integer or bool input. Comparisons
- * and the logical operations compute in the promoted dtype and give bool. Shapes broadcast as in NumPy. Integer add, sub, mul and neg wrap around; integer
- * pow with a negative exponent gives 0 unless the base is 1 or -1. maximum and minimum propagate
- * NaN. Float-to-integer casts truncate toward zero and saturate (NaN gives 0).
+ * dtype; the wider float wins (f16 and bf16 < f32 < f64), and f16 with bf16 gives f32; f16 and
+ * bf16 compute in f32 and round the result to their own dtype; among integers the wider wins and
+ * u8 with i32 gives i32; bool with anything gives the other dtype (as in PyTorch). Operations on
+ * two bools: add is logical or, mul logical and, maximum or, minimum and; sub, pow, neg, abs and
+ * relu refuse bool (CLT_ERR_DTYPE). div is true division and the math functions (exp, log, sqrt,
+ * sin, cos, tanh, sigmoid, ...: rule FLOAT in clt_ops.h) give f32 for integer or bool input.
+ * Comparisons and the logical operations compute in the promoted dtype and give bool. Shapes
+ * broadcast as in NumPy. Integer add, sub, mul and neg wrap around; integer pow with a negative
+ * exponent gives 0 unless the base is 1 or -1. maximum and minimum propagate NaN. Float-to-integer
+ * casts truncate toward zero and saturate (NaN gives 0).
  *
  * Forms: clt_add(a, b, &out) allocates the result; clt_add_out(a, b, out) writes into an
  * existing tensor of the result's shape and dtype on the same device (it may be a or b when they
@@ -501,7 +515,8 @@ CLT_ELEMENTWISE_OPS(CLT_OPS_DECL_)
 
 /** t converted to dtype: a new tensor of t's shape on t's device, even for the same dtype,
  *  which the caller releases. Non-zero is true for bool; float-to-integer conversion truncates
- *  toward zero and saturates (NaN gives 0).
+ *  toward zero and saturates (NaN gives 0); conversion to f16 and bf16 goes through f32 and
+ *  rounds to nearest even (past f16's range: inf; NaN: the one quiet NaN).
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, an unknown dtype), CLT_ERR_UNSUPPORTED (f64 on a
  *  device without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 CLT_API clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
@@ -513,7 +528,8 @@ CLT_API clt_status clt_cast(clt_tensor *t, clt_dtype dtype, clt_tensor **out);
  *  nonzero keeps it with size 1, zero drops it). The result is a new tensor on t's device,
  *  which the caller releases.
  *  - sum: floats in their own dtype (pairwise on the host, a tree on devices, so 16M ones sum
- *    to exactly 16777216); integers and bool to i64, wrapping around.
+ *    to exactly 16777216); integers and bool to i64, wrapping around. f16 and bf16 are reduced
+ *    as f32 and the result (of sum, mean, max, min) rounded back to their dtype.
  *  - mean: floats only (CLT_ERR_DTYPE otherwise: cast first); NaN for an empty reduction.
  *  - max, min: the input's dtype; NaN propagates; an empty reduction is
  *    CLT_ERR_INVALID_ARGUMENT.
@@ -536,11 +552,12 @@ CLT_API clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tenso
 
 /** Matrix product, as torch.matmul for 2-D and 3-D operands: (m,k) x (k,n) gives (m,n);
  *  (B,m,k) x (B,k,n) gives (B,m,n) (one product per batch entry); (B,m,k) x (k,n) and
- *  (m,k) x (B,k,n) use the 2-D operand for every batch entry. Both operands must be f32 or both
- *  f64 (CLT_ERR_DTYPE otherwise: cast first); the result has their dtype and lives on their
- *  device. k = 0 gives zeros. f32 products accumulate in f32 (BLAS order), so results differ
- *  between devices by rounding only. How it is computed depends on the device (see
- *  clt_matmul_path). The caller releases *out.
+ *  (m,k) x (B,k,n) use the 2-D operand for every batch entry. Both operands must have one float
+ *  dtype, f16, bf16, f32 or f64 (CLT_ERR_DTYPE otherwise: cast first); the result has their
+ *  dtype and lives on their device. k = 0 gives zeros. f32 products accumulate in f32 (BLAS
+ *  order), so results differ between devices by rounding only; f16 and bf16 operands are
+ *  multiplied as f32 copies and the result rounded once. How it is computed depends on the
+ *  device (see clt_matmul_path). The caller releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
  *  CLT_ERR_SHAPE_MISMATCH (not 2-D/3-D, inner dimensions or batch sizes differ; the message
  *  names both shapes), CLT_ERR_UNSUPPORTED (a path forced by CLT_MATMUL that this device or
@@ -606,7 +623,8 @@ CLT_API clt_status clt_manual_seed(uint64_t seed);
 
 /** A new dtype tensor of the given shape on dev (see clt_empty), filled from the default
  *  generator with numbers uniform in [0, 1). The caller releases *out.
- *  Errors: CLT_ERR_DTYPE (dtype is not CLT_F32 or CLT_F64), CLT_ERR_INVALID_ARGUMENT (NULL out,
+ *  Errors: CLT_ERR_DTYPE (dtype is not CLT_F32 or CLT_F64; for f16 and bf16, draw f32 and cast
+ *  it), CLT_ERR_INVALID_ARGUMENT (NULL out,
  *  bad dtype value, ndim or shape, NULL dev), CLT_ERR_UNSUPPORTED (f64 on a device without
  *  fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_BUILD. */
 CLT_API clt_status clt_rand(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
@@ -656,12 +674,14 @@ CLT_API clt_status clt_fprint(FILE *f, const clt_tensor *t);
 /* NumPy .npy files (one tensor)                                                             */
 
 /** Writes t, on any device, to path as a NumPy .npy file (format version 1.0, little-endian,
- *  C order: descr '<f4', '<f8', '<i4', '<i8', '|u1' or '|b1'; the data starts at a multiple of
- *  64 bytes). A device tensor is read back explicitly, as clt_tensor_read does (blocking). The
- *  write is atomic, as clt_save's: a temporary file in path's directory, fsync, then a rename over
- *  path and a flush of the directory, so a crash leaves either the old file or the new one whole.
+ *  C order: descr '<f2', '<f4', '<f8', '<i4', '<i8', '|u1' or '|b1'; the data starts at a
+ *  multiple of 64 bytes). bf16 has no NumPy type code and is refused (save it as safetensors, or
+ *  cast it to f32, which is exact). A device tensor is read back explicitly, as clt_tensor_read
+ *  does (blocking). The write is atomic, as clt_save's: a temporary file in path's directory,
+ *  fsync, then a rename over path and a flush of the directory, so a crash leaves either the old
+ *  file or the new one whole.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_IO (the message names the file and the
- *  system's reason), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
+ *  system's reason), CLT_ERR_DTYPE (bf16), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
 CLT_API clt_status clt_save_npy(const char *path, const clt_tensor *t);
 
 /** Reads the .npy file at path into a new tensor on dev. Versions 1.0, 2.0 and 3.0; the dtypes
@@ -674,7 +694,7 @@ CLT_API clt_status clt_save_npy(const char *path, const clt_tensor *t);
  *  releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL path or out, bad dev), CLT_ERR_IO (cannot open or read),
  *  CLT_ERR_FORMAT (not a well-formed .npy file: the message names the file and the problem),
- *  CLT_ERR_DTYPE (a dtype clt lacks, such as '<f2', '<c8' or 'O'; the message names it),
+ *  CLT_ERR_DTYPE (a dtype clt lacks, such as '<i2', '<c8' or 'O'; the message names it),
  *  CLT_ERR_UNSUPPORTED (f64 on a device without fp64), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
 CLT_API clt_status clt_load_npy(const char *path, clt_device *dev, clt_tensor **out);
 
@@ -724,7 +744,7 @@ CLT_API void clt_timer_release(clt_timer *t);
 
 /** A fully connected layer's forward pass: y = x W^T + b, with x of shape (N, in) (or
  *  (B, N, in)), weight of shape (out, in) and bias of shape (out) or NULL; y has shape (N, out)
- *  (or (B, N, out)). x, weight and bias must be f32 or f64, of one dtype, and on one device
+ *  (or (B, N, out)). x, weight and bias must have one float dtype, and be on one device
  *  (the same-device rule: input on cpu and parameters on cl:0 fail with
  *  CLT_ERR_DEVICE_MISMATCH, nothing is copied). The caller releases *y.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
@@ -819,7 +839,7 @@ CLT_API clt_status clt_save(const char *path, const clt_params *p);
  *  *out with clt_params_release.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL path or out, a bad map_location), CLT_ERR_IO (cannot
  *  open or read), CLT_ERR_FORMAT (anything malformed; the message names the file, the tensor
- *  and the problem), CLT_ERR_UNSUPPORTED (a safetensors dtype clt lacks, such as F16; f64 on a
+ *  and the problem), CLT_ERR_UNSUPPORTED (a safetensors dtype clt lacks, such as F8_E4M3; f64 on a
  *  device without fp64), CLT_ERR_DEVICE_NOT_FOUND, CLT_ERR_OUT_OF_MEMORY. */
 CLT_API clt_status clt_load(const char *path, clt_device *map_location, clt_params **out);
 

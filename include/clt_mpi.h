@@ -104,8 +104,9 @@ CLT_MPI_API size_t clt_mpi_chunk_get(void);
 /** Replaces t, on every rank of comm, by the elementwise op over all ranks' t (in place; t keeps
  *  its device). Every rank must pass the same dtype, shape and op.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t, unknown op, ranks passing different ops),
- *  CLT_ERR_DTYPE (dtypes differ; CLT_MPI_MEAN of integers or bool), CLT_ERR_SHAPE_MISMATCH,
- *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL, CLT_ERR_IO. */
+ *  CLT_ERR_DTYPE (dtypes differ; CLT_MPI_MEAN of integers or bool; f16 and bf16, which MPI
+ *  cannot add: cast to f32), CLT_ERR_SHAPE_MISMATCH, CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL,
+ *  CLT_ERR_IO. */
 CLT_MPI_API clt_status clt_mpi_allreduce(clt_tensor *t, clt_mpi_op op, MPI_Comm comm);
 
 /** Copies root's t into t on every other rank of comm (in place). Every rank must pass the same

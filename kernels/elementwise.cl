@@ -15,7 +15,36 @@
  *   TO         the result type; STORE(x) converts to it (saturating from float to integer,
  *              x != 0 for bool)
  *   OP(a,b,c)  the expression
+ *   LOAD_A(p,i), LOAD_B(p,i), LOAD_K(p,i)  element i of an operand: p[i], or for f16 and bf16
+ *              their value as float (the operand types are then half and ushort)
+ *   STORE_AT(p,i,x)  stores x as element i of the result: p[i] = STORE(x), or rounded to f16
+ *              (clt_store_f16) or bf16
  */
+
+/* f16 and bf16 without cl_khr_fp16: half is only ever a pointer's target, read and written by
+ * the core vload_half / vstore_half_rte; bf16 is a ushort, the top half of a float. These are
+ * the host's clt__f32_to_bf16 and friends (lib/tensor.c), bit for bit. */
+float clt_bf16_to_f32(ushort b) { return as_float((uint)b << 16); }
+ushort clt_f32_to_bf16(float f) {
+  uint x = as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return (ushort)0x7fc0u; /* the one quiet NaN, never rounded into inf */
+  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+/* vstore_half_rte, with NaN stored as the one quiet NaN as the host does (the payload and sign
+ * vstore_half keeps differ between devices). */
+void clt_store_f16(__global half *p, ulong i, float x) {
+  if (isnan(x))
+    ((__global ushort *)p)[i] = (ushort)0x7e00u;
+  else
+    vstore_half_rte(x, i, p);
+}
+float clt_round_f16(float x) {
+  ushort h;
+  vstore_half_rte(x, 0, (half *)&h);
+  return vload_half(0, (const half *)&h);
+}
+float clt_round_bf16(float x) { return clt_bf16_to_f32(clt_f32_to_bf16(x)); }
 #if !CLT_FLOAT
 /* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless
  * the base is 1 or -1, as integer division would. */
@@ -41,8 +70,8 @@ TC clt_ipow(TC a, TC b) {
 __kernel void NAME(__global TO *restrict out, __global const TA *restrict a, ulong n,
                    ulong step) {
   CLT_FOR_EACH(i, n, step) {
-    TC x = (TC)(TP)a[i];
-    out[i] = STORE(OP(x, x, x));
+    TC x = (TC)(TP)LOAD_A(a, i);
+    STORE_AT(out, i, OP(x, x, x));
   }
 }
 #endif
@@ -52,9 +81,9 @@ __kernel void NAME(__global TO *restrict out, __global const TA *restrict a, ulo
 __kernel void NAME(__global TO *restrict out, __global const TA *restrict a,
                    __global const TB *restrict b, ulong n, ulong step) {
   CLT_FOR_EACH(i, n, step) {
-    TC x = (TC)(TP)a[i];
-    TC y = (TC)(TP)b[i];
-    out[i] = STORE(OP(x, y, y));
+    TC x = (TC)(TP)LOAD_A(a, i);
+    TC y = (TC)(TP)LOAD_B(b, i);
+    STORE_AT(out, i, OP(x, y, y));
   }
 }
 
@@ -72,9 +101,9 @@ __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TA
       ia += c * bc.s0[d];
       ib += c * bc.s1[d];
     }
-    TC x = (TC)(TP)a[ia];
-    TC y = (TC)(TP)b[ib];
-    out[i] = STORE(OP(x, y, y));
+    TC x = (TC)(TP)LOAD_A(a, ia);
+    TC y = (TC)(TP)LOAD_B(b, ib);
+    STORE_AT(out, i, OP(x, y, y));
   }
 }
 #endif
@@ -95,10 +124,10 @@ __kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TK
       ia += c * bc.s1[d];
       ib += c * bc.s2[d];
     }
-    TKC x = (TKC)(TKP)k[ik];
-    TC y = (TC)(TP)a[ia];
-    TC z = (TC)(TP)b[ib];
-    out[i] = STORE(OP(x, y, z));
+    TKC x = (TKC)(TKP)LOAD_K(k, ik);
+    TC y = (TC)(TP)LOAD_A(a, ia);
+    TC z = (TC)(TP)LOAD_B(b, ib);
+    STORE_AT(out, i, OP(x, y, z));
   }
 }
 #endif

@@ -180,7 +180,15 @@ clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg);
 clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg);
 bool clt__dtype_is_float(clt_dtype dt);
 bool clt__dtype_is_int(clt_dtype dt);         /* i32, i64, u8 (not bool) */
-const char *clt__dtype_cl_type(clt_dtype dt); /* "float", "double", "int", "long", "uchar" */
+bool clt__dtype_is_half(clt_dtype dt);        /* f16, bf16: stored narrow, computed in f32 */
+/* The storage type in OpenCL C: "float", "double", "int", "long", "uchar", and "half" (f16, read
+ * and written with vload_half and vstore_half) and "ushort" (bf16's bits). */
+const char *clt__dtype_cl_type(clt_dtype dt);
+/* f16 and bf16 bits to and from f32, rounding to nearest, ties to even (as the kernels do). */
+uint16_t clt__f32_to_f16(float f);
+float clt__f16_to_f32(uint16_t h);
+uint16_t clt__f32_to_bf16(float f);
+float clt__bf16_to_f32(uint16_t b);
 void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
 /* Host pointer to the tensor's first element (host tensors only). */
 static inline void *clt__host_ptr(const clt_tensor *t) {

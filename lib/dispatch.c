@@ -51,6 +51,7 @@ static clt_status check_same_device(const char *fn, int n, clt_tensor *const *ts
 }
 
 static int int_rank(clt_dtype dt) { return dt == CLT_U8 ? 1 : dt == CLT_I32 ? 2 : 3; }
+static int float_rank(clt_dtype dt) { return dt == CLT_F64 ? 3 : dt == CLT_F32 ? 2 : 1; }
 
 static clt_dtype promote(clt_dtype a, clt_dtype b) {
   if (a == b)
@@ -59,8 +60,11 @@ static clt_dtype promote(clt_dtype a, clt_dtype b) {
     return b;
   if (b == CLT_BOOL)
     return a;
-  if (clt__dtype_is_float(a) && clt__dtype_is_float(b))
-    return CLT_F64;
+  if (clt__dtype_is_float(a) && clt__dtype_is_float(b)) {
+    if (float_rank(a) == float_rank(b)) /* f16 with bf16: neither holds the other */
+      return CLT_F32;
+    return float_rank(a) > float_rank(b) ? a : b;
+  }
   if (clt__dtype_is_float(a))
     return a;
   if (clt__dtype_is_float(b))
@@ -395,6 +399,23 @@ static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bo
           shape[ndim++] = 1;
     }
   }
+  if (clt__dtype_is_half(t->dtype)) {
+    /* f16 and bf16 accumulate in f32: reduce an f32 copy, then round the result back */
+    clt_tensor *f = NULL, *r = NULL;
+    if ((s = clt_cast(t, CLT_F32, &f)) == CLT_OK)
+      s = reduce(kind, fn, f, whole, dim, keepdim, &r);
+    clt_tensor_release(f);
+    if (s == CLT_OK && kind != CLT__RED_ARGMAX) {
+      clt_tensor *h = NULL;
+      s = clt_cast(r, t->dtype, &h);
+      clt_tensor_release(r);
+      r = h;
+    }
+    if (s != CLT_OK)
+      return s; /* the message names the step that failed */
+    *out = r;
+    return CLT_OK;
+  }
   clt_dtype rt = t->dtype;
   switch (kind) {
   case CLT__RED_SUM:
@@ -484,8 +505,8 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
   for (int i = 0; i < 2; i++)
     if (!clt__dtype_is_float(operands[i]->dtype))
       return clt__error(CLT_ERR_DTYPE, fn,
-                        "argument %d is %s; matmul takes f32 or f64 tensors (cast it with "
-                        "clt_cast first)",
+                        "argument %d is %s; matmul takes f16, bf16, f32 or f64 tensors (cast "
+                        "it with clt_cast first)",
                         i + 1, clt_dtype_name(operands[i]->dtype));
   if (a->dtype != b->dtype)
     return clt__error(CLT_ERR_DTYPE, fn,
@@ -519,6 +540,19 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
   /* m fits too unless the batch is empty (a result without elements, strides unused). */
   g.sa = ba >= 0 && g.batch > 0 ? g.m * g.k : 0;
   g.sb = bb >= 0 ? g.k * g.n : 0;
+  if (clt__dtype_is_half(a->dtype)) {
+    /* f16 and bf16 multiply in f32 (the products and sums), rounded once at the end */
+    clt_tensor *fa = NULL, *fb = NULL, *fr = NULL, *r = NULL;
+    if ((s = clt_cast(a, CLT_F32, &fa)) == CLT_OK && (s = clt_cast(b, CLT_F32, &fb)) == CLT_OK &&
+        (s = clt_matmul(fa, fb, &fr)) == CLT_OK)
+      s = clt_cast(fr, a->dtype, &r);
+    clt_tensor_release(fa);
+    clt_tensor_release(fb);
+    clt_tensor_release(fr);
+    if (s == CLT_OK)
+      *out = r;
+    return s;
+  }
   int nd = ba >= 0 || bb >= 0 ? 3 : 2;
   int64_t shape[3] = {g.batch, g.m, g.n};
   clt_device *dev = a->storage->dev;
@@ -611,8 +645,8 @@ clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_t
   for (int i = 0; i < (bias ? 3 : 2); i++)
     if (!clt__dtype_is_float(operands[i]->dtype) || operands[i]->dtype != x->dtype)
       return clt__error(CLT_ERR_DTYPE, fn,
-                        "x is %s, weight %s and bias %s; a linear layer takes f32 or f64 tensors "
-                        "of one dtype (cast with clt_cast first)",
+                        "x is %s, weight %s and bias %s; a linear layer takes f16, bf16, f32 or "
+                        "f64 tensors of one dtype (cast with clt_cast first)",
                         clt_dtype_name(x->dtype), clt_dtype_name(weight->dtype),
                         bias ? clt_dtype_name(bias->dtype) : "NULL");
   char sx[256], sw[256], sb[256] = "NULL";

@@ -53,8 +53,16 @@ typedef struct printer {
 } printer;
 
 static double value_f(const printer *p, int64_t i) {
-  return p->t->dtype == CLT_F32 ? (double)((const float *)p->data)[i]
-                                : ((const double *)p->data)[i];
+  switch (p->t->dtype) {
+  case CLT_F32:
+    return ((const float *)p->data)[i];
+  case CLT_F16:
+    return clt__f16_to_f32(((const uint16_t *)p->data)[i]);
+  case CLT_BF16:
+    return clt__bf16_to_f32(((const uint16_t *)p->data)[i]);
+  default:
+    return ((const double *)p->data)[i];
+  }
 }
 
 static int64_t value_i(const printer *p, int64_t i) {

@@ -58,11 +58,15 @@ static clt_status generate(clt_generator *g, bool normal, clt_dtype dtype, int n
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
     return s;
-  if (!clt__dtype_is_float(dtype))
+  if (dtype != CLT_F32 && dtype != CLT_F64)
     return clt__error(CLT_ERR_DTYPE, fn,
-                      "dtype %s is not supported: random tensors are f32 or f64 (draw them in a "
-                      "float dtype)",
-                      clt_dtype_name(dtype));
+                      "dtype %s is not supported: random tensors are f32 or f64 (draw f32 and "
+                      "convert with clt_cast%s)",
+                      clt_dtype_name(dtype),
+                      clt__dtype_is_half(dtype)
+                          ? "; note that rounding to f16 or bf16 can turn uniform values just "
+                            "below 1 into 1"
+                          : "");
   clt_tensor *r;
   if ((s = clt__tensor_new(dtype, ndim, shape, dev, fn, &r)) != CLT_OK)
     return s;

@@ -339,6 +339,7 @@ static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64
     int32_t i32;
     int64_t i64;
     uint8_t u8;
+    uint16_t u16;
   } v;
   if ((s = clt__read_bytes(t, &v, fn)) != CLT_OK)
     return s;
@@ -363,6 +364,11 @@ static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64
   case CLT_BOOL:
     *d = v.u8;
     *i = v.u8;
+    break;
+  case CLT_F16:
+  case CLT_BF16:
+    *d = t->dtype == CLT_F16 ? clt__f16_to_f32(v.u16) : clt__bf16_to_f32(v.u16);
+    *i = float_to_i64(*d);
     break;
   }
   return CLT_OK;

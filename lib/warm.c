@@ -64,7 +64,7 @@ static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_ten
     WARM(reduce[i](a, &r_));
   for (size_t i = 0; i < sizeof reduce_dim / sizeof *reduce_dim; i++)
     WARM(reduce_dim[i](a, 1, 0, &r_));
-  for (int to = CLT_F32; to <= CLT_BOOL; to++)
+  for (int to = CLT_F32; to < CLT_DTYPE_COUNT; to++)
     if (to != CLT_F64 || fp64)
       WARM(clt_cast(a, (clt_dtype)to, &r_));
   WARM(clt_transpose(a, 0, 1, &r_));
@@ -86,7 +86,7 @@ static clt_status warm_all(warm_state *w) {
   clt_status st = CLT_OK;
   if (w->run && (st = clt_ones(CLT_BOOL, 2, shape, w->dev, &cond)) != CLT_OK)
     return st;
-  for (int dt = CLT_F32; dt <= CLT_BOOL && st == CLT_OK; dt++) {
+  for (int dt = CLT_F32; dt < CLT_DTYPE_COUNT && st == CLT_OK; dt++) {
     if (dt == CLT_F64 && !fp64)
       continue;
     clt_tensor *a = NULL;

@@ -205,7 +205,9 @@ static int promote(const char *op, clt_dtype a, clt_dtype b) {
     return !strcmp(op, "div") ? CLT_F32 : CLT_BOOL;
   }
   clt_dtype r;
-  if (fa && fb)
+  if (fa && fb && a == b)
+    r = a;
+  else if (fa && fb) /* f64 beats f32 beats f16 and bf16; f16 with bf16 is f32 */
     r = (a == CLT_F64 || b == CLT_F64) ? CLT_F64 : CLT_F32;
   else if (fa)
     r = a;

@@ -22,6 +22,7 @@ int main(void) {
   srunner_add_suite(sr, memory_suite());
   srunner_add_suite(sr, ops_suite());
   srunner_add_suite(sr, backend_ops_suite());
+  srunner_add_suite(sr, half_suite());
   srunner_add_suite(sr, random_suite());
   srunner_add_suite(sr, matmul_suite());
   srunner_add_suite(sr, npy_suite());

@@ -76,23 +76,42 @@ static unsigned dev_share(int k) {
   return 1u | (1u << (1 + (k % ncl)));
 }
 
-static const clt_dtype all_dt[CLT_DTYPE_COUNT] = {CLT_F32, CLT_F64, CLT_I32,
-                                                  CLT_I64, CLT_U8,  CLT_BOOL};
+static const clt_dtype all_dt[CLT_DTYPE_COUNT] = {CLT_F32, CLT_F64,  CLT_I32, CLT_I64,
+                                                  CLT_U8,  CLT_BOOL, CLT_F16, CLT_BF16};
 
 /* ---- the oracle: clt.h's rules, written out independently --------------------------------- */
 
-/* Promotion as clt.h states it: float beats integer and bool, f64 beats f32, the wider integer
- * wins, u8 with i32 is i32, bool gives way to anything. Rows and columns in enum order. */
+/* Promotion as clt.h states it: float beats integer and bool, f64 beats f32 beats f16 and
+ * bf16, f16 with bf16 is f32 (as in PyTorch), the wider integer wins, u8 with i32 is i32, bool
+ * gives way to anything. Rows and columns in enum order. */
 static clt_dtype promote_dt(clt_dtype a, clt_dtype b) {
-  static const clt_dtype t[6][6] = {
-      /*          f32      f64      i32      i64      u8       bool */
-      /* f32 */ {CLT_F32, CLT_F64, CLT_F32, CLT_F32, CLT_F32, CLT_F32},
-      /* f64 */ {CLT_F64, CLT_F64, CLT_F64, CLT_F64, CLT_F64, CLT_F64},
-      /* i32 */ {CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_I32, CLT_I32},
-      /* i64 */ {CLT_F32, CLT_F64, CLT_I64, CLT_I64, CLT_I64, CLT_I64},
-      /* u8  */ {CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_U8},
-      /* bool*/ {CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL},
+#define F32 CLT_F32
+#define F64 CLT_F64
+#define I32 CLT_I32
+#define I64 CLT_I64
+#define U8 CLT_U8
+#define BL CLT_BOOL
+#define F16 CLT_F16
+#define BF CLT_BF16
+  static const clt_dtype t[8][8] = {
+      /*          f32  f64  i32  i64  u8   bool f16  bf16 */
+      /* f32 */ {F32, F64, F32, F32, F32, F32, F32, F32},
+      /* f64 */ {F64, F64, F64, F64, F64, F64, F64, F64},
+      /* i32 */ {F32, F64, I32, I64, I32, I32, F16, BF},
+      /* i64 */ {F32, F64, I64, I64, I64, I64, F16, BF},
+      /* u8  */ {F32, F64, I32, I64, U8, U8, F16, BF},
+      /* bool*/ {F32, F64, I32, I64, U8, BL, F16, BF},
+      /* f16 */ {F32, F64, F16, F16, F16, F16, F16, F32},
+      /* bf16*/ {F32, F64, BF, BF, BF, BF, F32, BF},
   };
+#undef F32
+#undef F64
+#undef I32
+#undef I64
+#undef U8
+#undef BL
+#undef F16
+#undef BF
   return t[a][b];
 }
 
@@ -298,7 +317,7 @@ static int64_t first_mismatch(const void *g, const void *w, clt_dtype dt, int64_
 /* Element i as text. */
 static const char *fmt_elem(char *buf, size_t size, const void *p, clt_dtype dt, int64_t i) {
   if (cu_is_float(dt))
-    snprintf(buf, size, dt == CLT_F32 ? "%.9g" : "%.17g", cu_get(p, dt, i));
+    snprintf(buf, size, dt == CLT_F64 ? "%.17g" : "%.9g", cu_get(p, dt, i));
   else
     snprintf(buf, size, "%lld", (long long)cu_get_i64(p, dt, i));
   return buf;
@@ -979,6 +998,10 @@ static void cast_oracle(const void *src, clt_dtype from, int64_t i, clt_dtype to
                              : trunc(v) > 255 ? 255
                                               : (uint8_t)trunc(v);
       return;
+    case CLT_F16:
+    case CLT_BF16: /* through f32, as PyTorch */
+      ((uint16_t *)want)[i] = cu_narrow_bits((double)(float)v, to);
+      return;
     }
   }
   int64_t v = cu_get_i64(src, from, i);
@@ -1000,6 +1023,10 @@ static void cast_oracle(const void *src, clt_dtype from, int64_t i, clt_dtype to
     return;
   case CLT_BOOL:
     ((uint8_t *)want)[i] = v != 0;
+    return;
+  case CLT_F16:
+  case CLT_BF16:
+    ((uint16_t *)want)[i] = cu_narrow_bits((double)(float)v, to);
     return;
   }
 }
@@ -1136,19 +1163,20 @@ START_TEST(test_cast) {
       }
       /* clt.h's examples by value (indices into fsp / isp above). */
       void *v = cu_read(out);
-      if (cu_is_float(from) && to == CLT_I32) {
+      bool wide = from == CLT_F32 || from == CLT_F64; /* f16 and bf16 cannot hold 1e10 */
+      if (wide && to == CLT_I32) {
         const int32_t *o = v;
         ck_assert_msg(o[0] == 3 && o[1] == -3, "%s: 3.7, -3.7 gave %d, %d", what, o[0], o[1]);
         ck_assert_msg(o[2] == INT32_MAX && o[3] == INT32_MIN, "%s: 1e10, -1e10 gave %d, %d", what,
                       o[2], o[3]);
         ck_assert_msg(o[6] == 0, "%s: NaN gave %d", what, o[6]);
       }
-      if (cu_is_float(from) && to == CLT_U8) {
+      if (wide && to == CLT_U8) {
         const uint8_t *o = v;
         ck_assert_msg(o[4] == 0 && o[5] == 255 && o[14] == 255 && o[6] == 0,
                       "%s: -5, 300, 255.9, NaN gave %d, %d, %d, %d", what, o[4], o[5], o[14], o[6]);
       }
-      if (cu_is_float(from) && to == CLT_I64) {
+      if (wide && to == CLT_I64) {
         const int64_t *o = v;
         ck_assert_msg(o[2] == 10000000000LL && o[28] == INT64_MAX && o[29] == INT64_MIN &&
                           o[6] == 0,
@@ -1379,7 +1407,9 @@ START_TEST(test_where_errors) {
     CU_OK(clt_full(CLT_F32, 1, three, 2.0, devs[d], &b));
     CU_OK(clt_ones(CLT_BOOL, 1, three, devs[d], &k));
     CU_OK(clt_ones(CLT_BOOL, 1, four, devs[d], &k4));
-    for (int j = 0; j < CLT_DTYPE_COUNT - 1; j++) { /* a condition that is not bool */
+    for (int j = 0; j < CLT_DTYPE_COUNT; j++) { /* a condition that is not bool */
+      if (all_dt[j] == CLT_BOOL)
+        continue;
       clt_tensor *nk = NULL;
       CU_OK(clt_ones(all_dt[j], 1, three, devs[d], &nk));
       out = CU_SENTINEL;

@@ -9,8 +9,8 @@
 #include "check_util.h"
 
 START_TEST(test_dtype_table) {
-  static const char *names[] = {"f32", "f64", "i32", "i64", "u8", "bool"};
-  static const size_t sizes[] = {4, 8, 4, 8, 1, 1};
+  static const char *names[] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
+  static const size_t sizes[] = {4, 8, 4, 8, 1, 1, 2, 2};
   for (int dt = 0; dt < CLT_DTYPE_COUNT; dt++) {
     ck_assert_str_eq(clt_dtype_name((clt_dtype)dt), names[dt]);
     ck_assert_uint_eq(clt_dtype_size((clt_dtype)dt), sizes[dt]);
@@ -249,6 +249,8 @@ START_TEST(test_arange) {
         double *v = cu_read_double(t);
         for (int64_t i = 0; i < cases[c].n; i++) {
           double want = cases[c].start + (double)i * cases[c].step;
+          if (dt == CLT_F16 || dt == CLT_BF16) /* each value rounded to the dtype */
+            want = (double)cu_round_narrow((long double)(float)want, (clt_dtype)dt);
           ck_assert_msg(cu_close(v[i], want, 1e-6, 1e-7), "%s: element %lld is %.9g, expected %.9g",
                         what, (long long)i, v[i], want);
         }

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "check_util.h"
+#include "backend.h" /* clt__cl_matmul_clear_cache */
 
 #include <math.h>
 #include <stdio.h>
@@ -11,9 +12,16 @@
 int cu_forked = 1;
 char cu_sentinel_storage[16];
 
+/* After every test, in its child: empty CLBlast's program cache before the process exits.
+ * Otherwise CLBlast releases its programs from a static destructor, after Oclgrind 21.10 has
+ * destroyed the thread-local state its clReleaseProgram writes to, and the heap is corrupted at
+ * exit (tests/oclgrind/exit_release.c): the test's child may then abort after passing. */
+static void clear_clblast(void) { clt__cl_matmul_clear_cache(); }
+
 TCase *cu_tcase(const char *name) {
   TCase *tc = tcase_create(name);
   tcase_set_timeout(tc, 300);
+  tcase_add_checked_fixture(tc, NULL, clear_clblast);
   return tc;
 }
 
@@ -68,11 +76,67 @@ const char *cu_dev_name(clt_device *d) {
 }
 
 const char *cu_dt_name(clt_dtype dt) {
-  static const char *names[] = {"f32", "f64", "i32", "i64", "u8", "bool"};
-  return (unsigned)dt < 6 ? names[dt] : "?";
+  static const char *names[] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
+  return (unsigned)dt < 8 ? names[dt] : "?";
 }
 
-int cu_is_float(clt_dtype dt) { return dt == CLT_F32 || dt == CLT_F64; }
+int cu_is_float(clt_dtype dt) {
+  return dt == CLT_F32 || dt == CLT_F64 || dt == CLT_F16 || dt == CLT_BF16;
+}
+
+/* ---- f16 and bf16, independently of the library: by arithmetic on the value (frexp, rint in
+ * the default round-to-nearest-even mode), not by bit manipulation of an f32 as lib/tensor.c
+ * does. */
+
+/* v rounded to a float of `bits` significand bits, exponents emin..emax (of the value in
+ * [1, 2)); subnormals below 2^emin; inf above. */
+static long double round_float(long double v, int bits, int emin, int emax) {
+  if (isnan(v) || isinf(v) || v == 0)
+    return v;
+  int e;
+  frexpl(fabsl(v), &e); /* |v| in [2^(e-1), 2^e) */
+  e -= 1;
+  if (e < emin)
+    e = emin;
+  long double q = ldexpl(1.0L, e - (bits - 1)); /* the spacing at v */
+  long double r = rintl(v / q) * q;             /* v / q is exact: a power-of-two scaling */
+  if (fabsl(r) >= ldexpl(1.0L, emax + 1))
+    return copysignl(INFINITY, v);
+  return r;
+}
+
+long double cu_round_narrow(long double v, clt_dtype dt) {
+  return dt == CLT_F16 ? round_float(v, 11, -14, 15) : round_float(v, 8, -126, 127);
+}
+
+uint16_t cu_narrow_bits(double v, clt_dtype dt) {
+  if (isnan(v))
+    return dt == CLT_F16 ? 0x7e00 : 0x7fc0;
+  int man = dt == CLT_F16 ? 10 : 7, bias = dt == CLT_F16 ? 15 : 127;
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  long double a = fabsl(cu_round_narrow((long double)v, dt));
+  if (isinf(a))
+    return sign | (uint16_t)(((1u << (15 - man)) - 1) << man);
+  if (a < ldexpl(1.0L, 1 - bias)) /* subnormal or zero: a multiple of 2^(1-bias-man) */
+    return sign | (uint16_t)ldexpl(a, bias - 1 + man);
+  int e;
+  frexpl(a, &e);
+  e -= 1;
+  uint16_t m = (uint16_t)(ldexpl(a, man - e) - ldexpl(1.0L, man));
+  return sign | (uint16_t)((unsigned)(e + bias) << man) | m;
+}
+
+double cu_narrow_value(uint16_t h, clt_dtype dt) {
+  int man = dt == CLT_F16 ? 10 : 7, bias = dt == CLT_F16 ? 15 : 127;
+  int ebits = 15 - man;
+  unsigned e = (h >> man) & ((1u << ebits) - 1), m = h & ((1u << man) - 1);
+  double s = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == (1u << ebits) - 1)
+    return m ? NAN : s * INFINITY;
+  if (e == 0)
+    return s * ldexp((double)m, 1 - bias - man);
+  return s * ldexp((double)(m | (1u << man)), (int)e - bias - man);
+}
 
 void cu_assert_prefix(const char *msg, const char *fn, const char *what) {
   size_t n = strlen(fn);
@@ -133,6 +197,9 @@ double cu_get(const void *buf, clt_dtype dt, int64_t i) {
     return ((const uint8_t *)buf)[i];
   case CLT_BOOL:
     return ((const uint8_t *)buf)[i];
+  case CLT_F16:
+  case CLT_BF16:
+    return cu_narrow_value(((const uint16_t *)buf)[i], dt);
   }
   ck_abort_msg("cu_get: bad dtype %d", (int)dt);
   return 0;
@@ -152,6 +219,9 @@ int64_t cu_get_i64(const void *buf, clt_dtype dt, int64_t i) {
     return ((const uint8_t *)buf)[i];
   case CLT_BOOL:
     return ((const uint8_t *)buf)[i];
+  case CLT_F16:
+  case CLT_BF16:
+    return (int64_t)cu_narrow_value(((const uint16_t *)buf)[i], dt);
   }
   ck_abort_msg("cu_get_i64: bad dtype %d", (int)dt);
   return 0;
@@ -167,6 +237,10 @@ void cu_set(void *buf, clt_dtype dt, int64_t i, double v) {
     return;
   case CLT_BOOL:
     ((uint8_t *)buf)[i] = v != 0.0;
+    return;
+  case CLT_F16:
+  case CLT_BF16:
+    ((uint16_t *)buf)[i] = cu_narrow_bits(v, dt);
     return;
   default:
     cu_set_i64(buf, dt, i, (int64_t)v);
@@ -193,6 +267,10 @@ void cu_set_i64(void *buf, clt_dtype dt, int64_t i, int64_t v) {
     return;
   case CLT_BOOL:
     ((uint8_t *)buf)[i] = v != 0;
+    return;
+  case CLT_F16:
+  case CLT_BF16:
+    ((uint16_t *)buf)[i] = cu_narrow_bits((double)v, dt);
     return;
   }
   ck_abort_msg("cu_set_i64: bad dtype %d", (int)dt);
@@ -272,6 +350,10 @@ double cu_rtol(clt_dtype dt) {
     return 1e-6;
   case CLT_F64:
     return 1e-12;
+  case CLT_F16:
+    return 1e-3;
+  case CLT_BF16:
+    return 8e-3;
   default:
     return 0.0;
   }

@@ -27,6 +27,7 @@ Suite *event_suite(void);
 Suite *program_suite(void);
 Suite *memory_suite(void);
 Suite *ops_suite(void);
+Suite *half_suite(void);        /* check_half.c: f16 and bf16 bits, compute, files */
 Suite *backend_ops_suite(void); /* check_backend_ops.c: every op of clt_ops.h, generated */
 Suite *random_suite(void);
 Suite *matmul_suite(void);
@@ -68,7 +69,12 @@ int cu_dtype_ok(const char *test, clt_device *d, clt_dtype dt);
 
 const char *cu_dev_name(clt_device *d);
 const char *cu_dt_name(clt_dtype dt);
-int cu_is_float(clt_dtype dt);
+int cu_is_float(clt_dtype dt); /* f32, f64, f16, bf16 */
+/* f16 and bf16 computed by the tests themselves: v rounded to dt (nearest, ties to even; inf
+ * past the largest), its bits, and the value of bits. */
+long double cu_round_narrow(long double v, clt_dtype dt);
+uint16_t cu_narrow_bits(double v, clt_dtype dt);
+double cu_narrow_value(uint16_t h, clt_dtype dt);
 
 /* ---- status assertions -------------------------------------------------------------------- */
 #define CU_OK(call)                                                                                \

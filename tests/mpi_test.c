@@ -41,7 +41,8 @@ static int rank, size, checks, failures;
     }                                                                                              \
   } while (0)
 
-static const clt_dtype dtypes[] = {CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8, CLT_BOOL};
+static const clt_dtype dtypes[] = {CLT_F32, CLT_F64,  CLT_I32, CLT_I64,
+                                   CLT_U8,  CLT_BOOL, CLT_F16, CLT_BF16};
 static const char *op_names[] = {"sum", "max", "min", "mean"};
 
 /* Element i of rank r's tensor: small integers, so that sums are exact in every dtype. */
@@ -52,8 +53,29 @@ static double gen(int r, int64_t i, clt_dtype dt) {
   return dt == CLT_U8 ? v : v - 5;
 }
 
+/* The f16 and bf16 bits of a small integer v (exact in both), and back. */
+static uint16_t half_bits(clt_dtype dt, double v) {
+  if (v == 0)
+    return 0;
+  int e;
+  double m = frexp(fabs(v), &e); /* |v| = m 2^e, m in [0.5, 1) */
+  int man = dt == CLT_F16 ? 10 : 7, bias = dt == CLT_F16 ? 15 : 127;
+  unsigned frac = (unsigned)ldexp(m * 2 - 1, man);
+  return (uint16_t)((v < 0 ? 0x8000u : 0) | (unsigned)(e - 1 + bias) << man | frac);
+}
+static double half_value(clt_dtype dt, uint16_t h) {
+  int man = dt == CLT_F16 ? 10 : 7, bias = dt == CLT_F16 ? 15 : 127;
+  unsigned e = (h & 0x7fffu) >> man, frac = h & ((1u << man) - 1);
+  double v = e ? ldexp(1 + ldexp(frac, -man), (int)e - bias) : 0;
+  return h & 0x8000u ? -v : v;
+}
+
 static void set_elem(void *buf, clt_dtype dt, int64_t i, double v) {
   switch (dt) {
+  case CLT_F16:
+  case CLT_BF16:
+    ((uint16_t *)buf)[i] = half_bits(dt, v);
+    break;
   case CLT_F32:
     ((float *)buf)[i] = (float)v;
     break;
@@ -73,6 +95,9 @@ static void set_elem(void *buf, clt_dtype dt, int64_t i, double v) {
 
 static double get_elem(const void *buf, clt_dtype dt, int64_t i) {
   switch (dt) {
+  case CLT_F16:
+  case CLT_BF16:
+    return half_value(dt, ((const uint16_t *)buf)[i]);
   case CLT_F32:
     return ((const float *)buf)[i];
   case CLT_F64:
@@ -142,6 +167,12 @@ static void test_allreduce(clt_device *dev) {
         continue;
       clt_tensor *t = make(dt, 2, shape, rank, 0, dev);
       clt_status st = clt_mpi_allreduce(t, (clt_mpi_op)o, MPI_COMM_WORLD);
+      if (dt == CLT_F16 || dt == CLT_BF16) { /* MPI cannot add them: refused on every rank */
+        CHECK(st == CLT_ERR_DTYPE, "allreduce %s %s gives %s", op_names[o], clt_dtype_name(dt),
+              clt_status_name(st));
+        clt_tensor_release(t);
+        continue;
+      }
       if (o == CLT_MPI_MEAN && dt != CLT_F32 && dt != CLT_F64) {
         CHECK(st == CLT_ERR_DTYPE, "allreduce mean %s gives %s", clt_dtype_name(dt),
               clt_status_name(st));

@@ -182,7 +182,10 @@ static void convert(void *dst, clt_dtype to, const void *src, clt_dtype from, in
   }
   for (int64_t i = 0; i < n; i++) {
     if (clt__dtype_is_float(from)) {
-      double v = from == CLT_F32 ? (double)((const float *)src)[i] : ((const double *)src)[i];
+      double v = from == CLT_F32   ? (double)((const float *)src)[i]
+                 : from == CLT_F64 ? ((const double *)src)[i]
+                 : from == CLT_F16 ? (double)clt__f16_to_f32(((const uint16_t *)src)[i])
+                                   : (double)clt__bf16_to_f32(((const uint16_t *)src)[i]);
       switch (to) {
       case CLT_F32:
         ((float *)dst)[i] = (float)v; /* f64 to f32 rounds to nearest */
@@ -201,6 +204,12 @@ static void convert(void *dst, clt_dtype to, const void *src, clt_dtype from, in
         break;
       case CLT_BOOL:
         ((uint8_t *)dst)[i] = v != 0;
+        break;
+      case CLT_F16: /* f64 through f32, as the kernels and PyTorch do */
+        ((uint16_t *)dst)[i] = clt__f32_to_f16((float)v);
+        break;
+      case CLT_BF16:
+        ((uint16_t *)dst)[i] = clt__f32_to_bf16((float)v);
         break;
       }
       continue;
@@ -227,8 +236,33 @@ static void convert(void *dst, clt_dtype to, const void *src, clt_dtype from, in
     case CLT_BOOL:
       ((uint8_t *)dst)[i] = v != 0;
       break;
+    case CLT_F16:
+      ((uint16_t *)dst)[i] = clt__f32_to_f16((float)v);
+      break;
+    case CLT_BF16:
+      ((uint16_t *)dst)[i] = clt__f32_to_bf16((float)v);
+      break;
     }
   }
+}
+
+/* An f32 copy of an operand of an f16 or bf16 operation (compute dtype narrow): the operand is
+ * first converted to narrow (an i32 operand of an f16 add is rounded to f16, as PyTorch does),
+ * then widened exactly. */
+static void *narrow_operand_f32(const clt_tensor *t, clt_dtype narrow, const char *fn,
+                                clt_status *st) {
+  size_t bytes = (size_t)t->numel * sizeof(float);
+  float *f = malloc(bytes ? bytes : 1);
+  if (!f) {
+    *st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory converting an operand");
+    return NULL;
+  }
+  convert(f, CLT_F32, clt__host_ptr(t), t->dtype, t->numel);
+  if (t->dtype != narrow)
+    for (int64_t i = 0; i < t->numel; i++)
+      f[i] = narrow == CLT_F16 ? clt__f16_to_f32(clt__f32_to_f16(f[i]))
+                               : clt__bf16_to_f32(clt__f32_to_bf16(f[i]));
+  return f;
 }
 
 /* The operand's elements in dtype `to`: the tensor's own memory, or a converted copy in *tmp. */
@@ -312,10 +346,30 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   }
   void *tmp[3] = {NULL, NULL, NULL};
   const void *p[3] = {NULL, NULL, NULL};
+  /* f16 and bf16: the f32 loops over f32 copies of the operands, the result rounded at the end */
+  clt_dtype narrow = clt__dtype_is_half(compute) ? compute : CLT_F32;
+  if (narrow != CLT_F32)
+    compute = CLT_F32;
+  void *wide_out = NULL; /* the f32 result of an op whose result is narrow */
+  char *obase = clt__host_ptr(out);
+  clt_dtype odt = out->dtype;
   for (int k = 0; k < n; k++) {
     clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
-    if (!(p[k] = as_dtype(in[k], want, &tmp[k], fn, &st)))
+    if (narrow != CLT_F32 && want != CLT_BOOL)
+      p[k] = tmp[k] = narrow_operand_f32(in[k], narrow, fn, &st);
+    else
+      p[k] = as_dtype(in[k], want, &tmp[k], fn, &st);
+    if (!p[k])
       goto done;
+  }
+  if (clt__dtype_is_half(out->dtype)) {
+    size_t bytes = (size_t)out->numel * sizeof(float);
+    if (!(wide_out = malloc(bytes ? bytes : 1))) {
+      st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory for an f32 result");
+      goto done;
+    }
+    obase = wide_out;
+    odt = CLT_F32;
   }
   if (n == 1) {
     unary_fn f = unary_table[op->kind][compute];
@@ -323,13 +377,13 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    size_t ei = clt_dtype_size(compute), eo = clt_dtype_size(out->dtype);
-    char *po = clt__host_ptr(out);
+    size_t ei = clt_dtype_size(compute), eo = clt_dtype_size(odt);
+    char *po = obase;
     const char *pi = p[0];
     CLT__FOR_PARTS(out->numel, lo, hi, f(po + (size_t)lo * eo, pi + (size_t)lo * ei, hi - lo));
     goto done;
   }
-  rowctx c = {.o = clt__host_ptr(out), .eo = clt_dtype_size(out->dtype)};
+  rowctx c = {.o = obase, .eo = clt_dtype_size(odt)};
   for (int k = 0; k < n; k++) {
     c.p[k] = p[k];
     c.es[k] = (op->cond && k == 0) ? 1 : clt_dtype_size(compute);
@@ -356,6 +410,9 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     over_rows(bc, out->numel, ternary_row, &c, 3);
   }
 done:
+  if (wide_out && st == CLT_OK)
+    convert(clt__host_ptr(out), out->dtype, wide_out, CLT_F32, out->numel);
+  free(wide_out);
   for (int k = 0; k < 3; k++)
     free(tmp[k]);
   return st;

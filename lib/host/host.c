@@ -19,7 +19,13 @@ static clt_status host_fill(clt_tensor *out, const void *pattern, const char *fn
     return CLT_OK;
   }
   int64_t n = out->numel;
-  if (es == 4) {
+  if (es == 2) {
+    uint16_t v;
+    memcpy(&v, pattern, 2);
+    uint16_t *q = (uint16_t *)p;
+    for (int64_t i = 0; i < n; i++)
+      q[i] = v;
+  } else if (es == 4) {
     uint32_t v;
     memcpy(&v, pattern, 4);
     uint32_t *q = (uint32_t *)p;

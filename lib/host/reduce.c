@@ -206,6 +206,9 @@ clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_te
     case CLT_BOOL:
       isum_u8(p, o, outer, r, inner);
       break;
+    case CLT_F16:
+    case CLT_BF16: /* reduced as f32 by the dispatcher */
+      break;
     }
     return CLT_OK;
   }
@@ -227,6 +230,9 @@ clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_te
   case CLT_U8:
   case CLT_BOOL:
     ext_u8(p, o, outer, r, inner, sign, arg);
+    break;
+  case CLT_F16:
+  case CLT_BF16: /* reduced as f32 by the dispatcher */
     break;
   }
   return CLT_OK;

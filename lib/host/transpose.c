@@ -23,6 +23,7 @@ enum { TILE = 32 };
 DEFINE_TRANSPOSE(transpose_1, uint8_t)
 DEFINE_TRANSPOSE(transpose_4, uint32_t)
 DEFINE_TRANSPOSE(transpose_8, uint64_t)
+DEFINE_TRANSPOSE(transpose_2, uint16_t)
 
 clt_status clt__host_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
                                const char *fn) {
@@ -33,6 +34,9 @@ clt_status clt__host_transpose(clt_tensor *out, const clt_tensor *in, const clt_
   switch (clt_dtype_size(in->dtype)) {
   case 1:
     transpose_1(clt__host_ptr(out), clt__host_ptr(in), g);
+    break;
+  case 2:
+    transpose_2(clt__host_ptr(out), clt__host_ptr(in), g);
     break;
   case 4:
     transpose_4(clt__host_ptr(out), clt__host_ptr(in), g);

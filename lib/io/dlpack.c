@@ -12,8 +12,10 @@
 #define DL_BOOL_CODE 6 /* kDLBool from DLPack 0.8 on; 0.6 (Debian 12) lacks the name */
 
 static const DLDataType dl_types[CLT_DTYPE_COUNT] = {
-    [CLT_F32] = {kDLFloat, 32, 1}, [CLT_F64] = {kDLFloat, 64, 1}, [CLT_I32] = {kDLInt, 32, 1},
-    [CLT_I64] = {kDLInt, 64, 1},   [CLT_U8] = {kDLUInt, 8, 1},    [CLT_BOOL] = {DL_BOOL_CODE, 8, 1},
+    [CLT_F32] = {kDLFloat, 32, 1}, [CLT_F64] = {kDLFloat, 64, 1},
+    [CLT_I32] = {kDLInt, 32, 1},   [CLT_I64] = {kDLInt, 64, 1},
+    [CLT_U8] = {kDLUInt, 8, 1},    [CLT_BOOL] = {DL_BOOL_CODE, 8, 1},
+    [CLT_F16] = {kDLFloat, 16, 1}, [CLT_BF16] = {kDLBfloat, 16, 1},
 };
 
 /* ---- export ------------------------------------------------------------------------------- */
@@ -161,7 +163,7 @@ clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
   if (dt < 0)
     return clt__error(CLT_ERR_DTYPE, fn,
                       "DLPack dtype (code %u, %u bits, %u lanes) has no clt dtype; clt takes "
-                      "float32/64, int32/64, uint8 and bool, one lane",
+                      "float16/32/64, bfloat16, int32/64, uint8 and bool, one lane",
                       (unsigned)d->dtype.code, (unsigned)d->dtype.bits, (unsigned)d->dtype.lanes);
 
   int64_t numel = 1;

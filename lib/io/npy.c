@@ -27,8 +27,9 @@ static bool host_is_little(void) {
 
 /* The descr NumPy writes for each dtype, without the byte-order character. */
 static const char *const npy_type[CLT_DTYPE_COUNT] = {
-    [CLT_F32] = "f4", [CLT_F64] = "f8", [CLT_I32] = "i4",
-    [CLT_I64] = "i8", [CLT_U8] = "u1",  [CLT_BOOL] = "b1",
+    [CLT_F32] = "f4", [CLT_F64] = "f8",  [CLT_I32] = "i4", [CLT_I64] = "i8",
+    [CLT_U8] = "u1",  [CLT_BOOL] = "b1", [CLT_F16] = "f2", /* bf16 has no NumPy type code: NULL,
+                                                              refused */
 };
 
 /* Reverses the bytes of each of n elements of size bytes. */
@@ -53,6 +54,12 @@ clt_status clt_save_npy(const char *path, const clt_tensor *t) {
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "path is NULL");
   if ((st = clt__check_tensor(t, fn, "t")) != CLT_OK)
     return st;
+  if (!npy_type[t->dtype])
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "%s: bf16 has no .npy type code (NumPy has no bfloat16; ml_dtypes' 'V2' "
+                      "reads back as raw bytes): save it as safetensors with clt_save, or cast "
+                      "it to f32 (exact) with clt_cast first",
+                      path);
 
   /* The header: version 1.0, padded so the data starts at a multiple of 64 bytes. */
   char header[512];
@@ -330,7 +337,7 @@ static bool descr_dtype(const char *descr, clt_dtype *dt, bool *swap) {
   if (order != '<' && order != '>' && order != '|' && order != '=')
     return false;
   for (int i = 0; i < CLT_DTYPE_COUNT; i++)
-    if (!strcmp(descr + 1, npy_type[i])) {
+    if (npy_type[i] && !strcmp(descr + 1, npy_type[i])) {
       size_t size = clt_dtype_size((clt_dtype)i);
       if (order == '|' && size > 1)
         return false;
@@ -445,15 +452,15 @@ static clt_status load(npy_source *src, clt_device *dev, clt_tensor **out) {
     return BAD("%s: bad header: %s", path, p.error ? p.error : "malformed");
   if (h.structured)
     return clt__error(CLT_ERR_DTYPE, fn,
-                      "%s: structured (record) dtypes are not supported; clt reads '<f4', '<f8', "
-                      "'<i4', '<i8', '|u1' and '|b1' (either byte order)",
+                      "%s: structured (record) dtypes are not supported; clt reads '<f2', '<f4', "
+                      "'<f8', '<i4', '<i8', '|u1' and '|b1' (either byte order)",
                       path);
   clt_dtype dt;
   bool swap;
   if (!descr_dtype(h.descr, &dt, &swap))
     return clt__error(CLT_ERR_DTYPE, fn,
-                      "%s: dtype '%s' is not supported; clt reads '<f4', '<f8', '<i4', '<i8', "
-                      "'|u1' and '|b1' (either byte order); convert it in NumPy with "
+                      "%s: dtype '%s' is not supported; clt reads '<f2', '<f4', '<f8', '<i4', "
+                      "'<i8', '|u1' and '|b1' (either byte order); convert it in NumPy with "
                       "a.astype(...) first",
                       path, h.descr);
 

@@ -30,12 +30,12 @@
 static const struct {
   const char *name;
   clt_dtype dt;
-} st_dtypes[] = {{"F32", CLT_F32}, {"F64", CLT_F64}, {"I32", CLT_I32},
-                 {"I64", CLT_I64}, {"U8", CLT_U8},   {"BOOL", CLT_BOOL}};
+} st_dtypes[] = {{"F32", CLT_F32}, {"F64", CLT_F64},   {"I32", CLT_I32}, {"I64", CLT_I64},
+                 {"U8", CLT_U8},   {"BOOL", CLT_BOOL}, {"F16", CLT_F16}, {"BF16", CLT_BF16}};
 
 /* safetensors dtypes that clt has no tensor type for. */
-static const char *const st_unsupported[] = {"F16",     "BF16",    "F8_E4M3", "F8_E5M2", "F8_E8M0",
-                                             "F6_E2M3", "F6_E3M2", "F4",      "I8",      "I16",
+static const char *const st_unsupported[] = {"F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3",
+                                             "F6_E3M2", "F4",      "I8",      "I16",
                                              "U16",     "U32",     "U64",     "C64"};
 
 static const char *st_dtype_name(clt_dtype dt) {

@@ -374,6 +374,9 @@ static MPI_Datatype mpi_type(clt_dtype dt) {
     return MPI_INT32_T;
   case CLT_I64:
     return MPI_INT64_T;
+  case CLT_F16: /* moved as bits; allreduce refuses them (MPI has no 16-bit float sum) */
+  case CLT_BF16:
+    return MPI_UINT16_T;
   default: /* CLT_U8, CLT_BOOL */
     return MPI_UINT8_T;
   }
@@ -801,6 +804,12 @@ clt_status clt_mpi_allreduce(clt_tensor *t, clt_mpi_op op, MPI_Comm comm) {
   if (st == CLT_OK && (op < CLT_MPI_SUM || op > CLT_MPI_MEAN))
     st = clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "unknown op %d", (int)op);
   clt_dtype dt = clt_tensor_dtype(t);
+  if (st == CLT_OK && (dt == CLT_F16 || dt == CLT_BF16))
+    st = clt_set_error(CLT_ERR_DTYPE, fn,
+                       "%s is not supported: MPI has no 16-bit float arithmetic; cast to f32 "
+                       "with clt_cast first (broadcast, send and gather move f16 and bf16 as they "
+                       "are)",
+                       clt_dtype_name(dt));
   if (st == CLT_OK && op == CLT_MPI_MEAN && dt != CLT_F32 && dt != CLT_F64)
     st = clt_set_error(CLT_ERR_DTYPE, fn, "CLT_MPI_MEAN takes f32 or f64, not %s: cast first",
                        clt_dtype_name(dt));

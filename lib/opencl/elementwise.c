@@ -35,6 +35,32 @@ static void store_macro(clt_dtype compute, clt_dtype out, char *buf, size_t size
     snprintf(buf, size, "((TO)(x))");
 }
 
+/* The expression loading element i of operand p (dtype dt) for an op computing in `compute`:
+ * f16 through vload_half (core OpenCL 1.2, no cl_khr_fp16 needed), bf16 by a shift; an operand
+ * of an f16 or bf16 op that is of another dtype (an integer) is rounded to that dtype first, as
+ * the host does. */
+static const char *load_expr(clt_dtype dt, clt_dtype compute) {
+  if (dt == CLT_F16)
+    return "vload_half((i),(p))";
+  if (dt == CLT_BF16)
+    return "clt_bf16_to_f32((p)[i])";
+  if (compute == CLT_F16)
+    return "clt_round_f16((float)(p)[i])";
+  if (compute == CLT_BF16)
+    return "clt_round_bf16((float)(p)[i])";
+  return "((p)[i])";
+}
+
+/* The statement storing x as element i of the result p: f16 and bf16 round from f32 to nearest
+ * even (an f64 result goes through f32 first, as on the host), NaN as the one quiet NaN. */
+static const char *store_expr(clt_dtype out) {
+  if (out == CLT_F16)
+    return "clt_store_f16((p),(i),(float)(x))";
+  if (out == CLT_BF16)
+    return "((p)[i]=clt_f32_to_bf16((float)(x)))";
+  return "((p)[i]=STORE(x))";
+}
+
 /* ---- the launch memo ------------------------------------------------------------------------
  * A kernel is named by its defines, so finding it in the program cache means formatting about
  * 400 bytes of defines and comparing them with every program's: about half of a small launch's
@@ -105,7 +131,9 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
     fp64 = fp64 || in[k]->dtype == CLT_F64;
   bool is_float = clt__dtype_is_float(compute);
   bool wraps = op->wraps && !is_float;
-  const char *tc = wraps ? unsigned_twin(compute) : clt__dtype_cl_type(compute);
+  /* f16 and bf16 compute in float */
+  const char *tp = clt__dtype_is_half(compute) ? "float" : clt__dtype_cl_type(compute);
+  const char *tc = wraps ? unsigned_twin(compute) : tp;
   const char *expr = clt__op_expr(op, compute);
   if (!expr)
     return clt__error(CLT_ERR_INTERNAL, fn, "%s has no expression for %s", op->name,
@@ -118,12 +146,15 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
   snprintf(defines, sizeof defines,
            "%s#define NAME %s\n#define ARITY %d\n#define TA %s\n#define TB %s\n#define TK %s\n"
            "#define TP %s\n#define TC %s\n#define UTC %s\n#define TKP %s\n#define TKC %s\n"
-           "#define CLT_FLOAT %d\n#define TO %s\n#define STORE(x) %s\n#define OP(a,b,c) (%s)\n",
+           "#define CLT_FLOAT %d\n#define TO %s\n#define STORE(x) %s\n#define OP(a,b,c) (%s)\n"
+           "#define LOAD_A(p,i) %s\n#define LOAD_B(p,i) %s\n#define LOAD_K(p,i) %s\n"
+           "#define STORE_AT(p,i,x) %s\n",
            clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
-           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype),
-           clt__dtype_cl_type(compute), tc, unsigned_twin(compute),
-           op->cond ? "uchar" : clt__dtype_cl_type(compute), op->cond ? "uchar" : tc,
-           is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr);
+           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype), tp, tc,
+           unsigned_twin(compute), op->cond ? "uchar" : tp, op->cond ? "uchar" : tc,
+           is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr,
+           load_expr(ta->dtype, compute), load_expr(tb->dtype, compute),
+           op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype));
   char kname[80];
   snprintf(kname, sizeof kname, broadcast ? "%s_bcast" : "%s", name);
   return clt__get_kernel(d, "elementwise", defines, kname, fn, kern);

@@ -9,7 +9,6 @@
 #include "backend.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #ifdef HAVE_CLBLAST
@@ -256,6 +255,14 @@ static clt_status get_tiled_kernel(clt_device *d, clt_dtype dt, const char *fn, 
            "%s#define NAME %s\n#define T %s\n#define TS %d\n#define WPT %d\n",
            clt__cl_base_options(d, f64), name, f64 ? "double" : "float", ts, wpt);
   return clt__get_kernel(d, "matmul", options, kname, fn, k);
+}
+
+void clt__cl_matmul_clear_cache(void) {
+#ifdef HAVE_CLBLAST
+  pthread_mutex_lock(&clblast_lock);
+  CLBlastClearCache();
+  pthread_mutex_unlock(&clblast_lock);
+#endif
 }
 
 clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn) {

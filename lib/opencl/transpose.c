@@ -7,7 +7,7 @@ clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_tr
                              const char *fn) {
   clt_device *d = out->storage->dev;
   size_t es = clt_dtype_size(in->dtype);
-  const char *type = es == 1 ? "uchar" : es == 4 ? "uint" : "ulong";
+  const char *type = es == 1 ? "uchar" : es == 2 ? "ushort" : es == 4 ? "uint" : "ulong";
   char name[32], options[256];
   snprintf(name, sizeof name, "transpose_x%zu", es * 8);
   snprintf(options, sizeof options, "%s#define NAME %s\n#define T %s\n",

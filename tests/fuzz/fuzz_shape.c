@@ -166,7 +166,56 @@ static int alloc_expect(uint64_t bytes) {
   return SKIP;
 }
 
-static int is_float(clt_dtype dt) { return dt == CLT_F32 || dt == CLT_F64; }
+static int is_float(clt_dtype dt) {
+  return dt == CLT_F32 || dt == CLT_F64 || dt == CLT_F16 || dt == CLT_BF16;
+}
+static int is_half(clt_dtype dt) { return dt == CLT_F16 || dt == CLT_BF16; }
+
+/* f16 and bf16 (11 and 8 significant bits), for the values here: finite, rounded to nearest
+ * even by rint, independently of the library's bit manipulation. */
+static double half_round(clt_dtype dt, double v) {
+  int bits = dt == CLT_F16 ? 11 : 8, emin = dt == CLT_F16 ? -14 : -126, e;
+  if (v == 0 || !isfinite(v))
+    return v;
+  frexp(v, &e);
+  e = e - 1 < emin ? emin : e - 1;
+  double q = ldexp(1.0, e - (bits - 1)), r = rint(v / q) * q;
+  return dt == CLT_F16 && fabs(r) >= 65536 ? copysign(INFINITY, v) : r;
+}
+static uint16_t half_bits(clt_dtype dt, double v) {
+  float f = (float)half_round(dt, v);
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if (dt == CLT_BF16)
+    return (uint16_t)(x >> 16);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  double a = fabs((double)f);
+  if (isinf(a))
+    return sign | 0x7c00u;
+  if (a < 0x1p-14)
+    return sign | (uint16_t)ldexp(a, 24);
+  int e;
+  frexp(a, &e);
+  return sign | (uint16_t)((e + 14) << 10) | (uint16_t)(ldexp(a, 11 - e) - 1024);
+}
+static double half_value(clt_dtype dt, uint16_t h) {
+  if (dt == CLT_BF16) {
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+  }
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double s = h & 0x8000 ? -1 : 1;
+  if (e == 31)
+    return m ? NAN : s * INFINITY;
+  return e ? s * ldexp(1024 + m, e - 25) : s * ldexp(m, -24);
+}
+
+/* v as a result of float dtype dt stores it (rounded once). */
+static double round_to(clt_dtype dt, double v) {
+  return is_half(dt) ? half_round(dt, v) : dt == CLT_F32 ? (double)(float)v : v;
+}
 
 /* v converted to dt as C converts (integers wrap), as a double. */
 static double as_dtype(clt_dtype dt, int64_t v) {
@@ -177,6 +226,9 @@ static double as_dtype(clt_dtype dt, int64_t v) {
     return v != 0;
   case CLT_I32:
     return (double)(int32_t)(uint32_t)(uint64_t)v;
+  case CLT_F16:
+  case CLT_BF16:
+    return half_round(dt, (double)v);
   default:
     return (double)v;
   }
@@ -192,6 +244,9 @@ static double get(const void *p, clt_dtype dt, int64_t i) {
     return ((const int32_t *)p)[i];
   case CLT_I64:
     return (double)((const int64_t *)p)[i];
+  case CLT_F16:
+  case CLT_BF16:
+    return half_value(dt, ((const uint16_t *)p)[i]);
   default:
     return ((const uint8_t *)p)[i];
   }
@@ -210,6 +265,10 @@ static void set(void *p, clt_dtype dt, int64_t i, int64_t v) {
     break;
   case CLT_I64:
     ((int64_t *)p)[i] = v;
+    break;
+  case CLT_F16:
+  case CLT_BF16:
+    ((uint16_t *)p)[i] = half_bits(dt, (double)v);
     break;
   default:
     ((uint8_t *)p)[i] = (uint8_t)v;
@@ -332,7 +391,7 @@ static void fuzz_create(fuzz_reader *r) {
   int want;
   if (esize == 0)
     want = CLT_ERR_INVALID_ARGUMENT;
-  else if (creator >= 5 && !is_float(dt))
+  else if (creator >= 5 && (!is_float(dt) || is_half(dt))) /* rand: f32 and f64 only */
     want = CLT_ERR_DTYPE;
   else if ((want = shape_status(ndim, arg, esize, &bytes)) == CLT_OK)
     want = alloc_expect(bytes);
@@ -606,8 +665,8 @@ static void fuzz_matmul(fuzz_reader *r) {
     sh[k] = shape_small(r, 4, MAX_OPERAND);
     in[k] = operand(&sh[k], dt[k], seed[k]);
   }
-  /* The oracle (clt.h): f32 or f64, one dtype; 2-D or 3-D; inner dimensions equal; batch sizes
-   * equal when both are 3-D; dimensions BLAS can take. */
+  /* The oracle (clt.h): f16, bf16, f32 or f64, one dtype; 2-D or 3-D; inner dimensions equal; batch
+   * sizes equal when both are 3-D; dimensions BLAS can take. */
   clt_status want = CLT_OK;
   int64_t m = 0, k = 0, n = 0, batch = 1;
   if (!is_float(dt[0]) || !is_float(dt[1]) || dt[0] != dt[1]) {
@@ -661,8 +720,9 @@ static void fuzz_matmul(fuzz_reader *r) {
           int64_t jb = (sh[1].ndim == 3 ? q * k * n : 0) + z * n + y;
           acc += operand_value(dt[0], seed[0], ja) * operand_value(dt[1], seed[1], jb);
         }
-        FUZZ_CHECK(get(p, dt[0], i) == (double)acc, "clt_matmul: element %lld is %g, expected %lld",
-                   (long long)i, get(p, dt[0], i), (long long)acc);
+        FUZZ_CHECK(get(p, dt[0], i) == round_to(dt[0], (double)acc),
+                   "clt_matmul: element %lld is %g, expected %lld", (long long)i, get(p, dt[0], i),
+                   (long long)acc);
       }
   clt_tensor_release(out);
 done:
@@ -889,12 +949,16 @@ static void fuzz_linear(fuzz_reader *r) {
   const void *p = clt_tensor_data(y);
   int64_t rn = clt_tensor_numel(y);
   for (int64_t i = 0; i < rn && rn <= MAX_RESULT; i++) {
-    int64_t row = i / out_f, o = i % out_f, acc = b ? operand_value(dt[2], seed[2], o) : 0;
+    int64_t row = i / out_f, o = i % out_f, acc = 0;
     for (int64_t k = 0; k < in_f; k++)
       acc += operand_value(dt[0], seed[0], row * in_f + k) *
              operand_value(dt[1], seed[1], o * in_f + k);
-    FUZZ_CHECK(get(p, dt[0], i) == (double)acc, "clt_linear: element %lld is %g, expected %lld",
-               (long long)i, get(p, dt[0], i), (long long)acc);
+    /* the product is rounded to the dtype, then the bias added and rounded (f16, bf16) */
+    double want_v = round_to(dt[0], (double)acc);
+    if (b)
+      want_v = round_to(dt[0], want_v + (double)operand_value(dt[2], seed[2], o));
+    FUZZ_CHECK(get(p, dt[0], i) == want_v, "clt_linear: element %lld is %g, expected %g",
+               (long long)i, get(p, dt[0], i), want_v);
   }
   clt_tensor_release(y);
 done:

@@ -104,7 +104,9 @@ def safetensors():
         '"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}', b"\x01\x02"))
     one = lambda dtype, shape, offsets, data=b"\x00" * 4: st_file(
         '{"a":{"dtype":"%s","shape":%s,"data_offsets":%s}}' % (dtype, shape, offsets), data)
-    w("bad-dtype-f16.safetensors", one("F16", "[2]", "[0,4]"))
+    w("ok-dtype-f16.safetensors", one("F16", "[2]", "[0,4]"))
+    w("ok-dtype-bf16.safetensors", one("BF16", "[2]", "[0,4]"))
+    w("bad-dtype-i16.safetensors", one("I16", "[2]", "[0,4]"))
     w("bad-dtype-unknown.safetensors", one("Q7", "[1]", "[0,4]"))
     w("bad-shape-negative.safetensors", one("U8", "[-4]", "[0,4]"))
     w("bad-shape-overflow.safetensors", one("F32", "[4611686018427387904,4611686018427387904]",
@@ -192,7 +194,9 @@ def npy_files():
                                      b"", raw_len=60000))
     w("bad-truncated-data.npy", npy_array("<f4", [4], [1, 2, 3, 4])[:-3])
     w("bad-trailing-bytes.npy", npy_array("<f4", [1], [1]) + b"\x00")
-    w("bad-dtype-f2.npy", npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }",
+    w("ok-dtype-f2.npy", npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }",
+                             b"\x00\x3c\x00\xc0"))
+    w("bad-dtype-i2.npy", npy("{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }",
                               b"\x00" * 4))
     w("bad-dtype-pipe-f4.npy", npy("{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }",
                                    b"\x00" * 4))
@@ -300,7 +304,10 @@ def shapes():
     w("bad-create-ndim-negative", bytes([0, 0xf0, F32, 1]))
     w("bad-create-ndim-int-min", bytes([0, 0xf3, F32, 1]))
     w("bad-create-dtype", bytes([0, 1, 0xf0, 0]) + D(2))
-    w("bad-create-dtype-6", bytes([0, 1, 0xf1, 1]) + D(2))
+    w("ok-create-dtype-6-f16", bytes([0, 1, 0xf1, 1]) + D(2))
+    w("ok-create-dtype-7-bf16", bytes([0, 1, 0xf2, 2]) + D(2))
+    w("bad-create-dtype-8", bytes([0, 1, 0xff, 1]) + D(2))
+    w("bad-create-rand-f16", bytes([0, 1, 0xf1, 5]) + D(3))
     w("bad-create-null-shape", create(2, F32, 0xe1, 2, 2))
     w("bad-create-rand-i32", create(1, I32, 5, 3))
     w("bad-create-out-of-memory", create(1, F32, 0, 2**52))
@@ -323,7 +330,7 @@ def shapes():
     w("bad-reshape-ndim-9", bytes([1]) + S(2) + bytes([F32, 0xf1, 0]) + D(1) * 9)
     w("bad-reshape-null-shape", bytes([1]) + S(2) + bytes([F32, 1, 0xf0]) + D(2))
     # mode 2: broadcasting. op byte (0 add 1 sub 2 mul 3 maximum 4 eq 5 lt 6 where 7 add_ 8 add_out),
-    # then per operand a seed byte (dtype = seed % 6) and a shape.
+    # then per operand a seed byte (dtype = seed % 8) and a shape.
     bc = lambda op, *operands: bytes([2, op]) + b"".join(bytes([dt]) + s for dt, s in operands)
     w("ok-add-broadcast", bc(0, (F32, S(2, 1)), (I32, S(3))))
     w("ok-sub-u8-wraps", bc(1, (U8, S(4)), (U8 + 6, S(4))))
@@ -345,7 +352,7 @@ def shapes():
     w("bad-add-out-dtype", bc(8, (F32, S(2)), (F32, S(2))) + bytes([F64]) + S(2))
     w("bad-add-out-huge-result", bc(8, (F32, S(300, 1)), (F32, S(1, 300))) + bytes([F32]) + S(1))
     # mode 3: matmul. per operand a seed byte (< 0xe0: f32 or f64 by its low bit, the second
-    # following the first; >= 0xe0: dtype = seed % 6) and a shape of at most 4 dimensions.
+    # following the first; >= 0xe0: dtype = seed % 8) and a shape of at most 4 dimensions.
     mm = lambda a, b: bytes([3]) + bytes([a[0]]) + a[1] + bytes([b[0]]) + b[1]
     w("ok-matmul", mm((0, S(2, 3)), (0, S(3, 4))))
     w("ok-matmul-f64-batch", mm((1, S(2, 2, 3)), (1, S(2, 3, 2))))
@@ -355,12 +362,14 @@ def shapes():
     w("bad-matmul-batch", mm((0, S(2, 2, 3)), (0, S(3, 3, 2))))
     w("bad-matmul-1d", mm((0, S(3)), (0, S(3))))
     w("bad-matmul-4d", mm((0, S(1, 1, 2, 2)), (0, S(2, 2))))
-    w("bad-matmul-i32", mm((0xe0, S(2, 2)), (0xe0, S(2, 2))))
+    w("bad-matmul-i32", mm((0xe2, S(2, 2)), (0xe2, S(2, 2))))
+    w("ok-matmul-f16", mm((0xe6, S(2, 3)), (0xe6, S(3, 2))))
+    w("ok-matmul-bf16", mm((0xe7, S(2, 3)), (0xe7, S(3, 2))))
     w("bad-matmul-f32-f64", mm((0xe4, S(2, 2)), (0xe5, S(2, 2))))
     w("bad-matmul-zero-huge-batch", mm((0, S(2**62, 2**62, 0)), (0, S(0, 2))))
     w("bad-matmul-zero-huge-m", mm((0, S(2**40, 0)), (0, S(0, 3))))
     # mode 4: reductions and transpose. op byte (0 sum_dim 1 mean_dim 2 max_dim 3 argmax_dim
-    # 4 sum 5 transpose), seed byte (dtype = seed % 6), shape, dim and dim1 bytes (b % 20 - 10
+    # 4 sum 5 transpose), seed byte (dtype = seed % 8), shape, dim and dim1 bytes (b % 20 - 10
     # below 0xf8), keepdim byte.
     red = lambda op, dt, s, dim, dim1=0, keep=0: (bytes([4, op, dt]) + s +
                                                   bytes([(dim + 10) % 20, (dim1 + 10) % 20, keep]))
@@ -394,7 +403,7 @@ def shapes():
     w("bad-linear-in", lin((0, S(2, 3)), (0, S(4, 2)), (0, S(4))))
     w("bad-linear-bias", lin((0, S(2, 3)), (0, S(4, 3)), (0, S(3))))
     w("bad-linear-1d", lin((0, S(3)), (0, S(4, 3))))
-    w("bad-linear-i32", lin((0xe0, S(2, 3)), (0xe0, S(4, 3))))
+    w("bad-linear-i32", lin((0xe2, S(2, 3)), (0xe2, S(4, 3))))
     w("bad-linear-huge-out", lin((0, S(2, 0)), (0, S(2**62, 0))))
 
 
