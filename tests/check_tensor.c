@@ -250,7 +250,7 @@ START_TEST(test_arange) {
         for (int64_t i = 0; i < cases[c].n; i++) {
           double want = cases[c].start + (double)i * cases[c].step;
           if (dt == CLT_F16 || dt == CLT_BF16) /* each value rounded to the dtype */
-            want = (double)cu_round_narrow((long double)(float)want, (clt_dtype)dt);
+            want = cu_round_narrow((double)(float)want, (clt_dtype)dt);
           ck_assert_msg(cu_close(v[i], want, 1e-6, 1e-7), "%s: element %lld is %.9g, expected %.9g",
                         what, (long long)i, v[i], want);
         }

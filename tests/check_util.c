@@ -89,23 +89,25 @@ int cu_is_float(clt_dtype dt) {
  * does. */
 
 /* v rounded to a float of `bits` significand bits, exponents emin..emax (of the value in
- * [1, 2)); subnormals below 2^emin; inf above. */
-static long double round_float(long double v, int bits, int emin, int emax) {
+ * [1, 2)); subnormals below 2^emin; inf above. Exact in double: v / q and r * q are scalings by
+ * powers of two. (Not long double: valgrind runs x87 arithmetic at 64 bits and loses its
+ * infinities, which made the valgrind lane see wrong expected values.) */
+static double round_float(double v, int bits, int emin, int emax) {
   if (isnan(v) || isinf(v) || v == 0)
     return v;
   int e;
-  frexpl(fabsl(v), &e); /* |v| in [2^(e-1), 2^e) */
+  frexp(fabs(v), &e); /* |v| in [2^(e-1), 2^e) */
   e -= 1;
   if (e < emin)
     e = emin;
-  long double q = ldexpl(1.0L, e - (bits - 1)); /* the spacing at v */
-  long double r = rintl(v / q) * q;             /* v / q is exact: a power-of-two scaling */
-  if (fabsl(r) >= ldexpl(1.0L, emax + 1))
-    return copysignl(INFINITY, v);
+  double q = ldexp(1.0, e - (bits - 1)); /* the spacing at v */
+  double r = rint(v / q) * q;
+  if (fabs(r) >= ldexp(1.0, emax + 1))
+    return copysign(INFINITY, v);
   return r;
 }
 
-long double cu_round_narrow(long double v, clt_dtype dt) {
+double cu_round_narrow(double v, clt_dtype dt) {
   return dt == CLT_F16 ? round_float(v, 11, -14, 15) : round_float(v, 8, -126, 127);
 }
 
@@ -114,15 +116,15 @@ uint16_t cu_narrow_bits(double v, clt_dtype dt) {
     return dt == CLT_F16 ? 0x7e00 : 0x7fc0;
   int man = dt == CLT_F16 ? 10 : 7, bias = dt == CLT_F16 ? 15 : 127;
   uint16_t sign = signbit(v) ? 0x8000 : 0;
-  long double a = fabsl(cu_round_narrow((long double)v, dt));
+  double a = fabs(cu_round_narrow(v, dt));
   if (isinf(a))
     return sign | (uint16_t)(((1u << (15 - man)) - 1) << man);
-  if (a < ldexpl(1.0L, 1 - bias)) /* subnormal or zero: a multiple of 2^(1-bias-man) */
-    return sign | (uint16_t)ldexpl(a, bias - 1 + man);
+  if (a < ldexp(1.0, 1 - bias)) /* subnormal or zero: a multiple of 2^(1-bias-man) */
+    return sign | (uint16_t)ldexp(a, bias - 1 + man);
   int e;
-  frexpl(a, &e);
+  frexp(a, &e);
   e -= 1;
-  uint16_t m = (uint16_t)(ldexpl(a, man - e) - ldexpl(1.0L, man));
+  uint16_t m = (uint16_t)(ldexp(a, man - e) - ldexp(1.0, man));
   return sign | (uint16_t)((unsigned)(e + bias) << man) | m;
 }
 

@@ -72,7 +72,7 @@ const char *cu_dt_name(clt_dtype dt);
 int cu_is_float(clt_dtype dt); /* f32, f64, f16, bf16 */
 /* f16 and bf16 computed by the tests themselves: v rounded to dt (nearest, ties to even; inf
  * past the largest), its bits, and the value of bits. */
-long double cu_round_narrow(long double v, clt_dtype dt);
+double cu_round_narrow(double v, clt_dtype dt);
 uint16_t cu_narrow_bits(double v, clt_dtype dt);
 double cu_narrow_value(uint16_t h, clt_dtype dt);
 
