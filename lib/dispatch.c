@@ -399,23 +399,6 @@ static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bo
           shape[ndim++] = 1;
     }
   }
-  if (clt__dtype_is_half(t->dtype)) {
-    /* f16 and bf16 accumulate in f32: reduce an f32 copy, then round the result back */
-    clt_tensor *f = NULL, *r = NULL;
-    if ((s = clt_cast(t, CLT_F32, &f)) == CLT_OK)
-      s = reduce(kind, fn, f, whole, dim, keepdim, &r);
-    clt_tensor_release(f);
-    if (s == CLT_OK && kind != CLT__RED_ARGMAX) {
-      clt_tensor *h = NULL;
-      s = clt_cast(r, t->dtype, &h);
-      clt_tensor_release(r);
-      r = h;
-    }
-    if (s != CLT_OK)
-      return s; /* the message names the step that failed */
-    *out = r;
-    return CLT_OK;
-  }
   clt_dtype rt = t->dtype;
   switch (kind) {
   case CLT__RED_SUM:
@@ -445,6 +428,32 @@ static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bo
   clt_tensor *r;
   if ((s = clt__tensor_new(rt, ndim, shape, dev, fn, &r)) != CLT_OK)
     return s;
+  if (r->numel > 0 && clt__dtype_is_half(t->dtype)) {
+    /* f16 and bf16 accumulate in f32: reduce an f32 copy, then round into r. The result is
+     * allocated first, so that its errors (a shape too large) are this function's, as for
+     * every other dtype. An empty input reduces to 0 (sum) or NaN (mean) with no copy. */
+    clt_tensor *f = NULL, *fr = NULL;
+    if (t->numel == 0) {
+      uint16_t pattern = kind == CLT__RED_SUM ? 0 : t->dtype == CLT_F16 ? 0x7e00 : 0x7fc0;
+      s = dev->backend->fill(r, &pattern, fn);
+    } else {
+      clt_tensor *in[1] = {t};
+      if ((s = elementwise(fn, &clt__ops[CLT__OP_cast], in, CLT_F32, NULL, &f)) == CLT_OK)
+        s = reduce(kind, fn, f, whole, dim, keepdim, &fr);
+      if (s == CLT_OK) {
+        clt_tensor *back[1] = {fr};
+        s = elementwise(fn, &clt__ops[CLT__OP_cast], back, r->dtype, r, NULL);
+      }
+    }
+    clt_tensor_release(f);
+    clt_tensor_release(fr);
+    if (s != CLT_OK) {
+      clt_tensor_release(r);
+      return s;
+    }
+    *out = r;
+    return CLT_OK;
+  }
   if (r->numel > 0 && (s = dev->backend->reduce(&red, r, t)) != CLT_OK) {
     clt_tensor_release(r);
     return s;
