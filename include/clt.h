@@ -355,10 +355,12 @@ CLT_API int clt_tensor_is_pinned(const clt_tensor *t);
 
 /** The host tensor's elements, C-ordered, writable; waits first for pending copies into or out
  *  of it. Returns NULL (last status CLT_ERR_NOT_ON_HOST) for a device tensor: copy it to the
- *  host with clt_to(t, clt_cpu(), &h) first. Owned by the tensor. */
+ *  host with clt_to(t, clt_cpu(), &h) first; and NULL (CLT_ERR_INVALID_ARGUMENT) for a view
+ *  whose elements are not contiguous: clt_contiguous gives a tensor whose are. For a contiguous
+ *  view, the pointer is to its first element. Owned by the tensor. */
 CLT_API void *clt_tensor_data(clt_tensor *t);
 
-/** Copies all elements of t, on any device, into dst (C order), blocking until done.
+/** Copies all elements of t (any view), on any device, into dst (C order), blocking until done.
  *  dst_bytes must be at least clt_tensor_nbytes(t). */
 CLT_API clt_status clt_tensor_read(const clt_tensor *t, void *dst, size_t dst_bytes);
 
@@ -383,8 +385,11 @@ CLT_API clt_status clt_copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out)
  *  happens if *t is already there). On failure *t is untouched. */
 CLT_API clt_status clt_move(clt_tensor **t, clt_device *dev);
 
-/** Copies src's elements into dst, which may be on another device. Shapes and dtypes must be
- *  equal (CLT_ERR_SHAPE_MISMATCH, CLT_ERR_DTYPE). */
+/** Copies src's elements into dst, which may be any view (torch.Tensor.copy_): src is broadcast
+ *  to dst's shape and converted to dst's dtype (as clt_cast converts). src may be on another
+ *  device: it is then copied to dst's device first (an explicit transfer). An expanded dst
+ *  (several elements in one place) or a dst that partly overlaps src is
+ *  CLT_ERR_INVALID_ARGUMENT; shapes that do not broadcast, CLT_ERR_SHAPE_MISMATCH. */
 CLT_API clt_status clt_copy(clt_tensor *dst, clt_tensor *src);
 
 /* ---------------------------------------------------------------------------------------- */
@@ -574,20 +579,84 @@ CLT_API clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
  *  storage. */
 CLT_API const char *clt_matmul_path(clt_device *d);
 
-/** A new contiguous tensor holding t with dimensions dim0 and dim1 swapped (torch.transpose,
- *  materialized). Any dtype, any device. Negative dimensions count from the end (-1 is the
- *  last); a 0-d tensor accepts 0 and -1. The caller releases *out.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, a dimension out of range), CLT_ERR_OPENCL. */
-CLT_API clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
+/* ---------------------------------------------------------------------------------------- */
+/* Views (docs/views.md)                                                                     */
+/*                                                                                            */
+/* A tensor is a storage and a view of it: an offset, a shape and strides, all in elements,    */
+/* as in PyTorch. The functions below that make views copy nothing, do no device work and      */
+/* return at once: the view shares t's memory (a write through either is seen through the      */
+/* other), lives on t's device and keeps the memory alive. Dimensions may be negative, counted */
+/* from the end (-1 is the last). On any error *out is left untouched.                         */
 
-/** A view of t with another shape and the same elements in the same (C) order: it shares t's
- *  memory, so writes through one are seen through the other (torch.reshape on a contiguous
- *  tensor). One dimension may be -1 and is then inferred. The caller releases *out; the memory
- *  lives while either tensor does.
+/** The strides of t in elements (ndim entries; 0 along an expanded dimension), owned by the
+ *  tensor and valid while it lives; NULL for NULL. */
+CLT_API const int64_t *clt_tensor_strides(const clt_tensor *t);
+/** The offset of t's first element in its memory, in elements; 0 for NULL. */
+CLT_API int64_t clt_tensor_offset(const clt_tensor *t);
+/** 1 if t's elements lie one after another in C order (its strides are those of a new tensor of
+ *  its shape, dimensions of size 1 aside), whatever its offset; 0 otherwise and for NULL. */
+CLT_API int clt_is_contiguous(const clt_tensor *t);
+/** *out is t itself with one more reference if t is contiguous, else a new contiguous tensor on
+ *  t's device holding t's elements (torch.Tensor.contiguous). */
+CLT_API clt_status clt_contiguous(clt_tensor *t, clt_tensor **out);
+/** A new contiguous tensor on t's device holding a copy of t's elements (torch.clone). */
+CLT_API clt_status clt_clone(clt_tensor *t, clt_tensor **out);
+
+/** The view t[..., start:start+length, ...] along dim (torch.narrow): 0 <= length and
+ *  start + length <= size; a negative start counts from the end.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, dim, start or length out of range: the message gives
+ *  the valid range). */
+CLT_API clt_status clt_narrow(clt_tensor *t, int dim, int64_t start, int64_t length,
+                              clt_tensor **out);
+/** The view t[..., index, ...]: dim removed (torch.select); a negative index counts from the
+ *  end. Selecting from a 1-D tensor gives a 0-d view. */
+CLT_API clt_status clt_select(clt_tensor *t, int dim, int64_t index, clt_tensor **out);
+/** The view t[..., start:stop:step, ...] along dim, with Python's rules: negative start and stop
+ *  count from the end, both are clamped to the dimension, and step must be >= 1 (a step of 0 or
+ *  less is CLT_ERR_INVALID_ARGUMENT). CLT_SLICE_END as stop means "to the end". */
+#define CLT_SLICE_END INT64_MAX
+CLT_API clt_status clt_slice(clt_tensor *t, int dim, int64_t start, int64_t stop, int64_t step,
+                             clt_tensor **out);
+/** The view of t with its dimensions reordered: dimension i of *out is dimension dims[i] of t
+ *  (torch.permute). dims holds each of 0..ndim-1 once (negative values count from the end). */
+CLT_API clt_status clt_permute(clt_tensor *t, int ndim, const int *dims, clt_tensor **out);
+/** The view of t with dimensions dim0 and dim1 swapped (torch.transpose). A 0-d tensor accepts 0
+ *  and -1. clt_contiguous of the result gives the swapped elements in C order. */
+CLT_API clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out);
+/** The view of t broadcast to shape (torch.expand): t's dimensions are aligned with the last of
+ *  shape, each of size 1 may grow (stride 0) and the others must be equal or -1 (kept); new
+ *  leading dimensions are added with stride 0. ndim >= t's. An expanded tensor is read-only for
+ *  elementwise writes: an in-place op, an _out form or clt_copy into it is CLT_ERR_INVALID_ARGUMENT
+ *  (several elements share one memory location), as in PyTorch. */
+CLT_API clt_status clt_expand(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out);
+/** The view of t with a dimension of size 1 inserted at dim (0..ndim; negative counts from
+ *  ndim + 1, as in PyTorch). */
+CLT_API clt_status clt_unsqueeze(clt_tensor *t, int dim, clt_tensor **out);
+/** The view of t without dimension dim if its size is 1, else t itself (a new reference), as
+ *  torch.squeeze(t, dim). */
+CLT_API clt_status clt_squeeze(clt_tensor *t, int dim, clt_tensor **out);
+/** A view of t with another shape and the same elements in the same (C) order, sharing t's
+ *  memory (torch.view). One dimension may be -1 and is then inferred. Fails with
+ *  CLT_ERR_INVALID_ARGUMENT where t's strides do not allow it (a transposed tensor, say):
+ *  clt_reshape copies then.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, ndim outside 0..8, more than one -1, another
- *  negative dimension), CLT_ERR_SHAPE_MISMATCH (the element counts differ; the message names
- *  both shapes). */
+ *  negative dimension, a view that needs a copy), CLT_ERR_SHAPE_MISMATCH (the element counts
+ *  differ; the message names both shapes). */
+CLT_API clt_status clt_view(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out);
+/** Like clt_view where t's strides allow a view; otherwise a new contiguous tensor with t's
+ *  elements in the new shape (PyTorch's rule for torch.reshape). */
 CLT_API clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out);
+
+/** Fills every element of t (any view, on any device) with value converted to t's dtype (as
+ *  clt_full converts). Errors: as clt_copy into t. */
+CLT_API clt_status clt_fill_(clt_tensor *t, double value);
+
+/** The tensors, all on one device and of one dtype, joined along the existing dimension dim
+ *  (torch.cat): their other dimensions must be equal. n >= 1. A new contiguous tensor. */
+CLT_API clt_status clt_cat(int n, clt_tensor *const *tensors, int dim, clt_tensor **out);
+/** The tensors, all on one device, of one dtype and one shape, joined along a new dimension dim
+ *  (0..ndim; torch.stack). n >= 1. A new contiguous tensor. */
+CLT_API clt_status clt_stack(int n, clt_tensor *const *tensors, int dim, clt_tensor **out);
 
 /** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the
  *  operation's name without prefix: "add", "sub", "mul", "div", "pow", "maximum", "minimum",
