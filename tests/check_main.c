@@ -8,6 +8,8 @@
 
 #include "check_util.h"
 
+Suite *views_suite(void); /* check_views.c: strided views (issue 13) */
+
 int main(void) {
   SRunner *sr = srunner_create(error_suite());
   srunner_add_suite(sr, device_suite());
@@ -34,6 +36,7 @@ int main(void) {
   srunner_add_suite(sr, fuzz_suite());
   srunner_add_suite(sr, oom_suite());
   srunner_add_suite(sr, faults_suite());
+  srunner_add_suite(sr, views_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);
