@@ -2189,7 +2189,7 @@ START_TEST(test_errors) {
     CU_FAILS(clt_cat(2, (clt_tensor *[]){t, NULL}, 0, &out), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
     FAILS_ANY(clt_cat(2, (clt_tensor *[]){t, u}, 0, &out), "clt_cat"); /* 7 vs 6 columns */
     mentions("cat of {5,7} and {5,6} along 0", 2, "7", "6");
-    CU_FAILS(clt_cat(2, (clt_tensor *[]){t, u}, 2, &out), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
+    CU_FAILS(clt_cat(2, (clt_tensor *[]){t, t}, 2, &out), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
     mentions("cat along dim 2 of 2-D tensors", 2, "-2", "1");
     FAILS_ANY(clt_cat(2, (clt_tensor *[]){t, ti}, 0, &out), "clt_cat"); /* f32 and i32 */
     FAILS_ANY(clt_cat(2, (clt_tensor *[]){t, t3}, 0, &out), "clt_cat"); /* 2-D and 3-D */
@@ -2231,6 +2231,30 @@ START_TEST(test_errors) {
       rel(r6);
     }
     expect_values(t, base, 35, "t after the refused writes");
+
+    /* NULL tensor or NULL out, for each function that makes a view */
+    CU_FAILS(clt_select(NULL, 0, 0, &out), CLT_ERR_INVALID_ARGUMENT, "clt_select");
+    CU_FAILS(clt_select(t, 0, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_select");
+    CU_FAILS(clt_slice(NULL, 0, 0, 1, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_slice");
+    CU_FAILS(clt_slice(t, 0, 0, 1, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_slice");
+    CU_FAILS(clt_permute(NULL, 2, (int[]){1, 0}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_permute");
+    CU_FAILS(clt_permute(t, 2, (int[]){1, 0}, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_permute");
+    CU_FAILS(clt_transpose(NULL, 0, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");
+    CU_FAILS(clt_transpose(t, 0, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");
+    CU_FAILS(clt_expand(NULL, 2, (int64_t[]){5, 7}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_expand");
+    CU_FAILS(clt_expand(t, 2, (int64_t[]){5, 7}, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_expand");
+    CU_FAILS(clt_expand(t, 2, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_expand");
+    CU_FAILS(clt_unsqueeze(NULL, 0, &out), CLT_ERR_INVALID_ARGUMENT, "clt_unsqueeze");
+    CU_FAILS(clt_unsqueeze(t, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_unsqueeze");
+    CU_FAILS(clt_squeeze(NULL, 0, &out), CLT_ERR_INVALID_ARGUMENT, "clt_squeeze");
+    CU_FAILS(clt_squeeze(t, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_squeeze");
+    CU_FAILS(clt_view(NULL, 1, (int64_t[]){35}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_view");
+    CU_FAILS(clt_view(t, 1, (int64_t[]){35}, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_view");
+    CU_FAILS(clt_reshape(NULL, 1, (int64_t[]){35}, &out), CLT_ERR_INVALID_ARGUMENT,
+             "clt_reshape");
+    CU_FAILS(clt_cat(1, (clt_tensor *[]){t}, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
+    CU_FAILS(clt_stack(1, (clt_tensor *[]){t}, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_stack");
+    UNTOUCHED();
 
     /* accessors */
     ck_assert_ptr_null(clt_tensor_strides(NULL));
