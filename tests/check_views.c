@@ -338,12 +338,23 @@ static void slice_on(clt_device *dev, clt_dtype dt) {
   static const struct {
     int64_t start, stop, step, want_start, want_len;
   } cases[] = {
-      {2, 8, 1, 2, 6},     {-3, CLT_SLICE_END, 1, 7, 3}, {0, CLT_SLICE_END, 3, 0, 4},
-      {1, -1, 2, 1, 4},    {-100, 100, 1, 0, 10},        {5, 2, 1, 5, 0},
-      {8, 100, 5, 8, 1},   {-1, -2, 1, 9, 0},            {10, 20, 1, 10, 0},
-      {-12, 3, 2, 0, 2},   {3, 3, 1, 3, 0},              {0, 10, 7, 0, 2},
-      {-4, -1, 2, 6, 2},   {9, CLT_SLICE_END, 4, 9, 1},  {INT64_MIN, CLT_SLICE_END, 1, 0, 10},
-      {0, -100, 1, 0, 0},  {-10, -9, 1, 0, 1},
+      {2, 8, 1, 2, 6},
+      {-3, CLT_SLICE_END, 1, 7, 3},
+      {0, CLT_SLICE_END, 3, 0, 4},
+      {1, -1, 2, 1, 4},
+      {-100, 100, 1, 0, 10},
+      {5, 2, 1, 5, 0},
+      {8, 100, 5, 8, 1},
+      {-1, -2, 1, 9, 0},
+      {10, 20, 1, 10, 0},
+      {-12, 3, 2, 0, 2},
+      {3, 3, 1, 3, 0},
+      {0, 10, 7, 0, 2},
+      {-4, -1, 2, 6, 2},
+      {9, CLT_SLICE_END, 4, 9, 1},
+      {INT64_MIN, CLT_SLICE_END, 1, 0, 10},
+      {0, -100, 1, 0, 0},
+      {-10, -9, 1, 0, 1},
   };
   clt_tensor *t = seq(dt, 1, (int64_t[]){10}, dev, base);
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -713,8 +724,10 @@ static void view_on(clt_device *dev, clt_dtype dt) {
     int ndim;
     int64_t shape[3], want[3], strides[3];
   } cases[] = {
-      {2, {2, 6}, {2, 6}, {6, 1}},         {1, {12}, {12}, {1}},
-      {2, {-1, 3}, {4, 3}, {3, 1}},        {3, {2, -1, 2}, {2, 3, 2}, {6, 2, 1}},
+      {2, {2, 6}, {2, 6}, {6, 1}},
+      {1, {12}, {12}, {1}},
+      {2, {-1, 3}, {4, 3}, {3, 1}},
+      {3, {2, -1, 2}, {2, 3, 2}, {6, 2, 1}},
       {3, {1, 12, 1}, {1, 12, 1}, {0, 1, 0}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -747,7 +760,8 @@ static void view_on(clt_device *dev, clt_dtype dt) {
   clt_tensor *u = seq(dt, 2, (int64_t[]){4, 6}, dev, b46), *n = NULL, *split = NULL;
   V(clt_narrow(u, 1, 2, 3, &n), n);
   V(clt_view(n, 3, (int64_t[]){2, 2, 3}, &split), split);
-  expect_layout(split, 3, (int64_t[]){2, 2, 3}, (int64_t[]){12, 6, 1}, 2, "view(u[:, 2:5], {2,2,3})");
+  expect_layout(split, 3, (int64_t[]){2, 2, 3}, (int64_t[]){12, 6, 1}, 2,
+                "view(u[:, 2:5], {2,2,3})");
   expect_view_of(split, b46, 2, 3, (int64_t[]){2, 2, 3}, (int64_t[]){12, 6, 1},
                  "view(u[:, 2:5], {2,2,3})");
   clt_tensor *out = CU_SENTINEL;
@@ -1330,7 +1344,7 @@ static void inplace_on_views_on(clt_device *dev, clt_dtype dt) {
     for (int i = 0; i < 4; i++)
       base[i * 6 + 1] /= 2;
     rnd(base, 24, dt);
-  expect_values(t, base, 24, "t after t[:, 1] /= 2");
+    expect_values(t, base, 24, "t after t[:, 1] /= 2");
     rel(two);
   }
   /* A partial overlap of source and destination: t[:, 1:6] += t[:, 0:5] is refused (PyTorch
@@ -1353,7 +1367,9 @@ static void inplace_on_views_on(clt_device *dev, clt_dtype dt) {
   rel(c5);
 }
 
-START_TEST(test_inplace_on_views) { each_device_dtype("test_inplace_on_views", inplace_on_views_on); }
+START_TEST(test_inplace_on_views) {
+  each_device_dtype("test_inplace_on_views", inplace_on_views_on);
+}
 END_TEST
 
 static void out_on_views_on(clt_device *dev, clt_dtype dt) {
@@ -1551,7 +1567,10 @@ static void ops_on_views_on(clt_device *dev, clt_dtype dt) {
     for (int i = 0; i < 4; i++)
       for (int j = 0; j < 3; j++)
         w[i * 3 + j] = exp(xv[i * 6 + 1 + 2 * j]);
-    expect_values_tol(r, w, 12, dt == CLT_F16 ? 2e-3 : dt == CLT_F32 ? 1e-6 : 1e-13,
+    expect_values_tol(r, w, 12,
+                      dt == CLT_F16   ? 2e-3
+                      : dt == CLT_F32 ? 1e-6
+                                      : 1e-13,
                       "exp(X[:, 1::2])");
     rel(r);
     rel(X);
@@ -1865,8 +1884,8 @@ static void transfers_of_views_on(clt_device *dev, clt_dtype dt) {
       CU_OK(clt_transfer_stats_get(cl, &after));
       ck_assert_msg(after.h2d_bytes - before.h2d_bytes == clt_tensor_nbytes(tr),
                     "clt_to(t[10:14].T, %s) sent %llu bytes, expected %zu (%s)", cu_dev_name(to),
-                    (unsigned long long)(after.h2d_bytes - before.h2d_bytes),
-                    clt_tensor_nbytes(tr), ctx);
+                    (unsigned long long)(after.h2d_bytes - before.h2d_bytes), clt_tensor_nbytes(tr),
+                    ctx);
     }
     /* A copy: writing it leaves t alone. */
     CU_OK(clt_fill_(o, 3));
@@ -1887,8 +1906,8 @@ static void transfers_of_views_on(clt_device *dev, clt_dtype dt) {
       CU_OK(clt_transfer_stats_get(cl, &after));
       ck_assert_msg(after.h2d_bytes - before.h2d_bytes == clt_tensor_nbytes(nv),
                     "clt_to(t[20:23], %s) sent %llu bytes, expected %zu (%s)", cu_dev_name(to),
-                    (unsigned long long)(after.h2d_bytes - before.h2d_bytes),
-                    clt_tensor_nbytes(nv), ctx);
+                    (unsigned long long)(after.h2d_bytes - before.h2d_bytes), clt_tensor_nbytes(nv),
+                    ctx);
     }
   }
   expect_values(o, base + 120, 18, "clt_to(t[20:23], next)");
@@ -1952,8 +1971,8 @@ START_TEST(test_read_item_print_views) {
       set_ctx(dev, dt);
       double base[6];
       clt_tensor *t = seq(dt, 2, (int64_t[]){2, 3}, dev, base);
-      clt_tensor *tr = NULL, *r = NULL, *z = NULL, *one = NULL, *o1 = NULL, *c = NULL,
-                 *ce = NULL, *flat = NULL, *sl = NULL;
+      clt_tensor *tr = NULL, *r = NULL, *z = NULL, *one = NULL, *o1 = NULL, *c = NULL, *ce = NULL,
+                 *flat = NULL, *sl = NULL;
       V(clt_transpose(t, 0, 1, &tr), tr);
 
       /* clt_tensor_read: exactly nbytes works, one byte less is refused. */
@@ -1965,8 +1984,8 @@ START_TEST(test_read_item_print_views) {
       for (int i = 0; i < 3; i++)
         for (int j = 0; j < 2; j++)
           ck_assert_msg(cu_get(buf, dt, i * 2 + j) == base[j * 3 + i],
-                        "clt_tensor_read(t.T)[%d][%d] is %g (%s)", i, j,
-                        cu_get(buf, dt, i * 2 + j), ctx);
+                        "clt_tensor_read(t.T)[%d][%d] is %g (%s)", i, j, cu_get(buf, dt, i * 2 + j),
+                        ctx);
       ck_assert_msg(buf[nb] == 0xAB, "clt_tensor_read wrote past nbytes (%s)", ctx);
       CU_FAILS(clt_tensor_read(tr, buf, nb - 1), CLT_ERR_INVALID_ARGUMENT, "clt_tensor_read");
 
@@ -2158,8 +2177,8 @@ START_TEST(test_errors) {
     mentions("view {5,7} as {6,6}", 3, "5", "7", "6");
     CU_FAILS(clt_view(t, 2, (int64_t[]){-1, -1}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_view");
     CU_FAILS(clt_view(t, 2, (int64_t[]){-2, 7}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_view");
-    CU_FAILS(clt_view(t, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 5, 7}, &out),
-             CLT_ERR_INVALID_ARGUMENT, "clt_view");
+    CU_FAILS(clt_view(t, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 5, 7}, &out), CLT_ERR_INVALID_ARGUMENT,
+             "clt_view");
     {
       clt_tensor *tr = NULL;
       V(clt_transpose(t, 0, 1, &tr), tr);
@@ -2170,8 +2189,7 @@ START_TEST(test_errors) {
       rel(tr);
     }
     CU_FAILS(clt_reshape(t, 2, (int64_t[]){6, 6}, &out), CLT_ERR_SHAPE_MISMATCH, "clt_reshape");
-    CU_FAILS(clt_reshape(t, 2, (int64_t[]){-1, -1}, &out), CLT_ERR_INVALID_ARGUMENT,
-             "clt_reshape");
+    CU_FAILS(clt_reshape(t, 2, (int64_t[]){-1, -1}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_reshape");
     UNTOUCHED();
 
     /* contiguous, clone */
@@ -2250,8 +2268,7 @@ START_TEST(test_errors) {
     CU_FAILS(clt_squeeze(t, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_squeeze");
     CU_FAILS(clt_view(NULL, 1, (int64_t[]){35}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_view");
     CU_FAILS(clt_view(t, 1, (int64_t[]){35}, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_view");
-    CU_FAILS(clt_reshape(NULL, 1, (int64_t[]){35}, &out), CLT_ERR_INVALID_ARGUMENT,
-             "clt_reshape");
+    CU_FAILS(clt_reshape(NULL, 1, (int64_t[]){35}, &out), CLT_ERR_INVALID_ARGUMENT, "clt_reshape");
     CU_FAILS(clt_cat(1, (clt_tensor *[]){t}, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
     CU_FAILS(clt_stack(1, (clt_tensor *[]){t}, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_stack");
     UNTOUCHED();
