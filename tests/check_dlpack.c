@@ -58,7 +58,7 @@ START_TEST(test_export_host) {
     ck_assert_int_eq(d->device.device_id, 0);
     ck_assert_int_eq(d->ndim, 2);
     ck_assert(d->shape[0] == 3 && d->shape[1] == 4);
-    ck_assert_ptr_null(d->strides);
+    ck_assert(d->strides && d->strides[0] == 4 && d->strides[1] == 1); /* C order, in elements */
     ck_assert_uint_eq(d->byte_offset, 0);
     ck_assert_uint_eq(d->dtype.code, types[i].code);
     ck_assert_uint_eq(d->dtype.bits, types[i].bits);

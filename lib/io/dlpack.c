@@ -24,6 +24,7 @@ typedef struct export_ctx {
   DLManagedTensor m; /* first: the manager is the context */
   clt_tensor *t;
   int64_t shape[CLT_MAX_DIMS];
+  int64_t strides[CLT_MAX_DIMS];
 } export_ctx;
 
 static void export_deleter(DLManagedTensor *self) {
@@ -64,7 +65,8 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out) {
   d->dtype = dl_types[t->dtype];
   memcpy(c->shape, t->shape, sizeof c->shape);
   d->shape = c->shape;
-  d->strides = NULL; /* compact, row-major */
+  memcpy(c->strides, t->strides, sizeof c->strides);
+  d->strides = c->strides; /* in elements, as clt's: a view is exported as the view it is */
   c->t = clt_tensor_retain(t);
   c->m.manager_ctx = c;
   c->m.deleter = export_deleter;
