@@ -27,12 +27,15 @@
 #define CLT_FOR_EACH(i, n, step) for (ulong i = get_global_id(0); i < (ulong)(n); i += (step))
 #endif
 
-/* Broadcast geometry of an elementwise op: the result's shape and each operand's element
- * strides (0 on broadcast dimensions). Mirrors struct clt_cl_bcast in
- * lib/opencl/elementwise.c. */
+/* Strided geometry of an elementwise op (views and broadcasting): the result's shape, the
+ * element strides of the result (so) and of each operand (s0, s1, s2; 0 on broadcast
+ * dimensions), and the element offsets of the result and the operands (off[0], off[1..3]).
+ * Mirrors struct clt_cl_strided in lib/opencl/elementwise.c. */
 typedef struct {
   long shape[8];
+  long so[8];
   long s0[8];
   long s1[8];
   long s2[8];
-} clt_bcast_t;
+  long off[4];
+} clt_strided_t;

@@ -67,67 +67,67 @@ TC clt_ipow(TC a, TC b) {
 #endif
 
 #if ARITY == 1
-__kernel void NAME(__global TO *restrict out, __global const TA *restrict a, ulong n,
-                   ulong step) {
+/* Contiguous operand and result (at element offsets oo and oa): the fast path. */
+__kernel void NAME(__global TO *restrict out, __global const TA *restrict a, ulong n, ulong step,
+                   ulong oo, ulong oa) {
   CLT_FOR_EACH(i, n, step) {
-    TC x = (TC)(TP)LOAD_A(a, i);
-    STORE_AT(out, i, OP(x, x, x));
+    TC x = (TC)(TP)LOAD_A(a, oa + i);
+    STORE_AT(out, oo + i, OP(x, x, x));
   }
 }
 #endif
 
 #if ARITY == 2
-/* Same shapes, no broadcasting: the fast path. */
+/* Same shapes, no broadcasting, contiguous operands and result (at element offsets): the fast
+ * path. */
 __kernel void NAME(__global TO *restrict out, __global const TA *restrict a,
-                   __global const TB *restrict b, ulong n, ulong step) {
+                   __global const TB *restrict b, ulong n, ulong step, ulong oo, ulong oa,
+                   ulong ob) {
   CLT_FOR_EACH(i, n, step) {
-    TC x = (TC)(TP)LOAD_A(a, i);
-    TC y = (TC)(TP)LOAD_B(b, i);
-    STORE_AT(out, i, OP(x, y, y));
-  }
-}
-
-/* Broadcasting over up to 8 dimensions. */
-__kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TA *restrict a,
-                                    __global const TB *restrict b, ulong n, ulong step, int ndim,
-                                    clt_bcast_t bc) {
-  CLT_FOR_EACH(i, n, step) {
-    ulong rem = i;
-    long ia = 0, ib = 0;
-    for (int d = ndim - 1; d >= 0; d--) {
-      ulong q = rem / (ulong)bc.shape[d];
-      long c = (long)(rem - q * (ulong)bc.shape[d]); /* not %: see kernels/transpose.cl */
-      rem = q;
-      ia += c * bc.s0[d];
-      ib += c * bc.s1[d];
-    }
-    TC x = (TC)(TP)LOAD_A(a, ia);
-    TC y = (TC)(TP)LOAD_B(b, ib);
-    STORE_AT(out, i, OP(x, y, y));
+    TC x = (TC)(TP)LOAD_A(a, oa + i);
+    TC y = (TC)(TP)LOAD_B(b, ob + i);
+    STORE_AT(out, oo + i, OP(x, y, y));
   }
 }
 #endif
 
+/* Any strides (views) and broadcasting, over up to 8 dimensions: element i of the result, as a
+ * C-order index (c_0, ..., c_ndim-1) of g.shape, is at off + sum c_d * stride_d in the result and
+ * in each operand. A ternary's operands are k, a, b (strides s0, s1, s2), a binary's a, b, a
+ * unary's a. */
+__kernel void CLT_CAT(NAME, _strided)(__global TO *restrict out,
 #if ARITY == 3
-/* op(k, a, b), broadcasting: where (k is the bool condition) or clamp. */
-__kernel void CLT_CAT(NAME, _bcast)(__global TO *restrict out, __global const TK *restrict k,
-                                    __global const TA *restrict a, __global const TB *restrict b,
-                                    ulong n, ulong step, int ndim, clt_bcast_t bc) {
+                                      __global const TK *restrict k,
+#endif
+                                      __global const TA *restrict a,
+#if ARITY >= 2
+                                      __global const TB *restrict b,
+#endif
+                                      ulong n, ulong step, int ndim, clt_strided_t g) {
   CLT_FOR_EACH(i, n, step) {
     ulong rem = i;
-    long ik = 0, ia = 0, ib = 0;
+    long io = g.off[0], i0 = g.off[1], i1 = g.off[2], i2 = g.off[3];
     for (int d = ndim - 1; d >= 0; d--) {
-      ulong q = rem / (ulong)bc.shape[d];
-      long c = (long)(rem - q * (ulong)bc.shape[d]); /* not %: see kernels/transpose.cl */
+      ulong q = rem / (ulong)g.shape[d];
+      long c = (long)(rem - q * (ulong)g.shape[d]); /* not %: see kernels/transpose.cl */
       rem = q;
-      ik += c * bc.s0[d];
-      ia += c * bc.s1[d];
-      ib += c * bc.s2[d];
+      io += c * g.so[d];
+      i0 += c * g.s0[d];
+      i1 += c * g.s1[d];
+      i2 += c * g.s2[d];
     }
-    TKC x = (TKC)(TKP)LOAD_K(k, ik);
-    TC y = (TC)(TP)LOAD_A(a, ia);
-    TC z = (TC)(TP)LOAD_B(b, ib);
-    STORE_AT(out, i, OP(x, y, z));
+#if ARITY == 1
+    TC x = (TC)(TP)LOAD_A(a, i0);
+    STORE_AT(out, io, OP(x, x, x));
+#elif ARITY == 2
+    TC x = (TC)(TP)LOAD_A(a, i0);
+    TC y = (TC)(TP)LOAD_B(b, i1);
+    STORE_AT(out, io, OP(x, y, y));
+#else
+    TKC x = (TKC)(TKP)LOAD_K(k, i0);
+    TC y = (TC)(TP)LOAD_A(a, i1);
+    TC z = (TC)(TP)LOAD_B(b, i2);
+    STORE_AT(out, io, OP(x, y, z));
+#endif
   }
 }
-#endif

@@ -61,13 +61,23 @@ static inline const char *clt__op_expr(const clt_op *op, clt_dtype dt) {
 clt_status clt__op_run(clt_op_kind k, clt_tensor *const *in, clt_tensor **out);
 
 /* How the operands of an elementwise op map onto its result, prepared by the dispatcher: the
- * result's shape and, per operand, element strides over it (0 where it is broadcast). */
+ * result's shape; per operand, its element strides over that shape (its own strides, 0 where it
+ * is broadcast) and its offset in elements; the same for the result. */
 typedef struct clt_bcast {
   int ndim;
   int64_t shape[CLT_MAX_DIMS];
   int64_t s[3][CLT_MAX_DIMS];
-  bool same; /* no broadcasting: every operand has the result's shape */
+  int64_t so[CLT_MAX_DIMS]; /* the result's strides */
+  int64_t off[3], ooff;     /* offsets of the operands and of the result, in elements */
+  /* No broadcasting and every operand and the result contiguous: element i of each is at its
+   * offset + i (the fast loops). Else the strides say where each element is. */
+  bool same;
 } clt_bcast;
+
+/* Merges neighbouring dimensions of bc that every one of its n operands and its result step
+ * through as one (a contiguous block, or a broadcast one), and drops dimensions of size 1: fewer,
+ * longer dimensions for the strided loops. The element order does not change. */
+void clt__bcast_coalesce(clt_bcast *bc, int n);
 
 typedef enum clt_reduce_kind {
   CLT__RED_SUM,

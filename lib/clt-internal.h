@@ -146,15 +146,18 @@ typedef struct clt_storage {
   void *release_ctx;
 } clt_storage;
 
+/* A view of a storage (docs/views.md): element (i0, i1, ...) lives at element
+ * offset / dtype size + sum(i_d * strides[d]) of the storage. */
 struct clt_tensor {
   atomic_int refs;
   clt_dtype dtype;
   int ndim;
   int64_t shape[CLT_MAX_DIMS];
+  int64_t strides[CLT_MAX_DIMS]; /* in elements; 0 along an expanded dimension */
   int64_t numel;
-  size_t nbytes;
-  size_t offset; /* byte offset into storage: 0 for every tensor so far (reshape views share
-                  * their parent's); kernels do not add it yet, transfers and the host do */
+  size_t nbytes;    /* numel elements' bytes (not the span a strided view covers) */
+  size_t offset;    /* of the first element in the storage, in bytes */
+  bool contiguous;  /* strides are C order's for the shape (dimensions of size 1 aside) */
   clt_storage *storage;
 };
 
@@ -176,6 +179,33 @@ clt_status clt__tensor_new(clt_dtype dtype, int ndim, const int64_t *shape, clt_
 /* A new tensor over existing storage (retains it). */
 clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt_storage *s,
                             const char *fn, clt_tensor **out);
+/* A view over t's storage with the given shape, strides (elements) and offset (elements):
+ * the caller has checked that it stays inside the storage. */
+clt_status clt__tensor_view(clt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                            int64_t offset, const char *fn, clt_tensor **out);
+/* Whether strides are C order's for shape (dimensions of size 1 and empty shapes aside). */
+bool clt__strides_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
+/* The offset of t's first element in elements. */
+static inline int64_t clt__elem_offset(const clt_tensor *t) {
+  return (int64_t)(t->offset / clt_dtype_size(t->dtype));
+}
+/* Whether t can be handed to code that reads numel elements from its offset on (every backend
+ * function but elementwise): contiguous, and on a device at offset 0 (kernels other than the
+ * elementwise ones take no offset). */
+static inline bool clt__is_dense(const clt_tensor *t) {
+  return t->contiguous && (t->offset == 0 || t->storage->dev->kind == CLT_DEVICE_HOST);
+}
+/* *out = t retained where clt__is_dense(t), else a new contiguous copy of t on its device (made
+ * by the elementwise copy, lib/dispatch.c): what functions other than the elementwise ones call
+ * on their operands, so that every function takes views. */
+clt_status clt__dense(const clt_tensor *t, const char *fn, clt_tensor **out);
+/* dst (any view that clt__has_internal_overlap refuses not) = src broadcast to dst's shape and
+ * converted to its dtype, on their one device: clt_copy, clt_fill_ and the copying view
+ * functions (cat, stack, contiguous) go through it. */
+clt_status clt__copy_into(clt_tensor *dst, clt_tensor *src, const char *fn);
+/* Whether some element of t shares its memory with another (an expanded dimension): such a
+ * tensor cannot be written elementwise. */
+bool clt__has_internal_overlap(const clt_tensor *t);
 clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg);
 clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg);
 bool clt__dtype_is_float(clt_dtype dt);

@@ -156,21 +156,69 @@ static clt_status broadcast(clt_tensor *const *in, int n, const char *fn, clt_bc
   }
   bc->same = true;
   for (int k = 0; k < n; k++) {
-    if (in[k]->ndim != nd || memcmp(in[k]->shape, bc->shape, sizeof(int64_t) * nd) != 0)
+    if (in[k]->ndim != nd || memcmp(in[k]->shape, bc->shape, sizeof(int64_t) * nd) != 0 ||
+        !in[k]->contiguous)
       bc->same = false;
-    /* An operand without elements makes the result empty: no strides are needed, and the
-     * product of its other dimensions may not fit. */
-    if (in[k]->numel == 0)
-      continue;
-    int64_t stride = 1;
+    bc->off[k] = clt__elem_offset(in[k]);
     for (int d = nd - 1; d >= 0; d--) {
       int dk = d - (nd - in[k]->ndim);
-      int64_t nk = dk >= 0 ? in[k]->shape[dk] : 1;
-      bc->s[k][d] = (nk == 1 && bc->shape[d] != 1) ? 0 : stride;
-      stride *= nk;
+      bc->s[k][d] = dk < 0 || (in[k]->shape[dk] == 1 && bc->shape[d] != 1) ? 0 : in[k]->strides[dk];
     }
   }
   return CLT_OK;
+}
+
+void clt__bcast_coalesce(clt_bcast *bc, int n) {
+  int nd = 0;
+  for (int d = 0; d < bc->ndim; d++) {
+    if (bc->shape[d] == 1)
+      continue; /* its index is always 0 */
+    bool merge = nd > 0 && bc->so[nd - 1] == bc->so[d] * bc->shape[d];
+    for (int k = 0; k < n && merge; k++)
+      merge = bc->s[k][nd - 1] == bc->s[k][d] * bc->shape[d];
+    if (merge) {
+      bc->shape[nd - 1] *= bc->shape[d];
+      bc->so[nd - 1] = bc->so[d];
+      for (int k = 0; k < n; k++)
+        bc->s[k][nd - 1] = bc->s[k][d];
+      continue;
+    }
+    bc->shape[nd] = bc->shape[d];
+    bc->so[nd] = bc->so[d];
+    for (int k = 0; k < n; k++)
+      bc->s[k][nd] = bc->s[k][d];
+    nd++;
+  }
+  bc->ndim = nd;
+}
+
+/* The first and one past the last byte of the storage that t's elements occupy (numel > 0;
+ * strides are never negative). */
+static void byte_span(const clt_tensor *t, size_t *lo, size_t *hi) {
+  int64_t last = 0;
+  for (int d = 0; d < t->ndim; d++)
+    last += (t->shape[d] - 1) * t->strides[d];
+  *lo = t->offset;
+  *hi = t->offset + ((size_t)last + 1) * clt_dtype_size(t->dtype);
+}
+
+/* Whether writing the result into dst elementwise could change operand k before it is read:
+ * they share memory, and operand k's element i is not dst's element i (an operand that is the
+ * destination itself, read and written at the same place, is fine: a += b). */
+static bool overlaps(const clt_tensor *dst, const clt_tensor *t, const clt_bcast *bc, int k) {
+  if (dst->storage != t->storage || dst->numel == 0 || t->numel == 0)
+    return false;
+  size_t dl, dh, tl, th;
+  byte_span(dst, &dl, &dh);
+  byte_span(t, &tl, &th);
+  if (dh <= tl || th <= dl)
+    return false;
+  if (t->offset != dst->offset || t->dtype != dst->dtype)
+    return true;
+  for (int d = 0; d < bc->ndim; d++)
+    if (bc->shape[d] > 1 && bc->s[k][d] != dst->strides[d])
+      return true;
+  return false;
 }
 
 static const char *const arg_names[3][3] = {{"t"}, {"a", "b"}, {"cond", "a", "b"}};
@@ -227,21 +275,31 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
     if (dst->dtype != rt)
       return clt__error(CLT_ERR_DTYPE, fn, "%s is %s but the result is %s", dst_name,
                         clt_dtype_name(dst->dtype), clt_dtype_name(rt));
-    /* out may be an operand of the result's own shape (each element is read once, before it is
-     * written, at the same index: a += b); an operand that is broadcast or offset would read
-     * elements already overwritten. */
+    if (clt__has_internal_overlap(dst))
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "%s is expanded (a dimension of stride 0): several of its elements are "
+                        "one memory location, so it cannot be written elementwise; write into "
+                        "the tensor it was expanded from, or into a clt_clone of it",
+                        dst_name);
+    /* An operand may be the destination itself (each element is read, then written, at the same
+     * place: a += b). One that overlaps it otherwise (a shifted or transposed view of the same
+     * memory) would read elements already written: the result is computed apart, then copied
+     * in, so it is what it would be without the overlap (NumPy's rule). */
     for (int k = 0; k < n; k++)
-      if (in[k]->storage == dst->storage &&
-          (in[k]->offset != dst->offset || in[k]->ndim != bc.ndim ||
-           memcmp(in[k]->shape, bc.shape, sizeof(int64_t) * bc.ndim) != 0))
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                          "out overlaps %s, which is broadcast or offset: the result would read "
-                          "its own output; use a separate out",
-                          arg_names[n - 1][k]);
+      if (overlaps(dst, in[k], &bc, k)) {
+        clt_tensor *tmp = NULL;
+        if ((s = elementwise(fn, op, in, given, NULL, &tmp)) == CLT_OK)
+          s = clt__copy_into(dst, tmp, fn);
+        clt_tensor_release(tmp);
+        return s;
+      }
     r = dst;
   } else if ((s = clt__tensor_new(rt, bc.ndim, bc.shape, dev, fn, &r)) != CLT_OK) {
     return s;
   }
+  memcpy(bc.so, r->strides, sizeof bc.so);
+  bc.ooff = clt__elem_offset(r);
+  bc.same = bc.same && r->contiguous;
   if (r->numel > 0 && (s = dev->backend->elementwise(op, r, in, compute, &bc)) != CLT_OK) {
     if (!dst)
       clt_tensor_release(r);
@@ -249,6 +307,37 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
   }
   if (!dst)
     *out = r;
+  return CLT_OK;
+}
+
+clt_status clt__copy_into(clt_tensor *dst, clt_tensor *src, const char *fn) {
+  clt_tensor *ts[2] = {dst, src};
+  clt_status s = check_same_device(fn, 2, ts);
+  if (s != CLT_OK)
+    return s;
+  clt_tensor *e;
+  if (clt_expand(src, dst->ndim, dst->shape, &e) != CLT_OK) {
+    char sd[256], ss[256];
+    clt__format_shape(sd, sizeof sd, dst->ndim, dst->shape);
+    clt__format_shape(ss, sizeof ss, src->ndim, src->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "src of shape %s cannot be broadcast to dst's shape %s", ss, sd);
+  }
+  clt_tensor *in[1] = {e};
+  s = elementwise(fn, &clt__ops[CLT__OP_cast], in, dst->dtype, dst, NULL);
+  clt_tensor_release(e);
+  return s;
+}
+
+clt_status clt__dense(const clt_tensor *t, const char *fn, clt_tensor **out) {
+  clt_tensor *u = (clt_tensor *)t; /* retained or read, never written */
+  if (clt__is_dense(t)) {
+    *out = clt_tensor_retain(u);
+    return CLT_OK;
+  }
+  clt_status s = clt_clone(u, out);
+  if (s != CLT_OK)
+    return clt__error(s, fn, "making a contiguous copy of the view: %s", clt_last_error());
   return CLT_OK;
 }
 
@@ -368,7 +457,11 @@ static int64_t dims_product(const int64_t *shape, int from, int to) {
   return n;
 }
 
-/* Every reduction comes through here: dim < 0 means the whole tensor. */
+static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor *t, bool whole,
+                               int dim, int keepdim, clt_tensor **out);
+
+/* Every reduction comes through here: whole, or along dim. A view that is not contiguous is
+ * reduced as a contiguous copy. */
 static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bool whole, int dim,
                          int keepdim, clt_tensor **out) {
   clt_status s;
@@ -376,6 +469,17 @@ static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bo
     return s;
   if (!out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  clt_tensor *d;
+  if ((s = clt__dense(t, fn, &d)) != CLT_OK)
+    return s;
+  s = reduce_dense(kind, fn, d, whole, dim, keepdim, out);
+  clt_tensor_release(d);
+  return s;
+}
+
+static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor *t, bool whole,
+                               int dim, int keepdim, clt_tensor **out) {
+  clt_status s;
   clt_reduce red = {kind, reduce_names[kind], fn, 1, t->numel, 1};
   int64_t shape[CLT_MAX_DIMS];
   int ndim = 0;
@@ -439,7 +543,7 @@ static clt_status reduce(clt_reduce_kind kind, const char *fn, clt_tensor *t, bo
     } else {
       clt_tensor *in[1] = {t};
       if ((s = elementwise(fn, &clt__ops[CLT__OP_cast], in, CLT_F32, NULL, &f)) == CLT_OK)
-        s = reduce(kind, fn, f, whole, dim, keepdim, &fr);
+        s = reduce_dense(kind, fn, f, whole, dim, keepdim, &fr);
       if (s == CLT_OK) {
         clt_tensor *back[1] = {fr};
         s = elementwise(fn, &clt__ops[CLT__OP_cast], back, r->dtype, r, NULL);
@@ -541,6 +645,15 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
              (long long)bb);
     return shape_error(fn, a, b, why);
   }
+  if (!clt__is_dense(a) || !clt__is_dense(b)) {
+    /* views: multiply contiguous copies (the checks above hold for them too) */
+    clt_tensor *da = NULL, *db = NULL;
+    if ((s = clt__dense(a, fn, &da)) == CLT_OK && (s = clt__dense(b, fn, &db)) == CLT_OK)
+      s = clt_matmul(da, db, out);
+    clt_tensor_release(da);
+    clt_tensor_release(db);
+    return s;
+  }
   g.batch = ba >= 0 ? ba : bb >= 0 ? bb : 1;
   int64_t rows;
   if (__builtin_mul_overflow(g.batch, g.m, &rows) || rows > INT32_MAX || g.n > INT32_MAX ||
@@ -582,58 +695,6 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
       clt_tensor_release(r);
       return s;
     }
-  }
-  *out = r;
-  return CLT_OK;
-}
-
-clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out) {
-  static const char fn[] = "clt_transpose";
-  clt_status s;
-  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
-    return s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  int nd = t->ndim > 0 ? t->ndim : 1; /* a 0-d tensor takes 0 and -1, as in PyTorch */
-  int dims[2] = {dim0, dim1};
-  for (int i = 0; i < 2; i++) {
-    if (dims[i] < -nd || dims[i] >= nd)
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                        "dim%d is %d, out of range for a %d-D tensor (expected %d to %d)", i,
-                        dims[i], t->ndim, -nd, nd - 1);
-    if (dims[i] < 0)
-      dims[i] += nd;
-  }
-  int d0 = dims[0] < dims[1] ? dims[0] : dims[1], d1 = dims[0] < dims[1] ? dims[1] : dims[0];
-  int64_t shape[CLT_MAX_DIMS];
-  for (int i = 0; i < t->ndim; i++)
-    shape[i] = t->shape[i];
-  if (t->ndim > 0) {
-    shape[d0] = t->shape[d1];
-    shape[d1] = t->shape[d0];
-  }
-  clt_transpose_desc g = {1, 1, 1, 1, 1};
-  if (t->ndim > 0 && t->numel > 0) { /* without elements, the products may not fit */
-    for (int i = 0; i < t->ndim; i++) {
-      if (i < d0)
-        g.outer *= t->shape[i];
-      else if (i == d0)
-        g.n0 = t->shape[i];
-      else if (i < d1)
-        g.mid *= t->shape[i];
-      else if (i == d1)
-        g.n1 = t->shape[i];
-      else
-        g.inner *= t->shape[i];
-    }
-  }
-  clt_device *dev = t->storage->dev;
-  clt_tensor *r;
-  if ((s = clt__tensor_new(t->dtype, t->ndim, shape, dev, fn, &r)) != CLT_OK)
-    return s;
-  if (r->numel > 0 && (s = dev->backend->transpose(r, t, &g, fn)) != CLT_OK) {
-    clt_tensor_release(r);
-    return s;
   }
   *out = r;
   return CLT_OK;

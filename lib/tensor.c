@@ -169,9 +169,50 @@ clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt
   if (empty)
     t->numel = 0;
   t->nbytes = (size_t)t->numel * clt_dtype_size(dtype);
+  for (int64_t i = ndim - 1, stride = 1; i >= 0; i--) {
+    t->strides[i] = stride;
+    if (shape[i] > 1 && __builtin_mul_overflow(stride, shape[i], &stride))
+      stride = 0; /* only where a 0 elsewhere leaves the tensor empty: strides are unused */
+  }
+  t->contiguous = true;
   t->storage = clt__storage_retain(s);
   *out = t;
   return CLT_OK;
+}
+
+clt_status clt__tensor_view(clt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                            int64_t offset, const char *fn, clt_tensor **out) {
+  clt_tensor *v;
+  clt_status s = clt__tensor_wrap(t->dtype, ndim, shape, t->storage, fn, &v);
+  if (s != CLT_OK)
+    return s;
+  for (int i = 0; i < ndim; i++)
+    v->strides[i] = strides[i];
+  v->offset = (size_t)offset * clt_dtype_size(t->dtype);
+  v->contiguous = clt__strides_contiguous(ndim, shape, strides);
+  *out = v;
+  return CLT_OK;
+}
+
+bool clt__strides_contiguous(int ndim, const int64_t *shape, const int64_t *strides) {
+  int64_t want = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    if (shape[i] == 0)
+      return true;
+    if (shape[i] == 1)
+      continue;
+    if (strides[i] != want)
+      return false;
+    want *= shape[i];
+  }
+  return true;
+}
+
+bool clt__has_internal_overlap(const clt_tensor *t) {
+  for (int i = 0; i < t->ndim; i++)
+    if (t->strides[i] == 0 && t->shape[i] > 1)
+      return true;
+  return false;
 }
 
 static clt_status check_new(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
@@ -440,74 +481,40 @@ void *clt_tensor_data(clt_tensor *t) {
                t->storage->dev->name);
     return NULL;
   }
+  if (!t->contiguous) {
+    clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+               "t is a view whose elements are not contiguous (a transpose, a strided slice or an "
+               "expansion); make a contiguous copy with clt_contiguous(t, &c) and use its data");
+    return NULL;
+  }
   /* The caller may read or write through the pointer: wait for every pending copy. */
   if (clt__storage_host_wait(t->storage, true, fn) != CLT_OK)
     return NULL;
   return clt__host_ptr(t);
 }
 
-clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
-  static const char fn[] = "clt_reshape";
+
+clt_status clt_fill_(clt_tensor *t, double value) {
+  static const char fn[] = "clt_fill_";
+  uint64_t pattern = 0;
   clt_status s;
-  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK ||
+      (s = scalar_bytes(t->dtype, value, &pattern, fn)) != CLT_OK)
     return s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  if (ndim < 0 || ndim > CLT_MAX_DIMS)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", ndim,
-                      CLT_MAX_DIMS);
-  if (ndim > 0 && !shape)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
-  /* Every dimension is checked before any count: a -1 at most once, no other negative. Counts
-   * follow clt_empty's rule: a shape with a 0 holds 0 elements whatever its other dimensions. */
-  int64_t dims[CLT_MAX_DIMS], known = 1;
-  int infer = -1;
-  bool zero = false, overflow = false;
-  for (int i = 0; i < ndim; i++) {
-    dims[i] = shape[i];
-    if (shape[i] == -1) {
-      if (infer >= 0)
-        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                          "shape[%d] and shape[%d] are both -1; only one dimension can be "
-                          "inferred",
-                          infer, i);
-      infer = i;
-    } else if (shape[i] < 0) {
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
-                        (long long)shape[i]);
-    } else if (shape[i] == 0) {
-      zero = true;
-    } else if (!overflow && __builtin_mul_overflow(known, shape[i], &known)) {
-      overflow = true; /* cannot match any numel, unless a 0 follows */
-    }
-  }
-  if (zero)
-    known = 0;
-  else if (overflow)
-    known = -1;
-  bool fits;
-  if (infer >= 0) {
-    if (known == 0)
-      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
-                        "cannot infer the -1 dimension when another dimension is 0");
-    fits = known > 0 && t->numel % known == 0;
-    if (fits)
-      dims[infer] = t->numel / known;
-  } else {
-    fits = known == t->numel;
-  }
-  if (!fits) {
-    char want[256], have[256];
-    clt__format_shape(want, sizeof want, ndim, shape);
-    clt__format_shape(have, sizeof have, t->ndim, t->shape);
-    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
-                      "cannot view a tensor of shape %s (%lld elements) as shape %s", have,
-                      (long long)t->numel, want);
-  }
+  if (clt__has_internal_overlap(t))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "t is expanded (a dimension of stride 0): several of its elements are one "
+                      "memory location; fill the tensor it was expanded from, or a clt_clone");
+  if (t->numel == 0)
+    return CLT_OK;
+  clt_device *dev = t->storage->dev;
+  if (t->contiguous) /* one fill of the bytes it spans, at its offset */
+    return dev->backend->fill(t, &pattern, fn);
   clt_tensor *v;
-  if ((s = clt__tensor_wrap(t->dtype, ndim, dims, t->storage, fn, &v)) != CLT_OK)
+  if ((s = clt__tensor_new(t->dtype, 0, NULL, dev, fn, &v)) != CLT_OK)
     return s;
-  v->offset = t->offset;
-  *out = v;
-  return CLT_OK;
+  if ((s = dev->backend->fill(v, &pattern, fn)) == CLT_OK)
+    s = clt__copy_into(t, v, fn);
+  clt_tensor_release(v);
+  return s;
 }

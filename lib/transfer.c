@@ -187,10 +187,18 @@ static clt_status copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out, cons
   clt_status s = clt__tensor_new(t->dtype, t->ndim, t->shape, dev, fn, &n);
   if (s != CLT_OK)
     return s;
-  if ((s = copy_bytes(n, t, fn)) != CLT_OK) {
+  /* a view that is not contiguous: just its elements, gathered on its own device first */
+  clt_tensor *c = NULL;
+  if (!t->contiguous && (s = clt__dense(t, fn, &c)) != CLT_OK) {
     clt_tensor_release(n);
     return s;
   }
+  if ((s = copy_bytes(n, c ? c : t, fn)) != CLT_OK) {
+    clt_tensor_release(c);
+    clt_tensor_release(n);
+    return s;
+  }
+  clt_tensor_release(c); /* kept alive by the pending copy */
   count(t->storage->dev, dev, t->nbytes, false);
   *out = n;
   return CLT_OK;
@@ -237,21 +245,29 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src) {
   if ((s = clt__check_tensor(dst, fn, "dst")) != CLT_OK ||
       (s = clt__check_tensor(src, fn, "src")) != CLT_OK)
     return s;
-  if (dst->ndim != src->ndim || memcmp(dst->shape, src->shape, sizeof(int64_t) * dst->ndim)) {
-    char a[256], b[256];
-    clt__format_shape(a, sizeof a, dst->ndim, dst->shape);
-    clt__format_shape(b, sizeof b, src->ndim, src->shape);
-    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "dst has shape %s but src has shape %s", a, b);
-  }
-  if (dst->dtype != src->dtype)
-    return clt__error(CLT_ERR_DTYPE, fn, "dst is %s but src is %s; clt_copy does not convert",
-                      clt_dtype_name(dst->dtype), clt_dtype_name(src->dtype));
-  if (dst->storage == src->storage && dst->offset == src->offset)
+  bool same_shape =
+      dst->ndim == src->ndim && memcmp(dst->shape, src->shape, sizeof(int64_t) * dst->ndim) == 0;
+  if (same_shape && dst->dtype == src->dtype && dst->storage == src->storage &&
+      dst->offset == src->offset &&
+      memcmp(dst->strides, src->strides, sizeof(int64_t) * dst->ndim) == 0)
+    return CLT_OK; /* a tensor into itself */
+  clt_device *dd = dst->storage->dev, *sd = src->storage->dev;
+  if (dd == sd) /* views, broadcasting and conversion: the elementwise copy */
+    return clt__copy_into(dst, src, fn);
+  if (same_shape && dst->dtype == src->dtype && dst->contiguous && src->contiguous) {
+    if ((s = copy_bytes(dst, src, fn)) != CLT_OK)
+      return s;
+    count(sd, dd, src->nbytes, false);
     return CLT_OK;
-  if ((s = copy_bytes(dst, src, fn)) != CLT_OK)
+  }
+  /* Across devices into a view, or with broadcasting or conversion: src's elements go to dst's
+   * device first (counted there), then into dst by the elementwise copy. */
+  clt_tensor *t;
+  if ((s = copy_to(src, dd, &t, fn)) != CLT_OK)
     return s;
-  count(src->storage->dev, dst->storage->dev, src->nbytes, false);
-  return CLT_OK;
+  s = clt__copy_into(dst, t, fn);
+  clt_tensor_release(t);
+  return s;
 }
 
 static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, bool implicit) {
@@ -259,6 +275,14 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
   clt_status st;
   if (t->nbytes == 0)
     return CLT_OK;
+  if (!t->contiguous) { /* a view: its elements gathered on its device, then read */
+    clt_tensor *c;
+    if ((st = clt__dense(t, fn, &c)) != CLT_OK)
+      return st;
+    st = read_bytes(c, dst, fn, implicit);
+    clt_tensor_release(c);
+    return st;
+  }
   if (s->dev->kind == CLT_DEVICE_HOST) {
     if ((st = clt__storage_host_wait(s, false, fn)) != CLT_OK)
       return st;

@@ -58,7 +58,7 @@ START_TEST(test_export_host) {
     ck_assert_int_eq(d->device.device_id, 0);
     ck_assert_int_eq(d->ndim, 2);
     ck_assert(d->shape[0] == 3 && d->shape[1] == 4);
-    ck_assert_ptr_null(d->strides);
+    ck_assert(d->strides && d->strides[0] == 4 && d->strides[1] == 1); /* C order, in elements */
     ck_assert_uint_eq(d->byte_offset, 0);
     ck_assert_uint_eq(d->dtype.code, types[i].code);
     ck_assert_uint_eq(d->dtype.bits, types[i].bits);
@@ -197,18 +197,54 @@ START_TEST(test_opencl_round_trip) {
   CU_FAILS(clt_from_dlpack(m, &u), CLT_ERR_DEVICE_NOT_FOUND, "clt_from_dlpack");
   ck_assert(u == CU_SENTINEL);
   m->dl_tensor.device.device_id = 0;
-  m->dl_tensor.byte_offset = 4;
+  m->dl_tensor.byte_offset = 2; /* not a whole element */
   CU_FAILS(clt_from_dlpack(m, &u), CLT_ERR_UNSUPPORTED, "clt_from_dlpack");
-  m->dl_tensor.byte_offset = 0;
-  m->dl_tensor.shape[0] = 100000; /* more than the buffer holds */
+  m->dl_tensor.byte_offset = 4;
+  m->dl_tensor.shape[0] = 100000; /* more than the buffer holds, from its second element */
   CU_FAILS(clt_from_dlpack(m, &u), CLT_ERR_INVALID_ARGUMENT, "clt_from_dlpack");
-  m->deleter(m); /* refusals leave m the caller's */
+  ck_assert(u == CU_SENTINEL);
+  /* 3 elements from the second: a view at offset 1 of the buffer (refusals left m ours) */
+  m->dl_tensor.shape[0] = 3;
+  m->dl_tensor.byte_offset = 4;
+  CU_OK(clt_from_dlpack(m, &u));
+  ck_assert_int_eq(clt_tensor_offset(u), 1);
+  CU_OK(clt_fill_(u, 5));
+  float z[4];
+  CU_OK(clt_tensor_read(t, z, sizeof z));
+  ck_assert(z[0] == 0 && z[1] == 5 && z[2] == 5 && z[3] == 5);
+  clt_tensor_release(u); /* calls m's deleter */
   clt_tensor_release(t);
 }
 END_TEST
 
+START_TEST(test_strided_import) {
+  /* column-major 2 x 3 over the floats 0..5: a view, element (i, j) at i + 2 j */
+  int64_t shape[2] = {2, 3}, strides[2] = {1, 2};
+  DLManagedTensor *m = host_tensor(shape, 2, strides);
+  deleted = 0;
+  clt_tensor *t = NULL;
+  CU_OK(clt_from_dlpack(m, &t));
+  ck_assert(!clt_is_contiguous(t));
+  ck_assert(clt_tensor_strides(t)[0] == 1 && clt_tensor_strides(t)[1] == 2);
+  float v[6];
+  CU_OK(clt_tensor_read(t, v, sizeof v));
+  static const float want[6] = {0, 2, 4, 1, 3, 5};
+  for (int i = 0; i < 6; i++)
+    ck_assert_msg(v[i] == want[i], "element %d is %g, expected %g", i, v[i], want[i]);
+  /* a write through the view lands in the producer's memory, at (1, 2) = element 5 */
+  clt_tensor *row = NULL;
+  CU_OK(clt_select(t, 0, 1, &row));
+  CU_OK(clt_fill_(row, -7));
+  const float *data = m->dl_tensor.data;
+  ck_assert(data[1] == -7 && data[3] == -7 && data[5] == -7 && data[0] == 0 && data[4] == 4);
+  clt_tensor_release(row);
+  clt_tensor_release(t);
+  ck_assert_int_eq(deleted, 1);
+}
+END_TEST
+
 START_TEST(test_refusals) {
-  int64_t shape[2] = {2, 3}, strides[2] = {1, 2}; /* column-major */
+  int64_t shape[2] = {2, 3}, strides[2] = {-1, 2}; /* a negative stride */
   DLManagedTensor *m = host_tensor(shape, 2, strides);
   deleted = 0;
   clt_tensor *t = CU_SENTINEL;
@@ -255,6 +291,7 @@ Suite *dlpack_suite(void) {
   tcase_add_test(tc, test_import_host);
   tcase_add_test(tc, test_round_trip_host);
   tcase_add_test(tc, test_opencl_round_trip);
+  tcase_add_test(tc, test_strided_import);
   tcase_add_test(tc, test_refusals);
   suite_add_tcase(s, tc);
   return s;

@@ -347,7 +347,7 @@ START_TEST(test_transpose_errors) {
   clt_tensor *t, *o = CU_SENTINEL;
   CU_OK(clt_zeros(CLT_F32, 2, s, clt_cpu(), &t));
   CU_FAILS(clt_transpose(t, 0, 2, &o), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");
-  ck_assert_msg(strstr(clt_last_error(), "dim1 is 2"), "%s", clt_last_error());
+  ck_assert_msg(strstr(clt_last_error(), "dim1 = 2 is out of range"), "%s", clt_last_error());
   CU_FAILS(clt_transpose(t, -3, 0, &o), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");
   CU_FAILS(clt_transpose(NULL, 0, 1, &o), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");
   CU_FAILS(clt_transpose(t, 0, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");

@@ -46,7 +46,7 @@ static void remove_dir(const char *dir) {
 /* A replacement add kernel that ignores its operands: proves the source came from disk. */
 static const char fake_elementwise[] =
     "__kernel void NAME(__global TO *out, __global const TA *a, __global const TB *b,\n"
-    "                   ulong n, ulong step) {\n"
+    "                   ulong n, ulong step, ulong oo, ulong oa, ulong ob) {\n"
     "#if CLT_CHUNKED\n"
     "  ulong s = get_global_id(0) * step, e = min(s + step, n);\n"
     "  for (ulong i = s; i < e; i++) out[i] = (TO)42;\n"

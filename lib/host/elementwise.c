@@ -324,6 +324,76 @@ static void ternary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) 
        c->p[1] + (size_t)off[1] * c->es[1], c->p[2] + (size_t)off[2] * c->es[2], inner, c->s);
 }
 
+/* ---- views ------------------------------------------------------------------------------ */
+
+/* Copies the rows [lo, hi) of a strided copy: row r is the index r over shape[0 .. nd-2]. */
+static void copy_rows(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
+                      const int64_t *shape, int nd, size_t es, int64_t lo, int64_t hi) {
+  int64_t inner = nd ? shape[nd - 1] : 1, di = nd ? ds[nd - 1] : 0, si = nd ? ss[nd - 1] : 0;
+  for (int64_t r = lo; r < hi; r++) {
+    int64_t od = 0, os = 0, rem = r;
+    for (int d = nd - 2; d >= 0; d--) {
+      int64_t c = rem % shape[d];
+      rem /= shape[d];
+      od += c * ds[d];
+      os += c * ss[d];
+    }
+    char *o = dst + (size_t)od * es;
+    const char *p = src + (size_t)os * es;
+#define COPY_ROW_(T)                                                                                 for (int64_t i = 0; i < inner; i++)                                                                  ((T *)o)[i * di] = ((const T *)p)[i * si];
+    switch (es) {
+    case 1:
+      COPY_ROW_(uint8_t)
+      break;
+    case 2:
+      COPY_ROW_(uint16_t)
+      break;
+    case 4:
+      COPY_ROW_(uint32_t)
+      break;
+    default:
+      COPY_ROW_(uint64_t)
+      break;
+    }
+#undef COPY_ROW_
+  }
+}
+
+/* dst[i] = src[i] for every index i of shape, each at its own strides (elements of es bytes). */
+static void strided_copy(void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
+                         const int64_t *shape, int nd, size_t es) {
+  clt_bcast b = {.ndim = nd};
+  int64_t numel = 1;
+  for (int d = 0; d < nd; d++) {
+    b.shape[d] = shape[d];
+    b.so[d] = dstr[d];
+    b.s[0][d] = sstr[d];
+    numel *= shape[d];
+  }
+  if (numel == 0)
+    return;
+  clt__bcast_coalesce(&b, 1);
+  int64_t inner = b.ndim ? b.shape[b.ndim - 1] : 1, rows = numel / inner;
+  if (b.ndim == 1 && b.so[0] == 1 && b.s[0][0] == 1) {
+    memcpy(dst, src, (size_t)numel * es);
+    return;
+  }
+  CLT__FOR_PARTS(rows, lo, hi, copy_rows(dst, b.so, src, b.s[0], b.shape, b.ndim, es, lo, hi));
+}
+
+/* A contiguous host copy of the view t (which lives on the host). */
+static clt_status gather(const clt_tensor *t, const char *fn, clt_tensor **out) {
+  clt_status s = clt__tensor_new(t->dtype, t->ndim, t->shape, clt_cpu(), fn, out);
+  if (s == CLT_OK)
+    strided_copy(clt__host_ptr(*out), (*out)->strides, clt__host_ptr(t), t->strides, t->shape,
+                 t->ndim, clt_dtype_size(t->dtype));
+  return s;
+}
+
+static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
+                                             clt_tensor *const *in, clt_dtype compute,
+                                             const clt_bcast *bc);
+
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                  clt_dtype compute, const clt_bcast *bc) {
   const char *fn = op->fn;
@@ -335,6 +405,56 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     st = clt__storage_host_wait(out->storage, true, fn);
   if (st != CLT_OK)
     return st;
+  /* Operands the loops cannot read through their strides (a unary op's or a cast's, or one that
+   * is converted first) are gathered into contiguous copies; a result that is not contiguous is
+   * computed contiguous, then scattered. */
+  clt_tensor *g[3] = {NULL, NULL, NULL}, *use[3] = {NULL, NULL, NULL}, *tmp_out = NULL;
+  clt_bcast b = *bc;
+  bool half = clt__dtype_is_half(compute);
+  for (int k = 0; k < n && st == CLT_OK; k++) {
+    use[k] = in[k];
+    clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
+    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want))
+      continue;
+    if ((st = gather(in[k], fn, &g[k])) != CLT_OK)
+      break;
+    use[k] = g[k];
+    int lead = b.ndim - g[k]->ndim;
+    for (int d = 0; d < b.ndim; d++) {
+      int dk = d - lead;
+      b.s[k][d] = dk < 0 || (g[k]->shape[dk] == 1 && b.shape[d] != 1) ? 0 : g[k]->strides[dk];
+    }
+    b.off[k] = 0;
+  }
+  if (st == CLT_OK && !out->contiguous)
+    st = clt__tensor_new(out->dtype, out->ndim, out->shape, clt_cpu(), fn, &tmp_out);
+  if (st == CLT_OK) {
+    b.same = true; /* the fast loops: no broadcasting, every operand contiguous */
+    for (int k = 0; k < n; k++)
+      b.same = b.same && use[k]->contiguous && use[k]->ndim == b.ndim &&
+               memcmp(use[k]->shape, b.shape, sizeof(int64_t) * b.ndim) == 0;
+    st = elementwise_contiguous_out(op, tmp_out ? tmp_out : out, use, compute, &b);
+  }
+  if (st == CLT_OK && tmp_out)
+    strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(tmp_out), tmp_out->strides,
+                 out->shape, out->ndim, clt_dtype_size(out->dtype));
+  clt_tensor_release(tmp_out);
+  for (int k = 0; k < 3; k++)
+    clt_tensor_release(g[k]);
+  return st;
+}
+
+/* The loops, for a contiguous result; operands are contiguous where the loop needs them to be
+ * (unary ops, casts, converted operands) and strided otherwise (bc). */
+static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
+                                             clt_tensor *const *in, clt_dtype compute,
+                                             const clt_bcast *bc_) {
+  const char *fn = op->fn;
+  int n = op->arity;
+  clt_status st = CLT_OK;
+  clt_bcast bcc = *bc_, *bc = &bcc;
+  memcpy(bc->so, out->strides, sizeof bc->so);
+  clt__bcast_coalesce(bc, n);
   if (op->kind == CLT__OP_cast) {
     size_t ei = clt_dtype_size(in[0]->dtype), eo = clt_dtype_size(out->dtype);
     char *po = clt__host_ptr(out);

@@ -24,6 +24,7 @@ typedef struct export_ctx {
   DLManagedTensor m; /* first: the manager is the context */
   clt_tensor *t;
   int64_t shape[CLT_MAX_DIMS];
+  int64_t strides[CLT_MAX_DIMS];
 } export_ctx;
 
 static void export_deleter(DLManagedTensor *self) {
@@ -64,7 +65,8 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out) {
   d->dtype = dl_types[t->dtype];
   memcpy(c->shape, t->shape, sizeof c->shape);
   d->shape = c->shape;
-  d->strides = NULL; /* compact, row-major */
+  memcpy(c->strides, t->strides, sizeof c->strides);
+  d->strides = c->strides; /* in elements, as clt's: a view is exported as the view it is */
   c->t = clt_tensor_retain(t);
   c->m.manager_ctx = c;
   c->m.deleter = export_deleter;
@@ -184,22 +186,28 @@ clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
   if (overflow || __builtin_mul_overflow((size_t)numel, size, &bytes) || bytes > (size_t)INT64_MAX)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the shape's size in bytes overflows");
 
-  /* Compact row-major only: the strides, where given, must be C-contiguous. */
+  /* Strides (in elements) make a view (docs/views.md): the memory wrapped is the span its
+   * elements occupy. clt has no negative strides. */
+  size_t span = bytes;
   if (d->strides && numel > 0) {
-    int64_t want = 1;
-    for (int i = d->ndim - 1; i >= 0; i--) {
-      if (d->shape[i] != 1 && d->strides[i] != want) {
-        char sh[256], str[256];
-        clt__format_shape(sh, sizeof sh, d->ndim, d->shape);
+    uint64_t last = 0;
+    for (int i = 0; i < d->ndim; i++) {
+      if (d->strides[i] < 0) {
+        char str[256];
         clt__format_shape(str, sizeof str, d->ndim, d->strides);
         return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                          "strides %s (in elements) of shape %s are not C-contiguous; clt takes "
-                          "compact row-major tensors only: make it contiguous first (PyTorch: "
-                          ".contiguous(), NumPy: np.ascontiguousarray)",
-                          str, sh);
+                          "strides %s (in elements) include a negative one; clt's views step "
+                          "forward only: make it contiguous first (PyTorch: .contiguous(), "
+                          "NumPy: np.ascontiguousarray)",
+                          str);
       }
-      want *= d->shape[i];
+      uint64_t step;
+      if (__builtin_mul_overflow((uint64_t)(d->shape[i] - 1), (uint64_t)d->strides[i], &step) ||
+          __builtin_add_overflow(last, step, &last))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the strides' span overflows");
     }
+    if (__builtin_mul_overflow((size_t)last + 1, size, &span) || span > (size_t)INT64_MAX)
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the strides' span in bytes overflows");
   }
   if (!d->data && bytes > 0)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "data is NULL but the tensor has %lld elements",
@@ -208,6 +216,7 @@ clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
   clt_device *dev;
   void *host = NULL;
   cl_mem mem = NULL;
+  size_t cl_bytes = 0; /* the buffer's bytes up to the end of the tensor's span */
   if (d->device.device_type == kDLCPU) {
     dev = clt_cpu();
     host = (char *)d->data + d->byte_offset;
@@ -215,14 +224,15 @@ clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
       return clt__error(CLT_ERR_UNSUPPORTED, fn,
                         "the data address %p is not aligned to the %zu-byte elements", host, size);
   } else if (d->device.device_type == kDLOpenCL) {
-    if (d->byte_offset != 0)
+    if (d->byte_offset % size != 0)
       return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                        "byte_offset = %llu: clt's kernels need OpenCL tensors at the start of "
-                        "their buffer; copy it into a buffer of its own first",
-                        (unsigned long long)d->byte_offset);
+                        "byte_offset = %llu is not a multiple of the %zu-byte elements",
+                        (unsigned long long)d->byte_offset, size);
+    if (__builtin_add_overflow(span, (size_t)d->byte_offset, &cl_bytes))
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "byte_offset + the tensor's span overflows");
     mem = (cl_mem)d->data;
     dev = NULL;
-    if (mem && (st = find_cl_device(mem, d->device.device_id, bytes, fn, &dev)) != CLT_OK)
+    if (mem && (st = find_cl_device(mem, d->device.device_id, cl_bytes, fn, &dev)) != CLT_OK)
       return st;
     if (!mem) { /* an empty tensor without a buffer */
       dev = clt_device_at(d->device.device_id);
@@ -241,7 +251,8 @@ clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
                       dev->name, dev->model);
 
   clt_storage *s;
-  if ((st = clt__storage_wrap_foreign(dev, host, mem, bytes, import_release, m, fn, &s)) != CLT_OK)
+  if ((st = clt__storage_wrap_foreign(dev, host, mem, mem ? cl_bytes : span, import_release, m, fn,
+                                      &s)) != CLT_OK)
     return st;
   clt_tensor *t;
   if ((st = clt__tensor_wrap((clt_dtype)dt, d->ndim, d->shape, s, fn, &t)) != CLT_OK) {
@@ -250,6 +261,13 @@ clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
     return st;
   }
   clt__storage_release(s);
+  if (mem)
+    t->offset = (size_t)d->byte_offset;
+  if (d->strides && numel > 0) {
+    for (int i = 0; i < d->ndim; i++)
+      t->strides[i] = d->strides[i];
+    t->contiguous = clt__strides_contiguous(d->ndim, d->shape, d->strides);
+  }
   *out = t;
   return CLT_OK;
 }

@@ -768,6 +768,11 @@ static clt_status check_tensor(const char *fn, const clt_tensor *t) {
     return st;
   if (!t)
     return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "t is NULL");
+  if (!clt_is_contiguous(t))
+    return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
+                         "t is a view whose elements are not contiguous; MPI moves contiguous "
+                         "memory: use clt_contiguous(t, &c) (and clt_copy(t, c) afterwards to "
+                         "write a received result back into the view)");
   return CLT_OK;
 }
 

@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Mirrors clt_bcast_t in kernels/common.cl. */
-typedef struct clt_cl_bcast {
+/* Mirrors clt_strided_t in kernels/common.cl. */
+typedef struct clt_cl_strided {
   cl_long shape[CLT_MAX_DIMS];
+  cl_long so[CLT_MAX_DIMS];
   cl_long s[3][CLT_MAX_DIMS];
-} clt_cl_bcast;
+  cl_long off[4]; /* the result's, then the operands' */
+} clt_cl_strided;
 
 static const char *unsigned_twin(clt_dtype dt) {
   switch (dt) {
@@ -156,7 +158,7 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
            load_expr(ta->dtype, compute), load_expr(tb->dtype, compute),
            op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype));
   char kname[80];
-  snprintf(kname, sizeof kname, broadcast ? "%s_bcast" : "%s", name);
+  snprintf(kname, sizeof kname, broadcast ? "%s_strided" : "%s", name);
   return clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
 }
 
@@ -167,7 +169,7 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   int n = op->arity;
   /* a ternary's operands are k, a, b: TK, TA, TB */
   const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
-  bool broadcast = n == 3 || (n == 2 && !bc->same);
+  bool broadcast = n == 3 || !bc->same; /* the strided kernel */
   uint32_t key = memo_key(op, out->dtype, compute, n == 3 ? in[0]->dtype : CLT_BOOL, ta->dtype,
                           tb->dtype, broadcast);
   cl_kernel kern = memo_get(d, key);
@@ -183,24 +185,39 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
     reads[k] = in[k]->storage;
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong count = (cl_ulong)out->numel, step = l.chunk;
-  clt_cl_arg args[8];
+  clt_cl_arg args[10];
   int arg = 0;
   args[arg++] = (clt_cl_arg){sizeof(cl_mem), &out->storage->mem};
   for (int k = 0; k < n; k++)
     args[arg++] = (clt_cl_arg){sizeof(cl_mem), &in[k]->storage->mem};
   args[arg++] = (clt_cl_arg){sizeof count, &count};
   args[arg++] = (clt_cl_arg){sizeof step, &step};
-  clt_cl_bcast g;
-  cl_int nd = bc->ndim;
+  clt_cl_strided g;
+  cl_int nd;
+  cl_ulong off[4];
   if (broadcast) {
+    clt_bcast c = *bc;
+    clt__bcast_coalesce(&c, n);
+    nd = c.ndim;
     memset(&g, 0, sizeof g);
-    for (int i = 0; i < bc->ndim; i++) {
-      g.shape[i] = bc->shape[i];
+    for (int i = 0; i < c.ndim; i++) {
+      g.shape[i] = c.shape[i];
+      g.so[i] = c.so[i];
       for (int k = 0; k < n; k++)
-        g.s[k][i] = bc->s[k][i];
+        g.s[k][i] = c.s[k][i];
     }
+    g.off[0] = c.ooff;
+    for (int k = 0; k < n; k++)
+      g.off[k + 1] = c.off[k];
     args[arg++] = (clt_cl_arg){sizeof nd, &nd};
     args[arg++] = (clt_cl_arg){sizeof g, &g};
+  } else {
+    off[0] = (cl_ulong)bc->ooff;
+    args[arg++] = (clt_cl_arg){sizeof off[0], &off[0]};
+    for (int k = 0; k < n; k++) {
+      off[k + 1] = (cl_ulong)bc->off[k];
+      args[arg++] = (clt_cl_arg){sizeof off[k + 1], &off[k + 1]};
+    }
   }
   return clt__cl_run(d, kern, &l, args, arg, reads, n, &out->storage, 1, fn);
 }

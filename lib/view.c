@@ -1,0 +1,615 @@
+/* view.c - views (docs/views.md): the functions that give another shape, strides and offset over
+ * a tensor's storage without copying (narrow, select, slice, permute, transpose, expand,
+ * unsqueeze, squeeze, view, reshape), the strides and offset accessors, and the functions that
+ * copy views into new tensors (contiguous, clone, cat, stack). Every copy goes through
+ * clt__copy_into (lib/dispatch.c), the elementwise copy, so it runs on the tensors' device. */
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const int64_t *clt_tensor_strides(const clt_tensor *t) { return t ? t->strides : NULL; }
+int64_t clt_tensor_offset(const clt_tensor *t) { return t ? clt__elem_offset(t) : 0; }
+int clt_is_contiguous(const clt_tensor *t) { return t && t->contiguous; }
+
+/* Checks t and out, the first thing every function here does. */
+static clt_status check_args(const clt_tensor *t, const void *out, const char *fn) {
+  clt_status s = clt__check_tensor(t, fn, "t");
+  if (s == CLT_OK && !out)
+    s = clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  return s;
+}
+
+/* dim of a tensor of nd dimensions (nd >= 1) made non-negative, or an error naming the range. */
+static clt_status norm_dim(int *dim, int nd, const char *fn, const char *what) {
+  if (*dim < -nd || *dim >= nd)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "%s = %d is out of range for a tensor of %d dimension%s (expected %d..%d)",
+                      what, *dim, nd, nd == 1 ? "" : "s", -nd, nd - 1);
+  if (*dim < 0)
+    *dim += nd;
+  return CLT_OK;
+}
+
+/* Refuses a 0-d tensor for a function that indexes a dimension. */
+static clt_status need_dims(const clt_tensor *t, const char *fn) {
+  if (t->ndim == 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "t is 0-d: it has no dimension to index (clt_unsqueeze gives it one)");
+  return CLT_OK;
+}
+
+/* The product of shape's ndim sizes, checked to fit (with its bytes) as clt_empty checks. */
+static clt_status check_numel(int ndim, const int64_t *shape, clt_dtype dt, const char *fn) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] == 0)
+      return CLT_OK;
+  for (int i = 0; i < ndim; i++) {
+    size_t bytes;
+    if (__builtin_mul_overflow(n, shape[i], &n) ||
+        __builtin_mul_overflow((size_t)n, clt_dtype_size(dt), &bytes)) {
+      char sh[256];
+      clt__format_shape(sh, sizeof sh, ndim, shape);
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape %s holds more elements than fit",
+                        sh);
+    }
+  }
+  return CLT_OK;
+}
+
+/* ---- views along one dimension --------------------------------------------------------- */
+
+clt_status clt_narrow(clt_tensor *t, int dim, int64_t start, int64_t length, clt_tensor **out) {
+  static const char fn[] = "clt_narrow";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK || (s = need_dims(t, fn)) != CLT_OK ||
+      (s = norm_dim(&dim, t->ndim, fn, "dim")) != CLT_OK)
+    return s;
+  int64_t size = t->shape[dim];
+  if (start < -size || start > size)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "start = %lld is out of range for dimension %d of size %lld (expected "
+                      "%lld..%lld)",
+                      (long long)start, dim, (long long)size, (long long)-size, (long long)size);
+  if (start < 0)
+    start += size;
+  if (length < 0 || length > size - start)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "length = %lld is out of range: dimension %d has %lld elements from start "
+                      "%lld (expected 0..%lld)",
+                      (long long)length, dim, (long long)(size - start), (long long)start,
+                      (long long)(size - start));
+  int64_t shape[CLT_MAX_DIMS];
+  memcpy(shape, t->shape, sizeof shape);
+  shape[dim] = length;
+  return clt__tensor_view(t, t->ndim, shape, t->strides,
+                          clt__elem_offset(t) + start * t->strides[dim], fn, out);
+}
+
+clt_status clt_select(clt_tensor *t, int dim, int64_t index, clt_tensor **out) {
+  static const char fn[] = "clt_select";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK || (s = need_dims(t, fn)) != CLT_OK ||
+      (s = norm_dim(&dim, t->ndim, fn, "dim")) != CLT_OK)
+    return s;
+  int64_t size = t->shape[dim];
+  if (index < -size || index >= size)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "index = %lld is out of range for dimension %d of size %lld (expected "
+                      "%lld..%lld)",
+                      (long long)index, dim, (long long)size, (long long)-size,
+                      (long long)size - 1);
+  if (index < 0)
+    index += size;
+  int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  int nd = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (i != dim) {
+      shape[nd] = t->shape[i];
+      strides[nd++] = t->strides[i];
+    }
+  return clt__tensor_view(t, nd, shape, strides, clt__elem_offset(t) + index * t->strides[dim], fn,
+                          out);
+}
+
+/* Python's rule for a slice bound: negative counts from the end, then clamped to 0..size. */
+static int64_t slice_bound(int64_t v, int64_t size) {
+  if (v < 0)
+    v = v < -size ? 0 : v + size;
+  return v > size ? size : v;
+}
+
+clt_status clt_slice(clt_tensor *t, int dim, int64_t start, int64_t stop, int64_t step,
+                     clt_tensor **out) {
+  static const char fn[] = "clt_slice";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK || (s = need_dims(t, fn)) != CLT_OK ||
+      (s = norm_dim(&dim, t->ndim, fn, "dim")) != CLT_OK)
+    return s;
+  if (step < 1)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "step = %lld: a slice's step must be 1 or more (clt has no negative "
+                      "strides; reverse with an index tensor instead)",
+                      (long long)step);
+  int64_t size = t->shape[dim];
+  start = slice_bound(start, size);
+  stop = slice_bound(stop, size);
+  int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  memcpy(shape, t->shape, sizeof shape);
+  memcpy(strides, t->strides, sizeof strides);
+  shape[dim] = stop > start ? (stop - start - 1) / step + 1 : 0;
+  /* the stride of a dimension of size 0 or 1 is never used: keep it from overflowing */
+  if (shape[dim] > 1)
+    strides[dim] *= step;
+  return clt__tensor_view(t, t->ndim, shape, strides,
+                          clt__elem_offset(t) + (shape[dim] ? start * t->strides[dim] : 0), fn,
+                          out);
+}
+
+/* ---- views that reorder or add dimensions ---------------------------------------------- */
+
+clt_status clt_permute(clt_tensor *t, int ndim, const int *dims, clt_tensor **out) {
+  static const char fn[] = "clt_permute";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK)
+    return s;
+  if (ndim != t->ndim)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "ndim = %d but t has %d dimensions: dims must name each of them once", ndim,
+                      t->ndim);
+  if (ndim > 0 && !dims)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "dims is NULL but ndim = %d", ndim);
+  int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  bool seen[CLT_MAX_DIMS] = {false};
+  for (int i = 0; i < ndim; i++) {
+    int d = dims[i];
+    char what[32];
+    snprintf(what, sizeof what, "dims[%d]", i);
+    if ((s = norm_dim(&d, ndim, fn, what)) != CLT_OK)
+      return s;
+    if (seen[d])
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "dims[%d] = %d names dimension %d a second time: dims must name each of "
+                        "0..%d once",
+                        i, dims[i], d, ndim - 1);
+    seen[d] = true;
+    shape[i] = t->shape[d];
+    strides[i] = t->strides[d];
+  }
+  return clt__tensor_view(t, ndim, shape, strides, clt__elem_offset(t), fn, out);
+}
+
+clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out) {
+  static const char fn[] = "clt_transpose";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK)
+    return s;
+  int nd = t->ndim > 0 ? t->ndim : 1; /* a 0-d tensor takes 0 and -1, as in PyTorch */
+  if ((s = norm_dim(&dim0, nd, fn, "dim0")) != CLT_OK ||
+      (s = norm_dim(&dim1, nd, fn, "dim1")) != CLT_OK)
+    return s;
+  int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  memcpy(shape, t->shape, sizeof shape);
+  memcpy(strides, t->strides, sizeof strides);
+  if (t->ndim > 0) {
+    shape[dim0] = t->shape[dim1];
+    shape[dim1] = t->shape[dim0];
+    strides[dim0] = t->strides[dim1];
+    strides[dim1] = t->strides[dim0];
+  }
+  return clt__tensor_view(t, t->ndim, shape, strides, clt__elem_offset(t), fn, out);
+}
+
+clt_status clt_expand(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
+  static const char fn[] = "clt_expand";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK)
+    return s;
+  if (ndim < t->ndim || ndim > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "ndim = %d is outside %d..%d: the new shape needs at least t's %d "
+                      "dimensions",
+                      ndim, t->ndim, CLT_MAX_DIMS, t->ndim);
+  if (ndim > 0 && !shape)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
+  int lead = ndim - t->ndim;
+  int64_t dims[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) {
+    int k = i - lead; /* t's dimension, aligned at the end */
+    if (k < 0) {
+      if (shape[i] < 0)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "shape[%d] = %lld: a new leading dimension needs a size of 0 or more "
+                          "(-1 keeps only an existing dimension)",
+                          i, (long long)shape[i]);
+      dims[i] = shape[i];
+      strides[i] = 0;
+    } else if (shape[i] == -1 || shape[i] == t->shape[k]) {
+      dims[i] = t->shape[k];
+      strides[i] = t->strides[k];
+    } else if (t->shape[k] == 1 && shape[i] >= 0) {
+      dims[i] = shape[i];
+      strides[i] = 0;
+    } else {
+      char have[256], want[256];
+      clt__format_shape(have, sizeof have, t->ndim, t->shape);
+      clt__format_shape(want, sizeof want, ndim, shape);
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                        "cannot expand shape %s to %s: dimension %d is %lld, and only a "
+                        "dimension of size 1 can grow",
+                        have, want, i, (long long)t->shape[k]);
+    }
+  }
+  if ((s = check_numel(ndim, dims, t->dtype, fn)) != CLT_OK)
+    return s;
+  return clt__tensor_view(t, ndim, dims, strides, clt__elem_offset(t), fn, out);
+}
+
+clt_status clt_unsqueeze(clt_tensor *t, int dim, clt_tensor **out) {
+  static const char fn[] = "clt_unsqueeze";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK)
+    return s;
+  if (t->ndim == CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "t already has the most dimensions, %d",
+                      CLT_MAX_DIMS);
+  if ((s = norm_dim(&dim, t->ndim + 1, fn, "dim")) != CLT_OK)
+    return s;
+  int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  for (int i = 0, k = 0; i <= t->ndim; i++) {
+    if (i == dim) {
+      shape[i] = 1;
+      strides[i] = dim < t->ndim ? t->shape[dim] * t->strides[dim] : 1;
+    } else {
+      shape[i] = t->shape[k];
+      strides[i] = t->strides[k++];
+    }
+  }
+  return clt__tensor_view(t, t->ndim + 1, shape, strides, clt__elem_offset(t), fn, out);
+}
+
+clt_status clt_squeeze(clt_tensor *t, int dim, clt_tensor **out) {
+  static const char fn[] = "clt_squeeze";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK ||
+      (s = norm_dim(&dim, t->ndim > 0 ? t->ndim : 1, fn, "dim")) != CLT_OK)
+    return s;
+  if (t->ndim == 0 || t->shape[dim] != 1) {
+    *out = clt_tensor_retain(t);
+    return CLT_OK;
+  }
+  int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  int nd = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (i != dim) {
+      shape[nd] = t->shape[i];
+      strides[nd++] = t->strides[i];
+    }
+  return clt__tensor_view(t, nd, shape, strides, clt__elem_offset(t), fn, out);
+}
+
+/* ---- another shape: view and reshape ---------------------------------------------------- */
+
+/* The new shape with a -1 resolved into dims, checked against t's element count. */
+static clt_status resolve_shape(const clt_tensor *t, int ndim, const int64_t *shape,
+                                const char *fn, int64_t *dims) {
+  if (ndim < 0 || ndim > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", ndim,
+                      CLT_MAX_DIMS);
+  if (ndim > 0 && !shape)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
+  /* Every dimension is checked before any count: a -1 at most once, no other negative. Counts
+   * follow clt_empty's rule: a shape with a 0 holds 0 elements whatever its other dimensions. */
+  int64_t known = 1;
+  int infer = -1;
+  bool zero = false, overflow = false;
+  for (int i = 0; i < ndim; i++) {
+    dims[i] = shape[i];
+    if (shape[i] == -1) {
+      if (infer >= 0)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "shape[%d] and shape[%d] are both -1; only one dimension can be "
+                          "inferred",
+                          infer, i);
+      infer = i;
+    } else if (shape[i] < 0) {
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
+                        (long long)shape[i]);
+    } else if (shape[i] == 0) {
+      zero = true;
+    } else if (!overflow && __builtin_mul_overflow(known, shape[i], &known)) {
+      overflow = true; /* cannot match any numel, unless a 0 follows */
+    }
+  }
+  if (zero)
+    known = 0;
+  else if (overflow)
+    known = -1;
+  bool fits;
+  if (infer >= 0) {
+    if (known == 0)
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                        "cannot infer the -1 dimension when another dimension is 0");
+    fits = known > 0 && t->numel % known == 0;
+    if (fits)
+      dims[infer] = t->numel / known;
+  } else {
+    fits = known == t->numel;
+  }
+  if (!fits) {
+    char want[256], have[256];
+    clt__format_shape(want, sizeof want, ndim, shape);
+    clt__format_shape(have, sizeof have, t->ndim, t->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "cannot view a tensor of shape %s (%lld elements) as shape %s", have,
+                      (long long)t->numel, want);
+  }
+  return CLT_OK;
+}
+
+/* Strides that show t's elements, in C order, with shape dims, where t's strides allow it
+ * (PyTorch's rule: each run of t's dimensions that lie one inside the other in memory may be
+ * split or merged, but not two runs together). False where only a copy has that shape. */
+static bool view_strides(const clt_tensor *t, int ndim, const int64_t *dims, int64_t *strides) {
+  if (t->contiguous || t->numel == 0) {
+    int64_t st = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+      strides[i] = st;
+      if (dims[i] > 1 && __builtin_mul_overflow(st, dims[i], &st))
+        st = 0; /* only in an empty tensor, whose strides are unused */
+    }
+    return true;
+  }
+  int v = ndim - 1;
+  int64_t base = t->strides[t->ndim - 1], tn = 1, vn = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    tn *= t->shape[d];
+    if (d == 0 || (t->shape[d - 1] != 1 && t->strides[d - 1] != tn * base)) {
+      while (v >= 0 && (vn < tn || dims[v] == 1)) {
+        strides[v] = vn * base;
+        vn *= dims[v];
+        v--;
+      }
+      if (vn != tn)
+        return false;
+      if (d > 0) {
+        base = t->strides[d - 1];
+        tn = vn = 1;
+      }
+    }
+  }
+  return v == -1;
+}
+
+clt_status clt_view(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
+  static const char fn[] = "clt_view";
+  int64_t dims[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK ||
+      (s = resolve_shape(t, ndim, shape, fn, dims)) != CLT_OK)
+    return s;
+  if (!view_strides(t, ndim, dims, strides)) {
+    char want[256], have[256];
+    clt__format_shape(want, sizeof want, ndim, dims);
+    clt__format_shape(have, sizeof have, t->ndim, t->shape);
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "t (shape %s) is a view whose strides cannot show its elements as shape %s "
+                      "without a copy; use clt_reshape, which copies then, or clt_contiguous "
+                      "first",
+                      have, want);
+  }
+  return clt__tensor_view(t, ndim, dims, strides, clt__elem_offset(t), fn, out);
+}
+
+clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
+  static const char fn[] = "clt_reshape";
+  int64_t dims[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK ||
+      (s = resolve_shape(t, ndim, shape, fn, dims)) != CLT_OK)
+    return s;
+  if (view_strides(t, ndim, dims, strides))
+    return clt__tensor_view(t, ndim, dims, strides, clt__elem_offset(t), fn, out);
+  clt_tensor *c, *r;
+  if ((s = clt_contiguous(t, &c)) != CLT_OK)
+    return clt__error(s, fn, "copying the view: %s", clt_last_error());
+  view_strides(c, ndim, dims, strides);
+  s = clt__tensor_view(c, ndim, dims, strides, 0, fn, &r);
+  clt_tensor_release(c);
+  if (s == CLT_OK)
+    *out = r;
+  return s;
+}
+
+/* ---- copies ----------------------------------------------------------------------------- */
+
+/* Whether t shows a dense tensor (clt__is_dense) with two dimensions swapped, as clt_transpose
+ * gives: then *base is that tensor (a view) and g the geometry of the backend's transpose, whose
+ * tiled kernels copy it faster than the strided elementwise copy. */
+static bool transpose_of_dense(clt_tensor *t, const char *fn, clt_transpose_desc *g,
+                               clt_tensor **base) {
+  for (int d0 = 0; d0 < t->ndim; d0++)
+    for (int d1 = d0 + 1; d1 < t->ndim; d1++) {
+      if (t->shape[d0] == 1 || t->shape[d1] == 1)
+        continue;
+      int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+      memcpy(shape, t->shape, sizeof shape);
+      memcpy(strides, t->strides, sizeof strides);
+      shape[d0] = t->shape[d1];
+      shape[d1] = t->shape[d0];
+      strides[d0] = t->strides[d1];
+      strides[d1] = t->strides[d0];
+      if (!clt__strides_contiguous(t->ndim, shape, strides))
+        continue;
+      if (clt__tensor_view(t, t->ndim, shape, strides, clt__elem_offset(t), fn, base) != CLT_OK)
+        return false;
+      if (!clt__is_dense(*base)) {
+        clt_tensor_release(*base);
+        return false;
+      }
+      *g = (clt_transpose_desc){1, shape[d0], 1, shape[d1], 1};
+      for (int i = 0; i < t->ndim; i++)
+        if (i < d0)
+          g->outer *= shape[i];
+        else if (i > d0 && i < d1)
+          g->mid *= shape[i];
+        else if (i > d1)
+          g->inner *= shape[i];
+      return true;
+    }
+  return false;
+}
+
+clt_status clt_clone(clt_tensor *t, clt_tensor **out) {
+  static const char fn[] = "clt_clone";
+  clt_status s;
+  clt_tensor *r, *base;
+  if ((s = check_args(t, out, fn)) != CLT_OK ||
+      (s = clt__tensor_new(t->dtype, t->ndim, t->shape, t->storage->dev, fn, &r)) != CLT_OK)
+    return s;
+  clt_transpose_desc g;
+  if (r->numel > 0 && transpose_of_dense(t, fn, &g, &base)) {
+    s = t->storage->dev->backend->transpose(r, base, &g, fn);
+    clt_tensor_release(base);
+  } else if (r->numel > 0) {
+    s = clt__copy_into(r, t, fn);
+  }
+  if (s != CLT_OK) {
+    clt_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CLT_OK;
+}
+
+clt_status clt_contiguous(clt_tensor *t, clt_tensor **out) {
+  clt_status s = check_args(t, out, "clt_contiguous");
+  if (s != CLT_OK)
+    return s;
+  if (t->contiguous) {
+    *out = clt_tensor_retain(t);
+    return CLT_OK;
+  }
+  return clt_clone(t, out);
+}
+
+/* The checks cat and stack share: n tensors, none NULL, all on the first one's device; the
+ * dtype they promote to. */
+static clt_status check_list(int n, clt_tensor *const *ts, const char *fn, clt_dtype *dt) {
+  if (n < 1 || !ts)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s: expected n >= 1 tensors",
+                      ts ? "n < 1" : "tensors is NULL");
+  for (int i = 0; i < n; i++)
+    if (!ts[i])
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "tensors[%d] is NULL", i);
+  *dt = ts[0]->dtype;
+  for (int i = 1; i < n; i++) {
+    if (ts[i]->storage->dev != ts[0]->storage->dev)
+      return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                        "expected all tensors on the same device, but found %s (tensors[0]) and "
+                        "%s (tensors[%d]); copy one with clt_to()",
+                        ts[0]->storage->dev->name, ts[i]->storage->dev->name, i);
+    clt_status s = clt_result_dtype("add", *dt, ts[i]->dtype, dt);
+    if (s != CLT_OK)
+      return s;
+  }
+  return CLT_OK;
+}
+
+clt_status clt_cat(int n, clt_tensor *const *tensors, int dim, clt_tensor **out) {
+  static const char fn[] = "clt_cat";
+  clt_dtype dt;
+  clt_status s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = check_list(n, tensors, fn, &dt)) != CLT_OK)
+    return s;
+  const clt_tensor *t0 = tensors[0];
+  if (t0->ndim == 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "tensors[0] is 0-d: cat joins along an existing dimension (clt_stack adds "
+                      "one)");
+  if ((s = norm_dim(&dim, t0->ndim, fn, "dim")) != CLT_OK)
+    return s;
+  int64_t shape[CLT_MAX_DIMS];
+  memcpy(shape, t0->shape, sizeof shape);
+  for (int i = 1; i < n; i++) {
+    const clt_tensor *t = tensors[i];
+    bool ok = t->ndim == t0->ndim;
+    for (int d = 0; ok && d < t0->ndim; d++)
+      ok = d == dim || t->shape[d] == t0->shape[d];
+    if (!ok) {
+      char a[256], b[256];
+      clt__format_shape(a, sizeof a, t0->ndim, t0->shape);
+      clt__format_shape(b, sizeof b, t->ndim, t->shape);
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                        "tensors[0] has shape %s and tensors[%d] %s: every dimension but dim = "
+                        "%d must be equal",
+                        a, i, b, dim);
+    }
+    if (__builtin_add_overflow(shape[dim], t->shape[dim], &shape[dim]))
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the joined dimension does not fit");
+  }
+  clt_tensor *r;
+  if ((s = clt__tensor_new(dt, t0->ndim, shape, t0->storage->dev, fn, &r)) != CLT_OK)
+    return s;
+  int64_t at = 0;
+  for (int i = 0; i < n && s == CLT_OK; i++) {
+    clt_tensor *part;
+    int64_t len = tensors[i]->shape[dim];
+    if (len == 0 || r->numel == 0)
+      continue;
+    if ((s = clt_narrow(r, dim, at, len, &part)) == CLT_OK) {
+      s = clt__copy_into(part, tensors[i], fn);
+      clt_tensor_release(part);
+    }
+    at += len;
+  }
+  if (s != CLT_OK) {
+    clt_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CLT_OK;
+}
+
+clt_status clt_stack(int n, clt_tensor *const *tensors, int dim, clt_tensor **out) {
+  static const char fn[] = "clt_stack";
+  clt_dtype dt;
+  clt_status s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = check_list(n, tensors, fn, &dt)) != CLT_OK)
+    return s;
+  const clt_tensor *t0 = tensors[0];
+  for (int i = 1; i < n; i++) {
+    const clt_tensor *t = tensors[i];
+    if (t->ndim != t0->ndim || memcmp(t->shape, t0->shape, sizeof(int64_t) * t0->ndim) != 0) {
+      char a[256], b[256];
+      clt__format_shape(a, sizeof a, t0->ndim, t0->shape);
+      clt__format_shape(b, sizeof b, t->ndim, t->shape);
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                        "tensors[0] has shape %s and tensors[%d] %s: stack needs one shape", a, i,
+                        b);
+    }
+  }
+  if (t0->ndim == CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the tensors already have the most dimensions, %d", CLT_MAX_DIMS);
+  if ((s = norm_dim(&dim, t0->ndim + 1, fn, "dim")) != CLT_OK)
+    return s;
+  clt_tensor **u = calloc((size_t)n, sizeof *u);
+  if (!u)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  for (int i = 0; i < n && s == CLT_OK; i++)
+    s = clt_unsqueeze(tensors[i], dim, &u[i]);
+  if (s == CLT_OK)
+    s = clt_cat(n, u, dim, out);
+  for (int i = 0; i < n; i++)
+    clt_tensor_release(u[i]);
+  free(u);
+  if (s != CLT_OK)
+    return clt__error(s, fn, "%s", clt_last_error());
+  return CLT_OK;
+}
