@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_util.h"
 
@@ -2094,6 +2095,56 @@ START_TEST(test_item_i64_view) {
 }
 END_TEST
 
+/* clt_save_npy and clt_save (safetensors) write a view's elements, contiguous: loading gives
+ * the view's shape and values. */
+START_TEST(test_save_views) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  const char *tmp = getenv("TMPDIR");
+  char dir[256], path[300];
+  snprintf(dir, sizeof dir, "%s/clt-views-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp failed");
+  for (int d = 0; d < ndev; d++)
+    for (int k = 0; k < 2; k++) {
+      clt_dtype dt = k == 0 ? CLT_F32 : CLT_I32;
+      set_ctx(devs[d], dt);
+      double base[24], want[24];
+      clt_tensor *t = seq(dt, 2, (int64_t[]){4, 6}, devs[d], base);
+      clt_tensor *tr = NULL, *rows = NULL, *back = NULL;
+      V(clt_transpose(t, 0, 1, &tr), tr);     /* {6, 4} */
+      V(clt_narrow(t, 0, 1, 2, &rows), rows); /* {2, 6}, offset 6 */
+      gather(base, 0, 2, (int64_t[]){6, 4}, (int64_t[]){1, 6}, want);
+      snprintf(path, sizeof path, "%s/tr.npy", dir);
+      CU_OK(clt_save_npy(path, tr));
+      CU_OK(clt_load_npy(path, clt_cpu(), &back));
+      expect_fresh(back, 2, (int64_t[]){6, 4}, "load_npy(save_npy(t.T))");
+      expect_values(back, want, 24, "load_npy(save_npy(t.T))");
+      rel(back);
+      clt_params *p = NULL, *q = NULL;
+      CU_OK(clt_params_create(&p));
+      CU_OK(clt_params_add(p, "tr", tr));
+      CU_OK(clt_params_add(p, "rows", rows));
+      snprintf(path, sizeof path, "%s/views.safetensors", dir);
+      CU_OK(clt_save(path, p));
+      CU_OK(clt_load(path, clt_cpu(), &q));
+      expect_values(clt_params_get(q, "tr"), want, 24, "load(save({t.T}))[tr]");
+      expect_layout(clt_params_get(q, "rows"), 2, (int64_t[]){2, 6}, NULL, -1,
+                    "load(save({t[1:3]}))[rows]");
+      expect_values(clt_params_get(q, "rows"), base + 6, 12, "load(save({t[1:3]}))[rows]");
+      clt_params_release(p);
+      clt_params_release(q);
+      rel(t);
+      rel(tr);
+      rel(rows);
+    }
+  snprintf(path, sizeof path, "%s/tr.npy", dir);
+  remove(path);
+  snprintf(path, sizeof path, "%s/views.safetensors", dir);
+  remove(path);
+  rmdir(dir);
+}
+END_TEST
+
 /* ---- errors --------------------------------------------------------------------------------- */
 
 /* Each refused call: the status, the message (it names the function and, for a value out of
@@ -2352,6 +2403,7 @@ Suite *views_suite(void) {
   ONE_CASE("transfers_of_views", test_transfers_of_views);
   ONE_CASE("read_item_print_views", test_read_item_print_views);
   tcase_add_test(tc, test_item_i64_view);
+  tcase_add_test(tc, test_save_views);
   ONE_CASE("errors", test_errors);
   tcase_add_test(tc, test_errors_cat_dtypes);
 #undef ONE_CASE
