@@ -12,6 +12,7 @@
  * view both.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "config.h" /* HAVE_DLPACK */
 
 #include <math.h>
 #include <stdarg.h>
@@ -21,6 +22,9 @@
 #include <unistd.h>
 
 #include "check_util.h"
+#ifdef HAVE_DLPACK
+#include "clt_dlpack.h"
+#endif
 
 Suite *views_suite(void); /* registered in check_main.c */
 
@@ -2145,6 +2149,87 @@ START_TEST(test_save_views) {
 }
 END_TEST
 
+#ifdef HAVE_DLPACK
+/* DLPack export and import with strides (issue 13, item 5): a view is exported as the view it
+ * is (shape, strides in elements, its first element at data + byte_offset; for OpenCL the
+ * cl_mem and the byte offset), and a strided host DLPack tensor comes in as a view of its
+ * memory. */
+static int dl_deleted;
+static void dl_deleter(DLManagedTensor *self) {
+  dl_deleted++;
+  free(self->dl_tensor.data);
+  free(self->dl_tensor.shape);
+  free(self);
+}
+
+START_TEST(test_dlpack_views) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    set_ctx(devs[d], CLT_F32);
+    double base[24];
+    clt_tensor *t = seq(CLT_F32, 2, (int64_t[]){4, 6}, devs[d], base);
+    clt_tensor *rows = NULL, *tr = NULL;
+    V(clt_narrow(t, 0, 1, 2, &rows), rows); /* offset 6 */
+    V(clt_transpose(rows, 0, 1, &tr), tr);  /* {6, 2}, strides {1, 6} */
+    DLManagedTensor *m = NULL;
+    CU_OK(clt_to_dlpack(tr, &m));
+    DLTensor *dl = &m->dl_tensor;
+    ck_assert_int_eq(dl->ndim, 2);
+    ck_assert_msg(dl->shape[0] == 6 && dl->shape[1] == 2, "DLPack shape of t[1:3].T (%s)", ctx);
+    ck_assert_msg(dl->strides != NULL && dl->strides[0] == 1 && dl->strides[1] == 6,
+                  "DLPack strides of t[1:3].T are not {1, 6} (%s)", ctx);
+    if (clt_device_is_host(devs[d])) {
+      const float *p0 = (const float *)((const char *)dl->data + dl->byte_offset);
+      const float *t0 = clt_tensor_data(t);
+      ck_assert_msg(p0 == t0 + 6, "DLPack data of t[1:3].T is not t's element 6 (%s)", ctx);
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 2; j++)
+          ck_assert_msg(p0[i * dl->strides[0] + j * dl->strides[1]] == base[6 + j * 6 + i],
+                        "DLPack t[1:3].T[%d][%d] (%s)", i, j, ctx);
+    } else {
+      ck_assert_msg(dl->byte_offset == 6 * sizeof(float),
+                    "DLPack byte_offset of t[1:3].T on %s is %llu, expected 24", ctx,
+                    (unsigned long long)dl->byte_offset);
+    }
+    m->deleter(m);
+    rel(t);
+    rel(rows);
+    rel(tr);
+  }
+  /* Import: a {3, 2} host tensor with strides {1, 3} (the transpose of a {2, 3} block). */
+  set_ctx(clt_cpu(), CLT_F32);
+  DLManagedTensor *m = calloc(1, sizeof *m);
+  float *data = malloc(6 * sizeof *data);
+  int64_t *shape = malloc(4 * sizeof *shape);
+  ck_assert(m && data && shape);
+  for (int i = 0; i < 6; i++)
+    data[i] = (float)(10 + i);
+  shape[0] = 3;
+  shape[1] = 2;
+  shape[2] = 1; /* strides, kept in the same allocation */
+  shape[3] = 3;
+  m->dl_tensor.data = data;
+  m->dl_tensor.device.device_type = kDLCPU;
+  m->dl_tensor.ndim = 2;
+  m->dl_tensor.dtype.code = kDLFloat;
+  m->dl_tensor.dtype.bits = 32;
+  m->dl_tensor.dtype.lanes = 1;
+  m->dl_tensor.shape = shape;
+  m->dl_tensor.strides = shape + 2;
+  m->deleter = dl_deleter;
+  dl_deleted = 0;
+  clt_tensor *u = NULL;
+  V(clt_from_dlpack(m, &u), u);
+  expect_layout(u, 2, (int64_t[]){3, 2}, (int64_t[]){1, 3}, 0, "from_dlpack(strides {1, 3})");
+  ck_assert(!clt_is_contiguous(u));
+  expect_values(u, (double[]){10, 13, 11, 14, 12, 15}, 6, "from_dlpack(strides {1, 3})");
+  rel(u);
+  ck_assert_int_eq(dl_deleted, 1);
+}
+END_TEST
+#endif
+
 /* ---- errors --------------------------------------------------------------------------------- */
 
 /* Each refused call: the status, the message (it names the function and, for a value out of
@@ -2401,6 +2486,9 @@ Suite *views_suite(void) {
   ONE_CASE("reductions_on_views", test_reductions_on_views);
   ONE_CASE("matmul_on_views", test_matmul_on_views);
   ONE_CASE("transfers_of_views", test_transfers_of_views);
+#ifdef HAVE_DLPACK
+  tcase_add_test(tc, test_dlpack_views);
+#endif
   ONE_CASE("read_item_print_views", test_read_item_print_views);
   tcase_add_test(tc, test_item_i64_view);
   tcase_add_test(tc, test_save_views);
