@@ -247,6 +247,23 @@ static void narrow_on(clt_device *dev, clt_dtype dt) {
   /* Length 0 at the end is a valid empty view. */
   V(clt_narrow(t, 1, 6, 0, &e), e);
   expect_layout(e, 2, (int64_t[]){4, 0}, NULL, -1, "narrow(t, 1, 6, 0)");
+  /* Contiguity with dimensions of size 1: a column {4, 1} (elements 6 apart) is not
+   * contiguous; a row {1, 6} and a single element {1, 1} are, whatever their strides. */
+  {
+    clt_tensor *c1 = NULL, *r1 = NULL, *e1 = NULL;
+    V(clt_narrow(t, 1, 2, 1, &c1), c1);
+    ck_assert_msg(!clt_is_contiguous(c1), "t[:, 2:3] is not contiguous (%s)", ctx);
+    V(clt_narrow(t, 0, 2, 1, &r1), r1);
+    ck_assert_msg(clt_is_contiguous(r1), "t[2:3] is contiguous (%s)", ctx);
+    expect_layout(r1, 2, (int64_t[]){1, 6}, (int64_t[]){6, 1}, 12, "narrow(t, 0, 2, 1)");
+    V(clt_narrow(c1, 0, 3, 1, &e1), e1);
+    ck_assert_msg(clt_is_contiguous(e1), "t[3:4, 2:3] is contiguous (%s)", ctx);
+    expect_layout(e1, 2, (int64_t[]){1, 1}, NULL, 20, "t[3:4, 2:3]");
+    expect_values(e1, base + 20, 1, "t[3:4, 2:3]");
+    rel(c1);
+    rel(r1);
+    rel(e1);
+  }
 
   /* A write through the view is seen through the parent, and only there. */
   CU_OK(clt_fill_(v, 100));
@@ -458,6 +475,39 @@ static void permute_on(clt_device *dev, clt_dtype dt) {
   V(clt_permute(sel, 2, (int[]){1, 0}, &ps), ps);
   expect_layout(ps, 2, (int64_t[]){4, 3}, (int64_t[]){1, 4}, 12, "permute(t[1], {1, 0})");
   expect_view_of(ps, base, 12, 2, (int64_t[]){4, 3}, (int64_t[]){1, 4}, "permute(t[1], {1, 0})");
+
+  /* CLT_MAX_DIMS dimensions: the reversed permutation of an 8-D tensor, read, made contiguous
+   * and negated (the strided kernels at their largest ndim). */
+  {
+    int64_t s8[8] = {2, 1, 2, 3, 1, 2, 2, 3}, st8[8], rs[8], rst[8];
+    double b8[288], w8[288];
+    clt_tensor *t8 = seq(dt, 8, s8, dev, b8), *p8 = NULL, *c8 = NULL, *n8 = NULL;
+    int64_t acc = 1;
+    for (int k = 7; k >= 0; k--) {
+      st8[k] = acc;
+      acc *= s8[k];
+    }
+    for (int k = 0; k < 8; k++) {
+      rs[k] = s8[7 - k];
+      rst[k] = st8[7 - k];
+    }
+    V(clt_permute(t8, 8, (int[]){7, 6, 5, 4, 3, 2, 1, 0}, &p8), p8);
+    expect_layout(p8, 8, rs, rst, 0, "permute(8-D, reversed)");
+    gather(b8, 0, 8, rs, rst, w8);
+    int64_t n = cu_numel(8, s8);
+    expect_values(p8, w8, n, "permute(8-D, reversed)");
+    V(clt_contiguous(p8, &c8), c8);
+    expect_fresh(c8, 8, rs, "contiguous(permute(8-D))");
+    expect_values(c8, w8, n, "contiguous(permute(8-D))");
+    V(clt_neg(p8, &n8), n8);
+    for (int64_t i = 0; i < n; i++)
+      w8[i] = -w8[i];
+    expect_values(n8, w8, n, "neg(permute(8-D))");
+    rel(t8);
+    rel(p8);
+    rel(c8);
+    rel(n8);
+  }
 
   /* A copy into the permuted view lands transposed in the parent. */
   clt_tensor *s = ramp(500, dt, 3, (int64_t[]){4, 2, 3}, dev, src);
@@ -1015,6 +1065,36 @@ static void fill_on(clt_device *dev, clt_dtype dt) {
 START_TEST(test_fill) { each_device_dtype("test_fill", fill_on); }
 END_TEST
 
+/* u8 and bool views: fill_ and clt_copy (bool: non-zero is true). */
+START_TEST(test_fill_u8_bool) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++)
+    for (int k = 0; k < 2; k++) {
+      clt_dtype dt = k == 0 ? CLT_U8 : CLT_BOOL;
+      set_ctx(devs[d], dt);
+      double base[12], src[3] = {0, 3, 0};
+      for (int i = 0; i < 12; i++)
+        base[i] = dt == CLT_BOOL ? (double)(i % 2) : (double)(i + 1);
+      clt_tensor *t = from_doubles(base, dt, 2, (int64_t[]){3, 4}, devs[d]);
+      clt_tensor *col = NULL, *s = NULL;
+      V(clt_select(t, 1, 1, &col), col); /* t[:, 1] */
+      CU_OK(clt_fill_(col, dt == CLT_BOOL ? 0 : 200));
+      for (int i = 0; i < 3; i++)
+        base[i * 4 + 1] = dt == CLT_BOOL ? 0 : 200;
+      expect_values(t, base, 12, "t after fill_(t[:, 1])");
+      s = from_doubles(src, CLT_I32, 1, (int64_t[]){3}, devs[d]);
+      CU_OK(clt_copy(col, s));
+      for (int i = 0; i < 3; i++)
+        base[i * 4 + 1] = dt == CLT_BOOL ? (src[i] != 0) : src[i];
+      expect_values(t, base, 12, "t after clt_copy(t[:, 1], i32 {0, 3, 0})");
+      rel(t);
+      rel(col);
+      rel(s);
+    }
+}
+END_TEST
+
 /* ---- clt_copy into views -------------------------------------------------------------------- */
 
 /* The value src_v converted to dt as clt_cast converts (floats to integers toward zero). */
@@ -1507,6 +1587,46 @@ static void ops_on_views_on(clt_device *dev, clt_dtype dt) {
   expect_values(r, w, 12, "A[1:3] + A[2:4]");
   rel(r);
   rel(lo);
+  /* Contiguous views at odd offsets (1 and 3 elements: 2 bytes for f16), through the fast
+   * kernels; and an empty view. */
+  {
+    clt_tensor *flat = NULL, *f1 = NULL, *f3 = NULL, *e0 = NULL, *e1 = NULL;
+    V(clt_view(A, 1, (int64_t[]){24}, &flat), flat);
+    V(clt_narrow(flat, 0, 1, 19, &f1), f1);
+    V(clt_narrow(flat, 0, 3, 19, &f3), f3);
+    V(clt_add(f1, f3, &r), r);
+    for (int i = 0; i < 19; i++)
+      w[i] = a[1 + i] + a[3 + i];
+    expect_values(r, w, 19, "A.view(24)[1:20] + A.view(24)[3:22]");
+    rel(r);
+    V(clt_neg(f3, &r), r);
+    for (int i = 0; i < 19; i++)
+      w[i] = -a[3 + i];
+    expect_values(r, w, 19, "neg(A.view(24)[3:22])");
+    rel(r);
+    V(clt_narrow(A, 0, 4, 0, &e0), e0);
+    V(clt_narrow(Bt, 0, 1, 0, &e1), e1);
+    V(clt_add(e0, e1, &r), r);
+    expect_layout(r, 2, (int64_t[]){0, 6}, NULL, -1, "empty + empty view");
+    rel(r);
+    rel(flat);
+    rel(f1);
+    rel(f3);
+    rel(e0);
+    rel(e1);
+  }
+  /* A strided column broadcast against a transpose: B.T + A[:, 0:1] */
+  {
+    clt_tensor *c0 = NULL;
+    V(clt_narrow(A, 1, 0, 1, &c0), c0); /* {4, 1}, strides {6, 1} */
+    V(clt_add(Bt, c0, &r), r);
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 6; j++)
+        w[i * 6 + j] = b[j * 4 + i] + a[i * 6];
+    expect_values(r, w, 24, "B.T + A[:, 0:1]");
+    rel(r);
+    rel(c0);
+  }
   /* An expanded operand: A + expand(c, {4, 6}), and B.T - expand(c) */
   double cv[6];
   c = ramp(1, dt, 1, (int64_t[]){6}, dev, cv);
@@ -1679,6 +1799,26 @@ static void reductions_on_views_on(clt_device *dev, clt_dtype dt) {
     want[0] += a[i];
   expect_values(r, want, 1, "sum(A[1:3])");
   rel(r);
+  /* A contiguous view at an odd offset: A.view(24)[3:20] */
+  {
+    clt_tensor *flat = NULL, *f3 = NULL;
+    V(clt_view(A, 1, (int64_t[]){24}, &flat), flat);
+    V(clt_narrow(flat, 0, 3, 17, &f3), f3);
+    V(clt_sum(f3, &r), r);
+    want[0] = 0;
+    for (int i = 3; i < 20; i++)
+      want[0] += a[i];
+    expect_values(r, want, 1, "sum(A.view(24)[3:20])");
+    rel(r);
+    V(clt_max(f3, &r), r);
+    want[0] = 0;
+    for (int i = 3; i < 20; i++)
+      want[0] = fmax(want[0], a[i]);
+    expect_values(r, want, 1, "max(A.view(24)[3:20])");
+    rel(r);
+    rel(flat);
+    rel(f3);
+  }
   /* Along a dimension of the transpose: row sums and column sums of A. */
   V(clt_sum_dim(At, 0, 0, &r), r);
   expect_fresh(r, 1, (int64_t[]){4}, "sum_dim(A.T, 0)");
@@ -2475,6 +2615,7 @@ Suite *views_suite(void) {
   ONE_CASE("contiguous", test_contiguous);
   ONE_CASE("clone", test_clone);
   ONE_CASE("fill_", test_fill);
+  tcase_add_test(tc, test_fill_u8_bool);
   ONE_CASE("copy_into_view", test_copy_into_view);
   tcase_add_test(tc, test_copy_partial_overlap);
   ONE_CASE("cat", test_cat);
