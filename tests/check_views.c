@@ -2536,6 +2536,26 @@ START_TEST(test_errors) {
     }
     expect_values(t, base, 35, "t after the refused writes");
 
+    /* Values at the ends of int64_t: no overflow, no crash. */
+    CU_FAILS(clt_narrow(t, 1, 1, INT64_MAX, &out), CLT_ERR_INVALID_ARGUMENT, "clt_narrow");
+    CU_FAILS(clt_narrow(t, 1, INT64_MAX, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_narrow");
+    CU_FAILS(clt_narrow(t, 1, INT64_MIN, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_narrow");
+    CU_FAILS(clt_select(t, 1, INT64_MIN, &out), CLT_ERR_INVALID_ARGUMENT, "clt_select");
+    CU_FAILS(clt_expand(t, 3, (int64_t[]){INT64_MAX / 2, 5, 7}, &out), CLT_ERR_INVALID_ARGUMENT,
+             "clt_expand");
+    CU_FAILS(clt_view(t, 3, (int64_t[]){INT64_MAX / 5, 5, 7}, &out), CLT_ERR_SHAPE_MISMATCH,
+             "clt_view");
+    UNTOUCHED();
+    {
+      clt_tensor *v = NULL;
+      V(clt_slice(t, 1, 2, CLT_SLICE_END, INT64_MAX, &v), v); /* t[:, 2::huge] */
+      expect_layout(v, 2, (int64_t[]){5, 1}, NULL, 2, "slice(t, 1, 2, end, INT64_MAX)");
+      rel(v);
+      V(clt_slice(t, 1, INT64_MIN, INT64_MIN, 1, &v), v); /* t[:, -huge:-huge] */
+      expect_layout(v, 2, (int64_t[]){5, 0}, NULL, -1, "slice(t, 1, INT64_MIN, INT64_MIN, 1)");
+      rel(v);
+    }
+
     /* NULL tensor or NULL out, for each function that makes a view */
     CU_FAILS(clt_select(NULL, 0, 0, &out), CLT_ERR_INVALID_ARGUMENT, "clt_select");
     CU_FAILS(clt_select(t, 0, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_select");
