@@ -1215,6 +1215,50 @@ static void copy_into_view_on(clt_device *dev, clt_dtype dt) {
 START_TEST(test_copy_into_view) { each_device_dtype("test_copy_into_view", copy_into_view_on); }
 END_TEST
 
+/* A destination and a source over the same elements in another order: t += t.T, and
+ * clt_copy(t, t.T) on a square t. Reading and writing the same memory in different orders, a
+ * kernel would give a result that depends on the order it visits the elements in. clt must give
+ * the answer computed from the old values (NumPy's rule, what "computed apart" promises) or a
+ * clear CLT_ERR_INVALID_ARGUMENT with t unchanged (the issue: "the result PyTorch gives or a
+ * clear error"); never a mixture. 8 x 8, so that work-groups on the devices interleave. */
+static void self_transposed_on(clt_device *dev, clt_dtype dt) {
+  double base[64], want[64];
+  clt_tensor *t = seq(dt, 2, (int64_t[]){8, 8}, dev, base), *tt = NULL;
+  V(clt_transpose(t, 0, 1, &tt), tt);
+  clt_clear_error();
+  clt_status st = clt_add_(t, tt);
+  if (st == CLT_OK) {
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 8; j++)
+        want[i * 8 + j] = base[i * 8 + j] + base[j * 8 + i];
+    expect_values(t, want, 64, "t after t += t.T (computed from the old values)");
+    memcpy(base, want, sizeof want);
+  } else {
+    ck_assert_msg(st == CLT_ERR_INVALID_ARGUMENT, "t += t.T gave %s: %s (%s)", clt_status_name(st),
+                  clt_last_error(), ctx);
+    cu_assert_prefix(clt_last_error(), "clt_add_", "t += t.T");
+    expect_values(t, base, 64, "t after the refused t += t.T");
+  }
+  st = clt_copy(t, tt);
+  if (st == CLT_OK) {
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 8; j++)
+        want[i * 8 + j] = base[j * 8 + i];
+    expect_values(t, want, 64, "t after clt_copy(t, t.T) (the old transpose)");
+  } else {
+    ck_assert_msg(st == CLT_ERR_INVALID_ARGUMENT, "clt_copy(t, t.T) gave %s: %s (%s)",
+                  clt_status_name(st), clt_last_error(), ctx);
+    expect_values(t, base, 64, "t after the refused clt_copy(t, t.T)");
+  }
+  rel(t);
+  rel(tt);
+}
+
+START_TEST(test_inplace_self_transposed) {
+  each_device_dtype("test_inplace_self_transposed", self_transposed_on);
+}
+END_TEST
+
 /* ---- partial overlap of a destination and a source ----------------------------------------- */
 
 /* clt_copy, an in-place op and an _out form whose destination shares some elements with a
@@ -2641,6 +2685,7 @@ Suite *views_suite(void) {
   ONE_CASE("cat", test_cat);
   ONE_CASE("stack", test_stack);
   ONE_CASE("inplace_on_views", test_inplace_on_views);
+  tcase_add_test(tc, test_inplace_self_transposed);
   ONE_CASE("out_on_views", test_out_on_views);
   ONE_CASE("ops_on_views", test_ops_on_views);
   tcase_add_test(tc, test_ops_on_views_large);
