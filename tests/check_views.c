@@ -2125,6 +2125,24 @@ static void transfers_of_views_on(clt_device *dev, clt_dtype dt) {
   }
   rel(o);
 
+  /* A 0-d view (t[33, 4], offset 202) and an empty one. */
+  {
+    clt_tensor *r33 = NULL, *z = NULL, *e = NULL, *oz = NULL, *oe = NULL;
+    V(clt_select(t, 0, 33, &r33), r33);
+    V(clt_select(r33, 0, 4, &z), z);
+    V(clt_to(z, to, &oz), oz);
+    expect_layout(oz, 0, NULL, NULL, to != dev ? 0 : 202, "clt_to(t[33, 4], next)");
+    expect_values(oz, base + 202, 1, "clt_to(t[33, 4], next)");
+    V(clt_narrow(t, 0, 40, 0, &e), e);
+    V(clt_to(e, to, &oe), oe);
+    expect_layout(oe, 2, (int64_t[]){0, 6}, NULL, -1, "clt_to(t[40:40], next)");
+    rel(r33);
+    rel(z);
+    rel(e);
+    rel(oz);
+    rel(oe);
+  }
+
   /* To its own device: clt_to is the same handle, clt_copy_to a new contiguous copy. */
   V(clt_to(tr, dev, &same), same);
   ck_assert_msg(same == tr, "clt_to(view, its device) is the view itself (%s)", ctx);
