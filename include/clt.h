@@ -811,6 +811,26 @@ CLT_API clt_status clt_params_to(clt_params *p, clt_device *dev);
  *  for an empty set. */
 CLT_API clt_status clt_params_device(const clt_params *p, clt_device **out);
 
+/** Sets the metadata entry key to value in the set (both copied; an entry of that key is
+ *  replaced, and value NULL removes it). clt_save writes the entries into the file's
+ *  __metadata__ and clt_load fills them from it, so a loaded file's metadata survives a re-save.
+ *  clt_save adds "format": "pt" when the set has no "format" entry (transformers refuses
+ *  safetensors files without one).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL p or key, an empty key, a key or value that is not
+ *  UTF-8, a key starting with "clt.device.": clt_save records each tensor's device there),
+ *  CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_params_set_metadata(clt_params *p, const char *key, const char *value);
+
+/** The metadata value of key, owned by the set (valid until the entry is set again or the set
+ *  is released), or NULL if there is none (no error is set). */
+CLT_API const char *clt_params_metadata(const clt_params *p, const char *key);
+
+/** The number of metadata entries (0 for NULL). */
+CLT_API size_t clt_params_metadata_count(const clt_params *p);
+
+/** The i-th metadata key (in the order set), owned by the set; NULL if i is out of range. */
+CLT_API const char *clt_params_metadata_key_at(const clt_params *p, size_t i);
+
 /** Writes the set to path in the safetensors format (readable by Python's safetensors, PyTorch,
  *  JAX, ...): tensors in the set's order, each tensor's device recorded in the header's
  *  __metadata__ as "clt.device.<name>": "cl:1". Device tensors are read back with a blocking
