@@ -1104,6 +1104,58 @@ START_TEST(test_python) {
 }
 END_TEST
 
+/* transformers' from_pretrained takes what clt_save writes: a tiny GPT-2 made here (nothing is
+ * downloaded), loaded by clt, saved again as loaded (its "format" kept) and with the format
+ * removed (clt adds "pt"), each read back by transformers with the same weights. Needs torch and
+ * transformers, which CI does not install: skipped where they are missing; test_save_bytes checks
+ * the "format" entry in C. */
+START_TEST(test_transformers) {
+  if (system("python3 -c 'import torch, transformers' >/dev/null 2>&1") != 0) {
+    cu_skip("test_transformers", "python3 with torch and transformers is not available (pip "
+                                 "install torch transformers); test_save_bytes checks the "
+                                 "\"format\" entry they need");
+    return;
+  }
+  char *dir = tmpdir(), script[256], cmd[1024], path[256];
+  snprintf(script, sizeof script, "%s/tf.py", dir);
+  static const char py[] =
+      "import os, shutil, sys, torch, transformers\n"
+      "from transformers import GPT2Config, GPT2LMHeadModel\n"
+      "d = sys.argv[2]\n"
+      "if sys.argv[1] == 'make':\n"
+      "    torch.manual_seed(0)\n"
+      "    cfg = GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=16, n_positions=8)\n"
+      "    GPT2LMHeadModel(cfg).save_pretrained(d + '/ref', safe_serialization=True)\n"
+      "    for k in ('kept', 'added'):\n"
+      "        os.makedirs(d + '/' + k)\n"
+      "        shutil.copy(d + '/ref/config.json', d + '/' + k)\n"
+      "else:\n"
+      "    ref = GPT2LMHeadModel.from_pretrained(d + '/ref').state_dict()\n"
+      "    for k in ('kept', 'added'):\n"
+      "        got = GPT2LMHeadModel.from_pretrained(d + '/' + k).state_dict()\n"
+      "        assert got.keys() == ref.keys(), k\n"
+      "        for n in ref:\n"
+      "            assert torch.equal(got[n], ref[n]), (k, n)\n"
+      "    print('transformers', transformers.__version__, 'loaded both')\n";
+  write_bytes(script, py, strlen(py));
+  snprintf(cmd, sizeof cmd, "python3 %s make %s", script, dir);
+  ck_assert_msg(system(cmd) == 0, "making the model failed (see its output above)");
+  clt_params *q;
+  snprintf(path, sizeof path, "%s/ref/model.safetensors", dir);
+  CU_OK(clt_load(path, NULL, &q));
+  ck_assert_str_eq(clt_params_metadata(q, "format"), "pt");
+  snprintf(path, sizeof path, "%s/kept/model.safetensors", dir);
+  CU_OK(clt_save(path, q));
+  CU_OK(clt_params_set_metadata(q, "format", NULL));
+  snprintf(path, sizeof path, "%s/added/model.safetensors", dir);
+  CU_OK(clt_save(path, q));
+  clt_params_release(q);
+  snprintf(cmd, sizeof cmd, "python3 %s check %s", script, dir);
+  ck_assert_msg(system(cmd) == 0, "transformers refused clt's files (see its output above)");
+  rmdir_all(dir);
+}
+END_TEST
+
 Suite *io_suite(void) {
   Suite *s = suite_create("io");
   TCase *tc = cu_tcase("io");
@@ -1123,6 +1175,7 @@ Suite *io_suite(void) {
   tcase_add_test(tc, test_too_big_fails_before_reading);
   tcase_add_test(tc, test_staged_upload);
   tcase_add_test(tc, test_sharded);
+  tcase_add_test(tc, test_transformers);
   suite_add_tcase(s, tc);
   return s;
 }
