@@ -880,10 +880,15 @@ static clt_status sniff(const st_source *src, bool *json) {
                       "%s is an HDF5 file (Keras .h5?), not safetensors; convert it in Python "
                       "with safetensors.numpy.save_file",
                       path);
-  size_t i = n >= 3 && memcmp(b, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; /* a UTF-8 byte order mark */
+  /* JSON: '{' after blanks (and a UTF-8 byte order mark), the first 8 bytes text (a header
+   * length of 123 is '{' too, followed by zeros). */
+  size_t i = n >= 3 && memcmp(b, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+  bool text = true;
+  for (size_t k = i; k < n && k < 8; k++)
+    text &= b[k] >= 0x20 || b[k] == '\t' || b[k] == '\n' || b[k] == '\r';
   while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
     i++;
-  if (i < n && b[i] == '{')
+  if (text && i < n && b[i] == '{')
     *json = true;
   return CLT_OK;
 }
