@@ -4,8 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
-#include <stdarg.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,7 +638,8 @@ START_TEST(test_save_bytes) {
   double a = 1.5;
   float c[2] = {2.0f, -1.0f};
   int64_t s3[1] = {3}, s1[1] = {1}, s2[1] = {2};
-  clt_tensor *tb = cu_tensor(b, CLT_U8, 1, s3, clt_cpu()), *ta = cu_tensor(&a, CLT_F64, 1, s1, clt_cpu());
+  clt_tensor *tb = cu_tensor(b, CLT_U8, 1, s3, clt_cpu()),
+             *ta = cu_tensor(&a, CLT_F64, 1, s1, clt_cpu());
   clt_tensor *tc = cu_tensor(c, CLT_F32, 1, s2, clt_cpu());
   CU_OK(clt_params_add(p, "b", tb));
   CU_OK(clt_params_add(p, "c", tc));
@@ -655,7 +656,7 @@ START_TEST(test_save_bytes) {
   for (int i = 0; i < 8; i++)
     want[i] = (unsigned char)((uint64_t)padded >> (8 * i));
   memcpy(want + 8, json, hlen);
-  static const unsigned char data[19] = {0, 0, 0, 0, 0, 0, 0xf8, 0x3f, /* 1.5 */
+  static const unsigned char data[19] = {0, 0, 0, 0,    0, 0, 0xf8, 0x3f, /* 1.5 */
                                          0, 0, 0, 0x40, 0, 0, 0x80, 0xbf, /* 2, -1 */
                                          1, 2, 3};
   memcpy(want + 8 + padded, data, sizeof data);
@@ -677,7 +678,7 @@ START_TEST(test_save_bytes) {
   got = slurp(path, &n);
   got[n] = '\0';
   ck_assert_ptr_nonnull(strstr((char *)got + 8, "\"__metadata__\":{\"producer\":\"clt test\","
-                                                 "\"format\":\"np\",\"clt.device.b\":\"cpu\""));
+                                                "\"format\":\"np\",\"clt.device.b\":\"cpu\""));
   ck_assert_ptr_null(strstr((char *)got + 8, "\"pt\""));
   free(got);
   CU_OK(clt_params_set_metadata(p, "format", NULL)); /* removed: "pt" again */
@@ -693,7 +694,8 @@ START_TEST(test_save_bytes) {
   CU_FAILS(clt_params_set_metadata(p, "clt.device.b", "cl:0"), CLT_ERR_INVALID_ARGUMENT,
            "clt_params_set_metadata");
   ck_assert_ptr_nonnull(strstr(clt_last_error(), "clt_to"));
-  CU_FAILS(clt_params_set_metadata(p, "", "x"), CLT_ERR_INVALID_ARGUMENT, "clt_params_set_metadata");
+  CU_FAILS(clt_params_set_metadata(p, "", "x"), CLT_ERR_INVALID_ARGUMENT,
+           "clt_params_set_metadata");
   CU_FAILS(clt_params_set_metadata(p, NULL, "x"), CLT_ERR_INVALID_ARGUMENT,
            "clt_params_set_metadata");
   CU_FAILS(clt_params_set_metadata(NULL, "k", "x"), CLT_ERR_INVALID_ARGUMENT,
@@ -790,8 +792,8 @@ START_TEST(test_not_safetensors) {
       {"old.pt", NULL, "\x80\x02}q\x00(X\x01\x00\x00\x00wq\x01K\x01u.", "pickle", 20},
       {"m.gguf", NULL, "GGUF\x03\0\0\0\0\0\0\0\0\0\0\0", "GGUF", 16},
       {"m.h5", NULL, "\x89HDF\r\n\x1a\n\0\0\0\0\0\0\0\0", "HDF5", 16},
-      {"config.json", NULL, "{\n  \"model_type\": \"gpt2\"\n}\n", "JSON file without a \"weight_map\"",
-       0},
+      {"config.json", NULL, "{\n  \"model_type\": \"gpt2\"\n}\n",
+       "JSON file without a \"weight_map\"", 0},
       {"tiny.json", NULL, "{}", "JSON", 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -925,8 +927,8 @@ END_TEST
 
 #define SHARD_A "{\"a\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}"
 #define SHARD_B                                                                                    \
-  "{\"b\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,3]},"                                  \
-  "\"c\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[3,7]},"                                   \
+  "{\"b\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,3]},"                                \
+  "\"c\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[3,7]},"                                 \
   "\"__metadata__\":{\"format\":\"pt\"}}"
 
 static void write_index(const char *dir, const char *map) {
@@ -1036,7 +1038,8 @@ START_TEST(test_python) {
   CU_OK(clt_params_create(&p));
   int64_t s23[2] = {2, 3};
   for (int dt = 0; dt < CLT_DTYPE_COUNT; dt++) {
-    if (dt == CLT_BF16) /* NumPy has no bfloat16 (safetensors.numpy fails on it without ml_dtypes) */
+    if (dt ==
+        CLT_BF16) /* NumPy has no bfloat16 (safetensors.numpy fails on it without ml_dtypes) */
       continue;
     double v[6] = {0, 1, 2, 3, 4, 5};
     clt_tensor *a, *c;

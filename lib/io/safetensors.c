@@ -295,6 +295,10 @@ static clt_status fmt_error(const parser *p, const char *tensor, const char *fmt
   return clt__error(CLT_ERR_FORMAT, "clt_load", "%s: %s", p->path, why);
 }
 
+static clt_status oom(const parser *p) {
+  return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "%s: out of host memory", p->path);
+}
+
 static clt_status syntax(const parser *p, const char *what) {
   return fmt_error(p, NULL, "bad JSON in the header at byte %zu: %s", p->pos, what);
 }
@@ -366,7 +370,7 @@ static clt_status parse_string(parser *p, const char *what, char **out) {
     return syntax(p, "a string runs past the end of the header");
   unsigned char *o = malloc(end - start + 1); /* decoding never lengthens */
   if (!o)
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+    return oom(p);
   size_t k = 0;
   const unsigned char *s = p->s;
   for (size_t i = start; i < end;) {
@@ -566,7 +570,7 @@ static clt_status parse_metadata(parser *p) {
       size_t cap = p->mcap ? 2 * p->mcap : 16;
       meta *m = realloc(p->m, cap * sizeof *m);
       if (!m)
-        return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+        return oom(p);
       p->m = m;
       p->mcap = cap;
     }
@@ -617,7 +621,7 @@ static clt_status parse_header(parser *p) {
         tinfo *t = realloc(p->t, cap * sizeof *t);
         if (!t) {
           free(key);
-          return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+          return oom(p);
         }
         p->t = t;
         p->tcap = cap;
@@ -699,7 +703,7 @@ static clt_status validate(parser *p, uint64_t data_size) {
   }
   tinfo **order = malloc((p->nt ? p->nt : 1) * sizeof *order);
   if (!order)
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+    return oom(p);
   for (size_t i = 0; i < p->nt; i++)
     order[i] = &p->t[i];
   clt_status s = CLT_OK;
@@ -748,7 +752,7 @@ static clt_status validate(parser *p, uint64_t data_size) {
   if (p->nm > 0) {
     tinfo **byname = malloc((p->nt ? p->nt : 1) * sizeof *byname);
     if (!byname)
-      return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+      return oom(p);
     for (size_t i = 0; i < p->nt; i++)
       byname[i] = &p->t[i];
     qsort(byname, p->nt, sizeof *byname, cmp_name);
@@ -843,8 +847,9 @@ static clt_status sniff(const st_source *src, bool *json) {
                         "convert it in Python: safetensors.numpy.save_file(dict(numpy.load(path)), "
                         "\"model.safetensors\")",
                         path, name);
-    if (ends_with(name, len, "data.pkl") || strstr(name, "/data/") || ends_with(name, len, "/version") ||
-        ends_with(name, len, "/byteorder") || ends_with(name, len, "/.format_version"))
+    if (ends_with(name, len, "data.pkl") || strstr(name, "/data/") ||
+        ends_with(name, len, "/version") || ends_with(name, len, "/byteorder") ||
+        ends_with(name, len, "/.format_version"))
       return clt__error(CLT_ERR_FORMAT, fn,
                         "%s is a PyTorch checkpoint (torch.save's zip archive, .pt/.bin), not "
                         "safetensors; clt never unpickles (a pickle can run code): convert it in "
@@ -1036,8 +1041,10 @@ static clt_status allocate(slot *sl) {
     e += 10;
   snprintf(why, sizeof why, "%s", e);
   clt__format_shape(sh, sizeof sh, t->ndim, t->shape);
-  return clt__error(s, fn, "%s: tensor '%.200s' (%s %s, %llu bytes) on %s, allocated before any "
-                    "tensor is read: %s", sl->f->src.path, t->name, st_dtype_name(t->dt), sh,
+  return clt__error(s, fn,
+                    "%s: tensor '%.200s' (%s %s, %llu bytes) on %s, allocated before any "
+                    "tensor is read: %s",
+                    sl->f->src.path, t->name, st_dtype_name(t->dt), sh,
                     (unsigned long long)(t->end - t->begin), sl->dev->name, why);
 }
 
@@ -1068,14 +1075,29 @@ static void stager_free(stager *g) {
     clt__storage_release(g->buf[k]); /* pending copies keep their buffer alive */
 }
 
+/* Makes the last error (status s) name the file and the tensor where it does not yet. */
+static clt_status about(clt_status s, const slot *sl) {
+  const char *e = clt_last_error(), *path = sl->f->src.path;
+  if (strstr(e, path) && strstr(e, sl->t->name))
+    return s;
+  char why[1024];
+  if (strncmp(e, "clt_load: ", 10) == 0)
+    e += 10;
+  snprintf(why, sizeof why, "%s", e);
+  return clt__error(s, "clt_load", "%s: tensor '%.200s': %s", path, sl->t->name, why);
+}
+
 /* Reads a device tensor's bytes into the staging buffers and enqueues their copies. */
 static clt_status upload(slot *sl, stager *g) {
   static const char fn[] = "clt_load";
   tinfo *t = sl->t;
   clt_status s;
   uint64_t n = t->end - t->begin;
-  for (int k = 0; k < 2 && !g->buf[k]; k++)
-    if ((s = clt__storage_alloc_pinned(sl->dev, g->chunk, fn, &g->buf[k])) != CLT_OK)
+  /* Pinned near the first device tensor's device (any device's copies can read it); plain host
+   * memory where pinning fails, slower but as correct. */
+  for (int k = 0; k < 2; k++)
+    if (!g->buf[k] && clt__storage_alloc_pinned(sl->dev, g->chunk, fn, &g->buf[k]) != CLT_OK &&
+        (s = clt__storage_alloc(clt_cpu(), g->chunk, fn, &g->buf[k])) != CLT_OK)
       return s;
   for (uint64_t off = 0; off < n; off += g->chunk) {
     size_t len = (size_t)(n - off < g->chunk ? n - off : g->chunk);
@@ -1130,7 +1152,7 @@ static clt_status load_files(st_file *files, size_t nf, clt_device *map, clt_par
   clt_params *params = NULL;
   stager g = {{NULL, NULL}, 0, 0};
   if (!slots || !order) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", files[0].src.path);
     goto done;
   }
   n = 0;
@@ -1165,7 +1187,7 @@ static clt_status load_files(st_file *files, size_t nf, clt_device *map, clt_par
   }
   slot **seq = malloc((n ? n : 1) * sizeof *seq);
   if (!seq) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", files[0].src.path);
     goto done;
   }
   for (size_t i = 0; i < n; i++)
@@ -1178,12 +1200,14 @@ static clt_status load_files(st_file *files, size_t nf, clt_device *map, clt_par
       continue;
     if (sl->dev->kind != CLT_DEVICE_HOST) {
       s = upload(sl, &g);
-      continue;
+    } else {
+      unsigned char *dst = clt__host_ptr(sl->ten);
+      s = read_at(&sl->f->src, dst, nb, sl->f->data_start + sl->t->begin, sl->t->name);
+      if (s == CLT_OK)
+        s = fix_bytes(sl, dst, nb, 0);
     }
-    unsigned char *dst = clt__host_ptr(sl->ten);
-    if ((s = read_at(&sl->f->src, dst, nb, sl->f->data_start + sl->t->begin, sl->t->name)) ==
-        CLT_OK)
-      s = fix_bytes(sl, dst, nb, 0);
+    if (s != CLT_OK)
+      s = about(s, sl);
   }
   free(seq);
   if (s != CLT_OK)
@@ -1193,13 +1217,16 @@ static clt_status load_files(st_file *files, size_t nf, clt_device *map, clt_par
   if ((s = clt_params_create(&params)) != CLT_OK)
     goto done;
   for (size_t i = 0; i < n && s == CLT_OK; i++)
-    s = clt__params_add_unique(params, slots[i].t->name, slots[i].ten, fn);
+    if ((s = clt__params_add_unique(params, slots[i].t->name, slots[i].ten, fn)) != CLT_OK)
+      s = about(s, &slots[i]);
   size_t klen = strlen(CLT__DEVICE_KEY);
   for (size_t i = 0; i < nf && s == CLT_OK; i++)
     for (size_t k = 0; k < files[i].p.nm && s == CLT_OK; k++) {
       const meta *m = &files[i].p.m[k];
-      if (strncmp(m->key, CLT__DEVICE_KEY, klen) != 0 && !clt_params_metadata(params, m->key))
-        s = clt__params_set_metadata(params, m->key, m->value, fn);
+      if (strncmp(m->key, CLT__DEVICE_KEY, klen) != 0 && !clt_params_metadata(params, m->key) &&
+          clt__params_set_metadata(params, m->key, m->value, fn) != CLT_OK)
+        s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory for the metadata",
+                       files[i].src.path);
     }
   if (s != CLT_OK)
     goto done;
@@ -1327,7 +1354,8 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
   name_at *names = NULL;
   size_t nshards = 0;
   if (src->size > HEADER_CAP)
-    return clt__error(CLT_ERR_FORMAT, fn, "%s is a JSON file of %llu bytes, larger than an "
+    return clt__error(CLT_ERR_FORMAT, fn,
+                      "%s is a JSON file of %llu bytes, larger than an "
                       "index can be (%llu); it is not safetensors",
                       path, (unsigned long long)src->size, (unsigned long long)HEADER_CAP);
   if (!(text = malloc(src->size ? (size_t)src->size : 1)))
@@ -1343,13 +1371,15 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
     goto done;
   }
   if (ip.nm == 0) {
-    s = clt__error(CLT_ERR_FORMAT, fn, "%s: the index's \"weight_map\" is empty: it names no "
-                   "tensor and no shard", path);
+    s = clt__error(CLT_ERR_FORMAT, fn,
+                   "%s: the index's \"weight_map\" is empty: it names no "
+                   "tensor and no shard",
+                   path);
     goto done;
   }
   /* The shards, in order of first mention; names relative to the index's directory. */
   if (!(shard = malloc(ip.nm * sizeof *shard))) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
     goto done;
   }
   for (size_t i = 0; i < ip.nm; i++) {
@@ -1362,7 +1392,8 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
     bool up = strcmp(v, "..") == 0 || strncmp(v, "../", 3) == 0 || strstr(v, "/../") ||
               ends_with(v, strlen(v), "/..");
     if (!*v || v[0] == '/' || up) {
-      s = clt__error(CLT_ERR_FORMAT, fn, "%s: tensor '%.200s' is in shard \"%.200s\": a shard "
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: tensor '%.200s' is in shard \"%.200s\": a shard "
                      "must be a file name relative to the index's directory, without '..'",
                      path, ip.m[i].key, v);
       goto done;
@@ -1372,7 +1403,7 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
   const char *slash = strrchr(path, '/');
   size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
   if (!(files = calloc(nshards, sizeof *files))) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
     goto done;
   }
   for (size_t k = 0; k < nshards; k++)
@@ -1382,14 +1413,15 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
     st_file *f = &files[k];
     size_t len = strlen(shard[k]);
     if (!(f->path = malloc(dirlen + len + 1))) {
-      s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+      s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
       goto done;
     }
     memcpy(f->path, path, dirlen);
     memcpy(f->path + dirlen, shard[k], len + 1);
     f->src.path = f->path;
     if ((f->src.fd = open(f->path, O_RDONLY)) < 0) {
-      s = clt__error(CLT_ERR_IO, fn, "%s: cannot open the shard %s: %s; every file that the "
+      s = clt__error(CLT_ERR_IO, fn,
+                     "%s: cannot open the shard %s: %s; every file that the "
                      "index's weight_map names must be in the index's directory",
                      path, f->path, strerror(errno));
       goto done;
@@ -1406,7 +1438,7 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
   }
   /* The weight map against the shards: no tensor twice, each where the index says. */
   if (!(names = malloc((total ? total : 1) * sizeof *names))) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
     goto done;
   }
   size_t n = 0;
@@ -1416,17 +1448,18 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
   qsort(names, n, sizeof *names, cmp_name_at);
   for (size_t i = 1; i < n; i++)
     if (strcmp(names[i - 1].name, names[i].name) == 0) {
-      s = clt__error(CLT_ERR_FORMAT, fn, "%s: tensor '%.200s' is in two shards, %s and %s; a "
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: tensor '%.200s' is in two shards, %s and %s; a "
                      "sharded checkpoint holds each tensor once: re-save it",
-                     path, names[i].name, files[names[i - 1].file].path,
-                     files[names[i].file].path);
+                     path, names[i].name, files[names[i - 1].file].path, files[names[i].file].path);
       goto done;
     }
   if (ip.nm > 1)
     qsort(ip.m, ip.nm, sizeof *ip.m, cmp_meta);
   for (size_t i = 0; i < ip.nm; i++) {
     if (i > 0 && strcmp(ip.m[i - 1].key, ip.m[i].key) == 0) {
-      s = clt__error(CLT_ERR_FORMAT, fn, "%s: the weight_map lists tensor '%.200s' twice (in "
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: the weight_map lists tensor '%.200s' twice (in "
                      "\"%.200s\" and \"%.200s\"); each tensor belongs to one shard",
                      path, ip.m[i].key, ip.m[i - 1].value, ip.m[i].value);
       goto done;
@@ -1436,14 +1469,16 @@ static clt_status load_index(const st_source *src, clt_device *map, clt_params *
     while (k < nshards && strcmp(shard[k], ip.m[i].value) != 0)
       k++;
     if (!hit) {
-      s = clt__error(CLT_ERR_FORMAT, fn, "%s: the weight_map puts tensor '%.200s' in %s, which "
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: the weight_map puts tensor '%.200s' in %s, which "
                      "does not hold it (nor does any other shard); the index and the shards do "
                      "not match: download them again",
                      path, ip.m[i].key, files[k].path);
       goto done;
     }
     if (hit->file != k) {
-      s = clt__error(CLT_ERR_FORMAT, fn, "%s: the weight_map puts tensor '%.200s' in %s, but it "
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: the weight_map puts tensor '%.200s' in %s, but it "
                      "is in %s; the index and the shards do not match: download them again",
                      path, ip.m[i].key, files[k].path, files[hit->file].path);
       goto done;
