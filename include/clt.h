@@ -856,7 +856,7 @@ CLT_API clt_status clt_save(const char *path, const clt_params *p);
  *  map first names them; a missing shard is CLT_ERR_IO, a tensor listed twice, in two shards or
  *  not in the shard the map names is CLT_ERR_FORMAT. Every tensor is allocated on its device
  *  before any tensor's bytes are read (a tensor too big fails at once), then each is read once:
- *  straight into a host tensor's memory, or through two reused pinned staging buffers onto a
+ *  straight into a host tensor's memory, or through two reused host staging buffers onto a
  *  device (asynchronous copies, ordered like clt_to's). A file that is not safetensors (a
  *  PyTorch .pt/.bin zip or pickle, a NumPy .npz or .npy, GGUF, HDF5, other JSON) is
  *  CLT_ERR_FORMAT with a message saying what it is and how to convert it. map_location NULL

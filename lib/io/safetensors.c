@@ -13,7 +13,7 @@
  * dtype, shape, byte count and offsets are checked before any tensor is allocated. */
 #define _GNU_SOURCE /* memmem */
 
-#include "backend.h" /* the device backends' copy, for uploads through pinned staging */
+#include "backend.h" /* the device backends' copy, for uploads through staging buffers */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1060,8 +1060,12 @@ static clt_status fix_bytes(slot *sl, unsigned char *b, size_t n, uint64_t at) {
   return CLT_OK;
 }
 
-/* Pinned host buffers through which device tensors are uploaded, chunk by chunk, two in turn:
- * the file is read into one while the other's copy to the device runs. */
+/* Host buffers through which device tensors are uploaded, chunk by chunk, two in turn: the file
+ * is read into one while the other's copy to the device runs. They are plain host memory of
+ * their own, not pinned (clt__storage_alloc_pinned) nor from the allocator's cache: a pinned
+ * buffer freed while the device fails its commands cannot be unmapped and leaks (the fault
+ * tests' sticky enqueue failures show it), and a cached block may carry other contexts' events,
+ * whose bridging makes the OpenCL calls of a load vary from run to run. */
 #define STAGE_CHUNK ((size_t)16 << 20)
 
 typedef struct stager {
@@ -1073,6 +1077,27 @@ typedef struct stager {
 static void stager_free(stager *g) {
   for (int k = 0; k < 2; k++)
     clt__storage_release(g->buf[k]); /* pending copies keep their buffer alive */
+}
+
+static clt_status stager_alloc(stager *g, const char *fn) {
+  clt_status s;
+  for (int k = 0; k < 2; k++) {
+    if (g->buf[k])
+      continue;
+    size_t bytes = (g->chunk + 4095) / 4096 * 4096;
+    void *p = aligned_alloc(4096, bytes);
+    if (!p)
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
+                        "no host memory for a staging buffer of %zu "
+                        "bytes",
+                        bytes);
+    if ((s = clt__storage_wrap_foreign(clt_cpu(), p, NULL, bytes, free, p, fn, &g->buf[k])) !=
+        CLT_OK) {
+      free(p);
+      return s;
+    }
+  }
+  return CLT_OK;
 }
 
 /* Makes the last error (status s) name the file and the tensor where it does not yet. */
@@ -1093,12 +1118,8 @@ static clt_status upload(slot *sl, stager *g) {
   tinfo *t = sl->t;
   clt_status s;
   uint64_t n = t->end - t->begin;
-  /* Pinned near the first device tensor's device (any device's copies can read it); plain host
-   * memory where pinning fails, slower but as correct. */
-  for (int k = 0; k < 2; k++)
-    if (!g->buf[k] && clt__storage_alloc_pinned(sl->dev, g->chunk, fn, &g->buf[k]) != CLT_OK &&
-        (s = clt__storage_alloc(clt_cpu(), g->chunk, fn, &g->buf[k])) != CLT_OK)
-      return s;
+  if ((s = stager_alloc(g, fn)) != CLT_OK)
+    return s;
   for (uint64_t off = 0; off < n; off += g->chunk) {
     size_t len = (size_t)(n - off < g->chunk ? n - off : g->chunk);
     clt_storage *b = g->buf[g->next];
@@ -1140,7 +1161,7 @@ static int cmp_slot_name(const void *a, const void *b) {
 
 /* The tensors of nf validated files into a new set: every device resolved and every tensor
  * allocated before any byte is read, then each tensor read once, in file order, straight into
- * its host memory or through the pinned staging buffers onto its device. */
+ * its host memory or through the staging buffers onto its device. */
 static clt_status load_files(st_file *files, size_t nf, clt_device *map, clt_params **out) {
   static const char fn[] = "clt_load";
   clt_status s = CLT_OK;
