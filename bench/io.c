@@ -4,13 +4,14 @@
  *   $ POCL_DEVICES="pthread pthread" ./bench/io [--quick] [--file PATH] [--runs N]
  *
  * Writes a safetensors file of 200 MB (50 f32 tensors of 10^6 elements; --quick: 20 MB) with
- * clt_save, or uses PATH, then measures, in one run, medians over N fresh processes (default 9,
- * after one untimed warm-up process) of the FIRST load in each process, the case a program
- * starting up meets (clt's devices are opened before the clock starts, as `import` comes before
- * the clock in Python):
+ * clt_save, or uses PATH, then measures, in one run, medians over N fresh processes of each kind
+ * (default 9, after one untimed round; the kinds take turns within each round, so that the drift
+ * of a shared machine's load falls on all of them alike) of the FIRST load in each process, the
+ * case a program starting up meets (clt's devices are opened before the clock starts, as
+ * `import` comes before the clock in Python):
  *   clt_load(path, clt_cpu())    every tensor into host memory;
  *   clt_load(path, cl:0)         every tensor onto the first OpenCL device (if there is one),
- *                                through clt's pinned staging buffers, until the copies finish;
+ *                                through clt's staging buffers, until the copies finish;
  *   safetensors.numpy.load_file  in $PYTHON (default python3), when it imports safetensors.
  * and, in this process, the median of N later loads to cpu (the allocator's cache warm).
  * The page cache cannot be dropped without root, so every run reads a file already in the page
