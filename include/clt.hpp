@@ -67,11 +67,11 @@ inline const char *name(dtype dt) { return clt_dtype_name(static_cast<clt_dtype>
 /** A tensor's shape: sizes, outermost first. */
 using Shape = std::vector<int64_t>;
 
-/** The status of a failed call and clt's message; ok() when status is CLT_OK. */
+/** A failure: its clt_status (code) and clt's message; ok() when code is CLT_OK. */
 struct Status {
-  clt_status status = CLT_OK;
+  clt_status code = CLT_OK;
   std::string message;
-  bool ok() const noexcept { return status == CLT_OK; }
+  bool ok() const noexcept { return code == CLT_OK; }
   explicit operator bool() const noexcept { return ok(); }
 };
 

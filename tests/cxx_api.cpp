@@ -217,7 +217,7 @@ static void errors(clt::Device dev) {
     CHECK(same(keep.to_vector<float>(), {1, 1, 1})); // untouched on failure
   }
   clt::Result<clt::Tensor> r = clt::attempt([&] { return clt::ones({2}) + clt::ones({3}); });
-  CHECK(!r && r.status.status == CLT_ERR_SHAPE_MISMATCH && !r.value.defined());
+  CHECK(!r && r.status.code == CLT_ERR_SHAPE_MISMATCH && !r.value.defined());
   CHECK(r.status.message.rfind("clt_add: ", 0) == 0);
   clt::Result<double> ok = clt::attempt([] { return clt::ones({2}).sum().item(); });
   CHECK(ok && ok.value == 2);

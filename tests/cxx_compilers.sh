@@ -16,9 +16,9 @@ for cxx in g++ clang++; do
     shift
     if "$cxx" -std=c++17 -Wall -Wextra -Wpedantic -Werror -I"$srcdir/include" "$@" -fsyntax-only \
       "$srcdir/tests/$file"; then
-      echo "PASS: $cxx $file $*"
+      echo "PASS: $cxx $file${*:+ $*}"
     else
-      echo "FAIL: $cxx $file $*"
+      echo "FAIL: $cxx $file${*:+ $*}"
       fail=1
     fi
     tried=$((tried + 1))
