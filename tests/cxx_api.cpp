@@ -5,6 +5,8 @@
 // tests/cxx_compilers.sh compiles it with every C++ compiler there is.
 #include <clt.hpp>
 
+#include "cxx_check.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,15 +16,6 @@
 #include <type_traits>
 #include <unistd.h>
 #include <vector>
-
-static int failures = 0;
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      std::fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);                \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
 
 // The call throws clt::Error with this status and a message that starts with prefix.
 #define CHECK_THROWS(call, want, prefix)                                                           \

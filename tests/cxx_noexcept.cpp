@@ -3,18 +3,11 @@
 // of the thread in clt::status(); clt::attempt gives a clt::Result.
 #include <clt.hpp>
 
+#include "cxx_check.h"
+
 #include <cstdio>
 #include <cstring>
 #include <string>
-
-static int failures = 0;
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      std::fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);                \
-      failures++;                                                                                  \
-    }                                                                                              \
-  } while (0)
 
 static bool starts(const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; }
 
