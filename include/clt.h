@@ -880,10 +880,33 @@ CLT_API clt_status clt_params_to(clt_params *p, clt_device *dev);
  *  for an empty set. */
 CLT_API clt_status clt_params_device(const clt_params *p, clt_device **out);
 
+/** Sets the metadata entry key to value in the set (both copied; an entry of that key is
+ *  replaced, and value NULL removes it). clt_save writes the entries into the file's
+ *  __metadata__ and clt_load fills them from it, so a loaded file's metadata survives a re-save.
+ *  clt_save adds "format": "pt" when the set has no "format" entry (transformers refuses
+ *  safetensors files without one).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL p or key, an empty key, a key or value that is not
+ *  UTF-8, a key starting with "clt.device.": clt_save records each tensor's device there),
+ *  CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_params_set_metadata(clt_params *p, const char *key, const char *value);
+
+/** The metadata value of key, owned by the set (valid until the entry is set again or the set
+ *  is released), or NULL if there is none (no error is set). */
+CLT_API const char *clt_params_metadata(const clt_params *p, const char *key);
+
+/** The number of metadata entries (0 for NULL). */
+CLT_API size_t clt_params_metadata_count(const clt_params *p);
+
+/** The i-th metadata key (in the order set), owned by the set; NULL if i is out of range. */
+CLT_API const char *clt_params_metadata_key_at(const clt_params *p, size_t i);
+
 /** Writes the set to path in the safetensors format (readable by Python's safetensors, PyTorch,
- *  JAX, ...): tensors in the set's order, each tensor's device recorded in the header's
- *  __metadata__ as "clt.device.<name>": "cl:1". Device tensors are read back with a blocking
- *  copy. The write is atomic: the file is written under a temporary name in the same directory,
+ *  JAX, transformers' from_pretrained, ...): the header lists the tensors in the set's order and
+ *  its __metadata__ holds the set's metadata (clt_params_set_metadata), "format": "pt" unless
+ *  the set has a "format", and each tensor's device as "clt.device.<name>": "cl:1". The data
+ *  section starts at a multiple of 8 bytes (the header is padded with spaces) and holds the
+ *  tensors larger elements first, so each starts at a multiple of its element size. Device
+ *  tensors are read back with a blocking copy. The write is atomic: the file is written under a temporary name in the same directory,
  *  "<path>.tmp-<pid>-<n>", flushed to disk (fsync) and renamed over path, then the directory is
  *  flushed too, so a failure, a crash or a power loss leaves the old file whole or the new one.
  *  The new file gets the permission bits of the file it replaces, else 0666 less the umask; a
@@ -895,7 +918,17 @@ CLT_API clt_status clt_params_device(const clt_params *p, clt_device **out);
  *  which the message says), CLT_ERR_OUT_OF_MEMORY, and those of clt_tensor_read. */
 CLT_API clt_status clt_save(const char *path, const clt_params *p);
 
-/** Reads a safetensors file into a new set (tensors in the header's order). map_location NULL
+/** Reads a safetensors file into a new set (tensors in the header's order, the header's
+ *  __metadata__ as the set's metadata, less clt's "clt.device." entries). Given a sharded
+ *  checkpoint's index (model.safetensors.index.json), loads every shard its "weight_map" names
+ *  (file names relative to the index's directory) into one set, shard by shard in the order the
+ *  map first names them; a missing shard is CLT_ERR_IO, a tensor listed twice, in two shards or
+ *  not in the shard the map names is CLT_ERR_FORMAT. Every tensor is allocated on its device
+ *  before any tensor's bytes are read (a tensor too big fails at once), then each is read once:
+ *  straight into a host tensor's memory, or through two reused host staging buffers onto a
+ *  device (asynchronous copies, ordered like clt_to's). A file that is not safetensors (a
+ *  PyTorch .pt/.bin zip or pickle, a NumPy .npz or .npy, GGUF, HDF5, other JSON) is
+ *  CLT_ERR_FORMAT with a message saying what it is and how to convert it. map_location NULL
  *  puts each tensor back on the device it was saved from (cpu for files that do not record
  *  one); if that device does not exist here the load fails with CLT_ERR_DEVICE_NOT_FOUND and a
  *  message naming the tensor, the missing device, the devices there are, and the fix: pass a
@@ -906,10 +939,12 @@ CLT_API clt_status clt_save(const char *path, const clt_params *p);
  *  count without overflow, data offsets that tile the data section exactly (no overlap, no
  *  hole) and a file size of 8 + header + data; bool bytes must be 0 or 1. The caller releases
  *  *out with clt_params_release.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL path or out, a bad map_location), CLT_ERR_IO (cannot
- *  open or read), CLT_ERR_FORMAT (anything malformed; the message names the file, the tensor
- *  and the problem), CLT_ERR_UNSUPPORTED (a safetensors dtype clt lacks, such as F8_E4M3; f64 on a
- *  device without fp64), CLT_ERR_DEVICE_NOT_FOUND, CLT_ERR_OUT_OF_MEMORY. */
+ *  Errors (every message names the file and, where one is involved, the tensor):
+ *  CLT_ERR_INVALID_ARGUMENT (NULL path or out, a bad map_location), CLT_ERR_IO (cannot open or
+ *  read, a missing shard), CLT_ERR_FORMAT (anything malformed, or not safetensors),
+ *  CLT_ERR_UNSUPPORTED (a safetensors dtype clt lacks, such as F8_E4M3; f64 on a device without
+ *  fp64), CLT_ERR_DEVICE_NOT_FOUND, CLT_ERR_OUT_OF_MEMORY (a tensor its device cannot hold,
+ *  found before any byte is read). */
 CLT_API clt_status clt_load(const char *path, clt_device *map_location, clt_params **out);
 
 /* ---------------------------------------------------------------------------------------- */

@@ -326,6 +326,11 @@ bool clt__utf8_valid(const unsigned char *s, size_t n);
  * "__metadata__" and not yet in p. clt_params_add looks for duplicates one by one, which made
  * loading a file of n tensors take time in n^2. Errors are reported for fn. */
 clt_status clt__params_add_unique(clt_params *p, const char *name, clt_tensor *t, const char *fn);
+/* clt_params_set_metadata without its checks (the loader's: it validated the file's strings). */
+clt_status clt__params_set_metadata(clt_params *p, const char *key, const char *value,
+                                    const char *fn);
+/* The __metadata__ key prefix under which clt_save records a tensor's device. */
+#define CLT__DEVICE_KEY "clt.device."
 
 /* ---- files from memory (io/safetensors.c, io/npy.c) ------------------------------------- */
 

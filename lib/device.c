@@ -87,19 +87,26 @@ static void init_host(void) {
   describe(d);
 }
 
+/* The item of a comma-separated list that names device name: "name" alone, or with with_value
+ * "name=value". Returns what follows the name ("" or "=value..."), or NULL. */
+static const char *list_item(const char *list, const char *name, bool with_value) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    if (strncmp(p, name, n) == 0 && (with_value ? len > n && p[n] == '=' : len == n))
+      return p + n;
+    p += len + (p[len] ? 1 : 0);
+  }
+  return NULL;
+}
+
 /* CLT_NO_FP64 ("1" for every OpenCL device, or a list such as "cl:0,cl:2") makes clt treat
  * devices as lacking fp64, to test on a workstation that code also runs on GPUs without it. */
 static bool hide_fp64(const char *name) {
   const char *env = getenv("CLT_NO_FP64");
   if (!env || !*env || strcmp(env, "0") == 0)
     return false;
-  if (strcmp(env, "1") == 0)
-    return true;
-  size_t n = strlen(name);
-  for (const char *p = env; (p = strstr(p, name)) != NULL; p += n)
-    if ((p == env || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
-      return true;
-  return false;
+  return strcmp(env, "1") == 0 || list_item(env, name, false);
 }
 
 const char *clt__device_setting(const char *var, const char *name, char *buf, size_t size) {
@@ -110,17 +117,11 @@ const char *clt__device_setting(const char *var, const char *name, char *buf, si
     snprintf(buf, size, "%s", env);
     return buf;
   }
-  size_t n = strlen(name);
-  for (const char *p = env; *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
-      snprintf(buf, size, "%.*s", (int)(len - n - 1), p + n + 1);
-      return buf;
-    }
-    p += len + (end ? 1 : 0);
-  }
-  return NULL;
+  const char *v = list_item(env, name, true);
+  if (!v)
+    return NULL;
+  snprintf(buf, size, "%.*s", (int)strcspn(v + 1, ","), v + 1);
+  return buf;
 }
 
 /* CLT_KERNEL_SHAPE (grid or chunked, for every OpenCL device or per device as

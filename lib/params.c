@@ -1,5 +1,6 @@
 /* params.c - parameter sets: named tensors in insertion order that move in place
- * (docs/architecture.md rule 6). */
+ * (docs/architecture.md rule 6), and the string metadata a checkpoint carries with them
+ * (safetensors' __metadata__: "format": "pt" and whatever the file's writer put there). */
 #include "clt-internal.h"
 
 #include <stdio.h>
@@ -11,9 +12,15 @@ typedef struct entry {
   clt_tensor *t;
 } entry;
 
+typedef struct meta_entry {
+  char *key, *value;
+} meta_entry;
+
 struct clt_params {
   entry *e;
   size_t n, cap;
+  meta_entry *m; /* metadata, in the order set */
+  size_t nm, mcap;
 };
 
 clt_status clt_params_create(clt_params **out) {
@@ -35,6 +42,11 @@ void clt_params_release(clt_params *p) {
     clt_tensor_release(p->e[i].t);
   }
   free(p->e);
+  for (size_t i = 0; i < p->nm; i++) {
+    free(p->m[i].key);
+    free(p->m[i].value);
+  }
+  free(p->m);
   free(p);
 }
 
@@ -222,4 +234,104 @@ clt_status clt_params_device(const clt_params *p, clt_device **out) {
                     "the set's tensors are spread over several devices: %s; gather them with "
                     "clt_params_to(p, dev)",
                     list);
+}
+
+/* ---- metadata ------------------------------------------------------------------------------ */
+
+static meta_entry *find_meta(const clt_params *p, const char *key) {
+  for (size_t i = 0; i < p->nm; i++)
+    if (strcmp(p->m[i].key, key) == 0)
+      return &p->m[i];
+  return NULL;
+}
+
+static char *dup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *c = malloc(n);
+  if (c)
+    memcpy(c, s, n);
+  return c;
+}
+
+/* Sets (value non-NULL) or removes key; key and value are not checked. */
+static clt_status set_meta(clt_params *p, const char *key, const char *value, const char *fn) {
+  meta_entry *e = find_meta(p, key);
+  if (!value) {
+    if (e) {
+      free(e->key);
+      free(e->value);
+      memmove(e, e + 1, (size_t)(p->m + p->nm - (e + 1)) * sizeof *e);
+      p->nm--;
+    }
+    return CLT_OK;
+  }
+  char *v = dup(value);
+  if (!v)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  if (e) {
+    free(e->value);
+    e->value = v;
+    return CLT_OK;
+  }
+  if (p->nm == p->mcap) {
+    size_t cap = p->mcap ? 2 * p->mcap : 4;
+    meta_entry *m = realloc(p->m, cap * sizeof *m);
+    if (!m) {
+      free(v);
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    }
+    p->m = m;
+    p->mcap = cap;
+  }
+  char *k = dup(key);
+  if (!k) {
+    free(v);
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  p->m[p->nm++] = (meta_entry){k, v};
+  return CLT_OK;
+}
+
+clt_status clt_params_set_metadata(clt_params *p, const char *key, const char *value) {
+  static const char fn[] = "clt_params_set_metadata";
+  if (!p || !key)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", p ? "key" : "p");
+  if (!*key)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "key is empty");
+  if (!clt__utf8_valid((const unsigned char *)key, strlen(key)))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "key is not valid UTF-8 (checkpoints store metadata as JSON strings)");
+  if (value && !clt__utf8_valid((const unsigned char *)value, strlen(value)))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the value of '%.200s' is not valid UTF-8 (checkpoints store metadata as "
+                      "JSON strings)",
+                      key);
+  if (strncmp(key, CLT__DEVICE_KEY, strlen(CLT__DEVICE_KEY)) == 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "keys starting with \"" CLT__DEVICE_KEY "\" are clt's own (clt_save records "
+                      "each tensor's device there); move the tensor with clt_to instead");
+  return set_meta(p, key, value, fn);
+}
+
+clt_status clt__params_set_metadata(clt_params *p, const char *key, const char *value,
+                                    const char *fn) {
+  return set_meta(p, key, value, fn);
+}
+
+const char *clt_params_metadata(const clt_params *p, const char *key) {
+  if (!p || !key)
+    return NULL;
+  meta_entry *e = find_meta(p, key);
+  return e ? e->value : NULL;
+}
+
+size_t clt_params_metadata_count(const clt_params *p) { return p ? p->nm : 0; }
+
+const char *clt_params_metadata_key_at(const clt_params *p, size_t i) {
+  if (!p || i >= p->nm) {
+    clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_params_metadata_key_at",
+               "index %zu is out of range (%zu)", i, p ? p->nm : 0);
+    return NULL;
+  }
+  return p->m[i].key;
 }

@@ -345,7 +345,11 @@ static int64_t float_to_i64(double v) {
   return (int64_t)v;
 }
 
+/* The one element of t as a double (*d) and as an int64_t (*i); the caller's out-parameter is
+ * one of them, checked for NULL first. */
 static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64_t *i) {
+  if (!d || !i)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   clt_status s;
   if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
     return s;
@@ -399,23 +403,11 @@ static clt_status read_one(const clt_tensor *t, const char *fn, double *d, int64
 }
 
 clt_status clt_item(const clt_tensor *t, double *out) {
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_item", "out is NULL");
-  double d;
   int64_t i;
-  clt_status s = read_one(t, "clt_item", &d, &i);
-  if (s == CLT_OK)
-    *out = d;
-  return s;
+  return read_one(t, "clt_item", out, &i);
 }
 
 clt_status clt_item_i64(const clt_tensor *t, int64_t *out) {
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_item_i64", "out is NULL");
   double d;
-  int64_t i;
-  clt_status s = read_one(t, "clt_item_i64", &d, &i);
-  if (s == CLT_OK)
-    *out = i;
-  return s;
+  return read_one(t, "clt_item_i64", &d, out);
 }

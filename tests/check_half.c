@@ -62,38 +62,35 @@ START_TEST(test_known_bits) {
   src[NKNOWN] = NAN;
   src[NKNOWN + 1] = -NAN;
   int64_t n = NKNOWN + 2;
-  for (int d = 0; d < ndev; d++)
-    for (int h = 0; h < 2; h++) {
-      clt_tensor *t = cu_tensor(src, CLT_F32, 1, &n, devs[d]), *o = NULL, *back = NULL;
-      CU_OK(clt_cast(t, halves[h], &o));
-      cu_assert_meta(o, halves[h], devs[d], 1, &n, "cast");
-      uint16_t *got = cu_read(o);
-      for (int64_t i = 0; i < NKNOWN; i++) {
-        uint16_t want = halves[h] == CLT_F16 ? known_bits[i].f16 : known_bits[i].bf16;
-        ck_assert_msg(got[i] == want, "%s to %s on %s: got 0x%04X, expected 0x%04X",
-                      known_bits[i].what, cu_dt_name(halves[h]), cu_dev_name(devs[d]), got[i],
-                      want);
-        /* the tests' own rounding agrees (a check of check_util.c) */
-        ck_assert_uint_eq(cu_narrow_bits(known_bits[i].v, halves[h]), want);
-      }
-      for (int64_t i = NKNOWN; i < n; i++) /* NaN and -NaN: the one quiet NaN */
-        ck_assert_msg(got[i] == (halves[h] == CLT_F16 ? 0x7E00 : 0x7FC0),
-                      "NaN to %s on %s: got 0x%04X", cu_dt_name(halves[h]), cu_dev_name(devs[d]),
-                      got[i]);
-      /* and back: exact */
-      CU_OK(clt_cast(o, CLT_F32, &back));
-      float *f = cu_read(back);
-      for (int64_t i = 0; i < n; i++)
-        ck_assert_msg((isnan(f[i]) && i >= NKNOWN) ||
-                          f[i] == (float)cu_narrow_value(got[i], halves[h]),
-                      "0x%04X from %s on %s: %.9g", got[i], cu_dt_name(halves[h]),
-                      cu_dev_name(devs[d]), f[i]);
-      free(f);
-      free(got);
-      clt_tensor_release(back);
-      clt_tensor_release(o);
-      clt_tensor_release(t);
+  clt_dtype dt = halves[_i]; /* a loop test: f16, then bf16 */
+  for (int d = 0; d < ndev; d++) {
+    clt_tensor *t = cu_tensor(src, CLT_F32, 1, &n, devs[d]), *o = NULL, *back = NULL;
+    CU_OK(clt_cast(t, dt, &o));
+    cu_assert_meta(o, dt, devs[d], 1, &n, "cast");
+    uint16_t *got = cu_read(o);
+    for (int64_t i = 0; i < NKNOWN; i++) {
+      uint16_t want = dt == CLT_F16 ? known_bits[i].f16 : known_bits[i].bf16;
+      ck_assert_msg(got[i] == want, "%s to %s on %s: got 0x%04X, expected 0x%04X",
+                    known_bits[i].what, cu_dt_name(dt), cu_dev_name(devs[d]), got[i], want);
+      /* the tests' own rounding agrees (a check of check_util.c) */
+      ck_assert_uint_eq(cu_narrow_bits(known_bits[i].v, dt), want);
     }
+    for (int64_t i = NKNOWN; i < n; i++) /* NaN and -NaN: the one quiet NaN */
+      ck_assert_msg(got[i] == (dt == CLT_F16 ? 0x7E00 : 0x7FC0), "NaN to %s on %s: got 0x%04X",
+                    cu_dt_name(dt), cu_dev_name(devs[d]), got[i]);
+    /* and back: exact */
+    CU_OK(clt_cast(o, CLT_F32, &back));
+    float *f = cu_read(back);
+    for (int64_t i = 0; i < n; i++)
+      ck_assert_msg((isnan(f[i]) && i >= NKNOWN) || f[i] == (float)cu_narrow_value(got[i], dt),
+                    "0x%04X from %s on %s: %.9g", got[i], cu_dt_name(dt), cu_dev_name(devs[d]),
+                    f[i]);
+    free(f);
+    free(got);
+    clt_tensor_release(back);
+    clt_tensor_release(o);
+    clt_tensor_release(t);
+  }
 }
 END_TEST
 
@@ -167,12 +164,6 @@ START_TEST(test_random_f32) {
 }
 END_TEST
 
-static double one_value(clt_tensor *t) {
-  double v;
-  CU_OK(clt_item(t, &v));
-  return v;
-}
-
 /* Promotion as PyTorch's, and one rounding after an f32 computation. */
 START_TEST(test_promotion) {
   static const struct {
@@ -204,29 +195,29 @@ START_TEST(test_promotion) {
       /* a scalar does not widen: f16 + 2.5 stays f16 */
       CU_OK(clt_add_scalar(one, 2.5, &r));
       ck_assert_int_eq(clt_tensor_dtype(r), dt);
-      ck_assert(one_value(r) == 3.5);
+      ck_assert(cu_item(r) == 3.5);
       clt_tensor_release(r);
       /* 1 + ulp/2 is a tie: it rounds to even 1, once, after an exact f32 sum */
       double half_ulp = dt == CLT_F16 ? 0x1p-11 : 0x1p-8;
       CU_OK(clt_add_scalar(one, half_ulp, &r));
-      ck_assert_msg(one_value(r) == 1.0, "1 + ulp/2 in %s on %s: %.9g", cu_dt_name(dt),
-                    cu_dev_name(devs[d]), one_value(r));
+      ck_assert_msg(cu_item(r) == 1.0, "1 + ulp/2 in %s on %s: %.9g", cu_dt_name(dt),
+                    cu_dev_name(devs[d]), cu_item(r));
       clt_tensor_release(r);
       CU_OK(clt_add_scalar(one, 3 * half_ulp, &r));
-      ck_assert(one_value(r) == 1.0 + 4 * half_ulp);
+      ck_assert(cu_item(r) == 1.0 + 4 * half_ulp);
       clt_tensor_release(r);
       /* an integer operand joins the narrow dtype */
       CU_OK(clt_full(CLT_I32, 0, NULL, 2049, devs[d], &i32));
       CU_OK(clt_mul(i32, one, &r2));
       ck_assert_int_eq(clt_tensor_dtype(r2), dt);
-      ck_assert_msg(one_value(r2) == (dt == CLT_F16 ? 2048.0 : 2048.0), "2049 * 1 in %s: %g",
-                    cu_dt_name(dt), one_value(r2));
+      ck_assert_msg(cu_item(r2) == (dt == CLT_F16 ? 2048.0 : 2048.0), "2049 * 1 in %s: %g",
+                    cu_dt_name(dt), cu_item(r2));
       clt_tensor_release(r2);
       /* f16 overflow: 300 * 300 is inf in f16, 90112 in bf16 (8 significant bits) */
       CU_OK(clt_full(dt, 0, NULL, 300, devs[d], &r));
       CU_OK(clt_mul(r, r, &r2));
-      ck_assert_msg(one_value(r2) == (dt == CLT_F16 ? INFINITY : 90112.0), "300 * 300 in %s: %g",
-                    cu_dt_name(dt), one_value(r2));
+      ck_assert_msg(cu_item(r2) == (dt == CLT_F16 ? INFINITY : 90112.0), "300 * 300 in %s: %g",
+                    cu_dt_name(dt), cu_item(r2));
       clt_tensor_release(r2);
       clt_tensor_release(r);
       clt_tensor_release(i32);
@@ -238,7 +229,7 @@ START_TEST(test_promotion) {
     CU_OK(clt_full(CLT_BF16, 0, NULL, 0x1p-20, devs[d], &b));
     CU_OK(clt_add(a, b, &r));
     ck_assert_int_eq(clt_tensor_dtype(r), CLT_F32);
-    ck_assert(one_value(r) == 1.0 + 0x1p-10 + 0x1p-20);
+    ck_assert(cu_item(r) == 1.0 + 0x1p-10 + 0x1p-20);
     clt_tensor_release(r);
     clt_tensor_release(b);
     clt_tensor_release(a);
@@ -250,67 +241,65 @@ END_TEST
 START_TEST(test_reduce) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
-  for (int d = 0; d < ndev; d++)
-    for (int h = 0; h < 2; h++) {
-      clt_dtype dt = halves[h];
-      /* 3000 ones: f16 accumulation would stop at 2048 (and bf16 at 256); 3000 is exact in f16,
-       * a tie in bf16 (8 significant bits: spacing 16 at 2048..4096), which rounds to even 3008 */
-      int64_t n = 3000;
-      clt_tensor *t, *r;
-      CU_OK(clt_ones(dt, 1, &n, devs[d], &t));
-      CU_OK(clt_sum(t, &r));
-      ck_assert_int_eq(clt_tensor_dtype(r), dt);
-      ck_assert_msg(one_value(r) == (dt == CLT_F16 ? 3000.0 : 3008.0),
-                    "sum of 3000 %s ones on %s: %g", cu_dt_name(dt), cu_dev_name(devs[d]),
-                    one_value(r));
-      clt_tensor_release(r);
-      CU_OK(clt_mean(t, &r));
-      ck_assert_int_eq(clt_tensor_dtype(r), dt);
-      ck_assert(one_value(r) == 1.0);
-      clt_tensor_release(r);
-      clt_tensor_release(t);
-      /* along a dimension, with max, min, argmax and NaN */
-      double vals[6] = {1.5, -2.0, 7.0, 0.25, NAN, -3.0};
-      uint16_t raw[6];
-      for (int i = 0; i < 6; i++)
-        raw[i] = cu_narrow_bits(vals[i], dt);
-      int64_t shape[2] = {2, 3};
-      t = cu_tensor(raw, dt, 2, shape, devs[d]);
-      CU_OK(clt_sum_dim(t, 1, 0, &r));
-      ck_assert_int_eq(clt_tensor_dtype(r), dt);
-      double *g = cu_read_double(r);
-      ck_assert(g[0] == 6.5 && isnan(g[1]));
-      free(g);
-      clt_tensor_release(r);
-      CU_OK(clt_max_dim(t, 0, 1, &r));
-      ck_assert_int_eq(clt_tensor_dtype(r), dt);
-      ck_assert_int_eq(clt_tensor_ndim(r), 2);
-      g = cu_read_double(r);
-      ck_assert(g[0] == 1.5 && isnan(g[1]) && g[2] == 7.0);
-      free(g);
-      clt_tensor_release(r);
-      CU_OK(clt_min(t, &r));
-      ck_assert(isnan(one_value(r)));
-      clt_tensor_release(r);
-      CU_OK(clt_argmax_dim(t, 1, 0, &r));
-      ck_assert_int_eq(clt_tensor_dtype(r), CLT_I64);
-      int64_t *ai = cu_read(r);
-      ck_assert(ai[0] == 2 && ai[1] == 1);
-      free(ai);
-      clt_tensor_release(r);
-      /* an empty max is refused as for every dtype, named by the public function */
-      int64_t zero = 0;
-      clt_tensor *e;
-      CU_OK(clt_zeros(dt, 1, &zero, devs[d], &e));
-      r = CU_SENTINEL;
-      CU_FAILS(clt_max(e, &r), CLT_ERR_INVALID_ARGUMENT, "clt_max");
-      ck_assert_ptr_eq(r, CU_SENTINEL);
-      CU_OK(clt_sum(e, &r));
-      ck_assert(one_value(r) == 0.0 && clt_tensor_dtype(r) == dt);
-      clt_tensor_release(r);
-      clt_tensor_release(e);
-      clt_tensor_release(t);
-    }
+  clt_dtype dt = halves[_i]; /* a loop test: f16, then bf16 */
+  for (int d = 0; d < ndev; d++) {
+    /* 3000 ones: f16 accumulation would stop at 2048 (and bf16 at 256); 3000 is exact in f16,
+     * a tie in bf16 (8 significant bits: spacing 16 at 2048..4096), which rounds to even 3008 */
+    int64_t n = 3000;
+    clt_tensor *t, *r;
+    CU_OK(clt_ones(dt, 1, &n, devs[d], &t));
+    CU_OK(clt_sum(t, &r));
+    ck_assert_int_eq(clt_tensor_dtype(r), dt);
+    ck_assert_msg(cu_item(r) == (dt == CLT_F16 ? 3000.0 : 3008.0), "sum of 3000 %s ones on %s: %g",
+                  cu_dt_name(dt), cu_dev_name(devs[d]), cu_item(r));
+    clt_tensor_release(r);
+    CU_OK(clt_mean(t, &r));
+    ck_assert_int_eq(clt_tensor_dtype(r), dt);
+    ck_assert(cu_item(r) == 1.0);
+    clt_tensor_release(r);
+    clt_tensor_release(t);
+    /* along a dimension, with max, min, argmax and NaN */
+    double vals[6] = {1.5, -2.0, 7.0, 0.25, NAN, -3.0};
+    uint16_t raw[6];
+    for (int i = 0; i < 6; i++)
+      raw[i] = cu_narrow_bits(vals[i], dt);
+    int64_t shape[2] = {2, 3};
+    t = cu_tensor(raw, dt, 2, shape, devs[d]);
+    CU_OK(clt_sum_dim(t, 1, 0, &r));
+    ck_assert_int_eq(clt_tensor_dtype(r), dt);
+    double *g = cu_read_double(r);
+    ck_assert(g[0] == 6.5 && isnan(g[1]));
+    free(g);
+    clt_tensor_release(r);
+    CU_OK(clt_max_dim(t, 0, 1, &r));
+    ck_assert_int_eq(clt_tensor_dtype(r), dt);
+    ck_assert_int_eq(clt_tensor_ndim(r), 2);
+    g = cu_read_double(r);
+    ck_assert(g[0] == 1.5 && isnan(g[1]) && g[2] == 7.0);
+    free(g);
+    clt_tensor_release(r);
+    CU_OK(clt_min(t, &r));
+    ck_assert(isnan(cu_item(r)));
+    clt_tensor_release(r);
+    CU_OK(clt_argmax_dim(t, 1, 0, &r));
+    ck_assert_int_eq(clt_tensor_dtype(r), CLT_I64);
+    int64_t *ai = cu_read(r);
+    ck_assert(ai[0] == 2 && ai[1] == 1);
+    free(ai);
+    clt_tensor_release(r);
+    /* an empty max is refused as for every dtype, named by the public function */
+    int64_t zero = 0;
+    clt_tensor *e;
+    CU_OK(clt_zeros(dt, 1, &zero, devs[d], &e));
+    r = CU_SENTINEL;
+    CU_FAILS(clt_max(e, &r), CLT_ERR_INVALID_ARGUMENT, "clt_max");
+    ck_assert_ptr_eq(r, CU_SENTINEL);
+    CU_OK(clt_sum(e, &r));
+    ck_assert(cu_item(r) == 0.0 && clt_tensor_dtype(r) == dt);
+    clt_tensor_release(r);
+    clt_tensor_release(e);
+    clt_tensor_release(t);
+  }
 }
 END_TEST
 
@@ -318,46 +307,45 @@ END_TEST
 START_TEST(test_matmul_random) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
-  for (int d = 0; d < ndev; d++)
-    for (int h = 0; h < 2; h++) {
-      clt_dtype dt = halves[h];
-      /* a 1 x 300 by 300 x 1 product of ones: 300 in f32, exact in both (f16 accumulation
-       * would be exact too; bf16 accumulation would stop at 256) */
-      int64_t sa[2] = {1, 300}, sb[2] = {300, 1};
-      clt_tensor *a, *b, *r;
-      CU_OK(clt_ones(dt, 2, sa, devs[d], &a));
-      CU_OK(clt_ones(dt, 2, sb, devs[d], &b));
-      CU_OK(clt_matmul(a, b, &r));
-      ck_assert_int_eq(clt_tensor_dtype(r), dt);
-      ck_assert_msg(one_value(r) == 300.0, "matmul in %s on %s: %g", cu_dt_name(dt),
-                    cu_dev_name(devs[d]), one_value(r));
-      clt_tensor_release(r);
-      clt_tensor_release(b);
-      CU_OK(clt_ones(CLT_F32, 2, sb, devs[d], &b));
-      r = CU_SENTINEL;
-      CU_FAILS(clt_matmul(a, b, &r), CLT_ERR_DTYPE, "clt_matmul");
-      ck_assert_ptr_eq(r, CU_SENTINEL);
-      clt_tensor_release(b);
-      /* linear: x (1, 300) by weight (2, 300) plus bias (2) */
-      int64_t sw[2] = {2, 300}, sbias[1] = {2};
-      clt_tensor *w, *bias;
-      CU_OK(clt_full(dt, 2, sw, 0.5, devs[d], &w));
-      CU_OK(clt_full(dt, 1, sbias, -1.0, devs[d], &bias));
-      CU_OK(clt_linear(a, w, bias, &r));
-      ck_assert_int_eq(clt_tensor_dtype(r), dt);
-      double *g = cu_read_double(r);
-      ck_assert(g[0] == 149.0 && g[1] == 149.0);
-      free(g);
-      clt_tensor_release(r);
-      clt_tensor_release(w);
-      clt_tensor_release(bias);
-      clt_tensor_release(a);
-      r = CU_SENTINEL;
-      CU_FAILS(clt_rand(dt, 1, sbias, devs[d], &r), CLT_ERR_DTYPE, "clt_rand");
-      ck_assert_ptr_nonnull(strstr(clt_last_error(), "clt_cast"));
-      CU_FAILS(clt_randn(dt, 1, sbias, devs[d], &r), CLT_ERR_DTYPE, "clt_randn");
-      ck_assert_ptr_eq(r, CU_SENTINEL);
-    }
+  clt_dtype dt = halves[_i]; /* a loop test: f16, then bf16 */
+  for (int d = 0; d < ndev; d++) {
+    /* a 1 x 300 by 300 x 1 product of ones: 300 in f32, exact in both (f16 accumulation
+     * would be exact too; bf16 accumulation would stop at 256) */
+    int64_t sa[2] = {1, 300}, sb[2] = {300, 1};
+    clt_tensor *a, *b, *r;
+    CU_OK(clt_ones(dt, 2, sa, devs[d], &a));
+    CU_OK(clt_ones(dt, 2, sb, devs[d], &b));
+    CU_OK(clt_matmul(a, b, &r));
+    ck_assert_int_eq(clt_tensor_dtype(r), dt);
+    ck_assert_msg(cu_item(r) == 300.0, "matmul in %s on %s: %g", cu_dt_name(dt),
+                  cu_dev_name(devs[d]), cu_item(r));
+    clt_tensor_release(r);
+    clt_tensor_release(b);
+    CU_OK(clt_ones(CLT_F32, 2, sb, devs[d], &b));
+    r = CU_SENTINEL;
+    CU_FAILS(clt_matmul(a, b, &r), CLT_ERR_DTYPE, "clt_matmul");
+    ck_assert_ptr_eq(r, CU_SENTINEL);
+    clt_tensor_release(b);
+    /* linear: x (1, 300) by weight (2, 300) plus bias (2) */
+    int64_t sw[2] = {2, 300}, sbias[1] = {2};
+    clt_tensor *w, *bias;
+    CU_OK(clt_full(dt, 2, sw, 0.5, devs[d], &w));
+    CU_OK(clt_full(dt, 1, sbias, -1.0, devs[d], &bias));
+    CU_OK(clt_linear(a, w, bias, &r));
+    ck_assert_int_eq(clt_tensor_dtype(r), dt);
+    double *g = cu_read_double(r);
+    ck_assert(g[0] == 149.0 && g[1] == 149.0);
+    free(g);
+    clt_tensor_release(r);
+    clt_tensor_release(w);
+    clt_tensor_release(bias);
+    clt_tensor_release(a);
+    r = CU_SENTINEL;
+    CU_FAILS(clt_rand(dt, 1, sbias, devs[d], &r), CLT_ERR_DTYPE, "clt_rand");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "clt_cast"));
+    CU_FAILS(clt_randn(dt, 1, sbias, devs[d], &r), CLT_ERR_DTYPE, "clt_randn");
+    ck_assert_ptr_eq(r, CU_SENTINEL);
+  }
 }
 END_TEST
 
@@ -369,47 +357,40 @@ START_TEST(test_create_print) {
   ck_assert_str_eq(clt_dtype_name(CLT_BF16), "bf16");
   ck_assert_uint_eq(clt_dtype_size(CLT_F16), 2);
   ck_assert_uint_eq(clt_dtype_size(CLT_BF16), 2);
-  for (int d = 0; d < ndev; d++)
-    for (int h = 0; h < 2; h++) {
-      clt_dtype dt = halves[h];
-      int64_t shape[2] = {2, 3};
-      clt_tensor *t, *tt;
-      CU_OK(clt_full(dt, 2, shape, 65504, devs[d], &t));
-      uint16_t *b = cu_read(t);
-      for (int i = 0; i < 6; i++)
-        ck_assert_uint_eq(b[i], dt == CLT_F16 ? 0x7BFF : 0x4780);
-      free(b);
-      clt_tensor_release(t);
-      CU_OK(clt_arange(0, 6, 1, dt, devs[d], &t));
-      uint16_t *raw = cu_read(t);
-      clt_tensor_release(t);
-      t = cu_tensor(raw, dt, 2, shape, devs[d]);
-      free(raw);
-      CU_OK(clt_transpose(t, 0, 1, &tt));
-      double *g = cu_read_double(tt);
-      static const double want[6] = {0, 3, 1, 4, 2, 5};
-      for (int i = 0; i < 6; i++)
-        ck_assert_msg(g[i] == want[i], "transpose in %s on %s: [%d] = %g", cu_dt_name(dt),
-                      cu_dev_name(devs[d]), i, g[i]);
-      free(g);
-      if (clt_device_is_host(devs[d])) {
-        char buf[256];
-        CU_OK(clt_format(tt, buf, sizeof buf, NULL));
-        char want_dt[32];
-        snprintf(want_dt, sizeof want_dt, "dtype=%s", cu_dt_name(dt));
-        ck_assert_msg(strstr(buf, want_dt) && strstr(buf, "5."), "format: %s", buf);
-      }
-      clt_tensor_release(tt);
-      clt_tensor_release(t);
+  clt_dtype dt = halves[_i]; /* a loop test: f16, then bf16 */
+  for (int d = 0; d < ndev; d++) {
+    int64_t shape[2] = {2, 3};
+    clt_tensor *t, *tt;
+    CU_OK(clt_full(dt, 2, shape, 65504, devs[d], &t));
+    uint16_t *b = cu_read(t);
+    for (int i = 0; i < 6; i++)
+      ck_assert_uint_eq(b[i], dt == CLT_F16 ? 0x7BFF : 0x4780);
+    free(b);
+    clt_tensor_release(t);
+    CU_OK(clt_arange(0, 6, 1, dt, devs[d], &t));
+    uint16_t *raw = cu_read(t);
+    clt_tensor_release(t);
+    t = cu_tensor(raw, dt, 2, shape, devs[d]);
+    free(raw);
+    CU_OK(clt_transpose(t, 0, 1, &tt));
+    double *g = cu_read_double(tt);
+    static const double want[6] = {0, 3, 1, 4, 2, 5};
+    for (int i = 0; i < 6; i++)
+      ck_assert_msg(g[i] == want[i], "transpose in %s on %s: [%d] = %g", cu_dt_name(dt),
+                    cu_dev_name(devs[d]), i, g[i]);
+    free(g);
+    if (clt_device_is_host(devs[d])) {
+      char buf[256];
+      CU_OK(clt_format(tt, buf, sizeof buf, NULL));
+      char want_dt[32];
+      snprintf(want_dt, sizeof want_dt, "dtype=%s", cu_dt_name(dt));
+      ck_assert_msg(strstr(buf, want_dt) && strstr(buf, "5."), "format: %s", buf);
     }
+    clt_tensor_release(tt);
+    clt_tensor_release(t);
+  }
 }
 END_TEST
-
-static void temp_dir(char *dir, size_t size) {
-  const char *base = getenv("TMPDIR");
-  snprintf(dir, size, "%s/clt-half-XXXXXX", base && *base ? base : "/tmp");
-  ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp failed");
-}
 
 static uint16_t *pattern(clt_dtype dt, int64_t n) {
   uint16_t *p = cu_malloc((size_t)n * 2);
@@ -423,7 +404,7 @@ START_TEST(test_files) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
   char dir[256], path[320], npy[320];
-  temp_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "half");
   snprintf(path, sizeof path, "%s/half.safetensors", dir);
   snprintf(npy, sizeof npy, "%s/half.npy", dir);
   int64_t shape[2] = {7, 9}, n = 63;
@@ -515,44 +496,44 @@ START_TEST(test_dlpack) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
   int64_t n = 40;
-  for (int d = 0; d < ndev; d++)
-    for (int h = 0; h < 2; h++) {
-      uint16_t *p = pattern(halves[h], n);
-      clt_tensor *t = cu_tensor(p, halves[h], 1, &n, devs[d]), *u;
-      DLManagedTensor *m;
-      CU_OK(clt_to_dlpack(t, &m));
-      ck_assert_uint_eq(m->dl_tensor.dtype.code, halves[h] == CLT_F16 ? kDLFloat : kDLBfloat);
-      ck_assert_uint_eq(m->dl_tensor.dtype.bits, 16);
-      ck_assert_uint_eq(m->dl_tensor.dtype.lanes, 1);
-      CU_OK(clt_from_dlpack(m, &u));
-      ck_assert_int_eq(clt_tensor_dtype(u), halves[h]);
-      uint16_t *g = cu_read(u);
-      ck_assert_msg(!memcmp(g, p, (size_t)n * 2), "dlpack round trip of %s on %s",
-                    cu_dt_name(halves[h]), cu_dev_name(devs[d]));
-      free(g);
-      clt_tensor_release(u);
-      clt_tensor_release(t);
-      free(p);
-    }
+  clt_dtype dt = halves[_i]; /* a loop test: f16, then bf16 */
+  for (int d = 0; d < ndev; d++) {
+    uint16_t *p = pattern(dt, n);
+    clt_tensor *t = cu_tensor(p, dt, 1, &n, devs[d]), *u;
+    DLManagedTensor *m;
+    CU_OK(clt_to_dlpack(t, &m));
+    ck_assert_uint_eq(m->dl_tensor.dtype.code, dt == CLT_F16 ? kDLFloat : kDLBfloat);
+    ck_assert_uint_eq(m->dl_tensor.dtype.bits, 16);
+    ck_assert_uint_eq(m->dl_tensor.dtype.lanes, 1);
+    CU_OK(clt_from_dlpack(m, &u));
+    ck_assert_int_eq(clt_tensor_dtype(u), dt);
+    uint16_t *g = cu_read(u);
+    ck_assert_msg(!memcmp(g, p, (size_t)n * 2), "dlpack round trip of %s on %s", cu_dt_name(dt),
+                  cu_dev_name(devs[d]));
+    free(g);
+    clt_tensor_release(u);
+    clt_tensor_release(t);
+    free(p);
+  }
 }
 END_TEST
 
 Suite *half_suite(void) {
   Suite *s = suite_create("half");
   TCase *tc = cu_tcase("bits");
-  tcase_add_test(tc, test_known_bits);
+  tcase_add_loop_test(tc, test_known_bits, 0, 2);
   tcase_add_test(tc, test_every_pattern);
   tcase_add_test(tc, test_random_f32);
   suite_add_tcase(s, tc);
   tc = cu_tcase("compute");
   tcase_add_test(tc, test_promotion);
-  tcase_add_test(tc, test_reduce);
-  tcase_add_test(tc, test_matmul_random);
-  tcase_add_test(tc, test_create_print);
+  tcase_add_loop_test(tc, test_reduce, 0, 2);
+  tcase_add_loop_test(tc, test_matmul_random, 0, 2);
+  tcase_add_loop_test(tc, test_create_print, 0, 2);
   suite_add_tcase(s, tc);
   tc = cu_tcase("io");
   tcase_add_test(tc, test_files);
-  tcase_add_test(tc, test_dlpack);
+  tcase_add_loop_test(tc, test_dlpack, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -12,13 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A fresh directory for one test; removed with its files by rm_dir. */
-static void make_dir(char *dir, size_t size) {
-  const char *base = getenv("TMPDIR");
-  snprintf(dir, size, "%s/clt-npy-XXXXXX", base && *base ? base : "/tmp");
-  ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp failed");
-}
-
 static int count_files(const char *dir) {
   DIR *d = opendir(dir);
   ck_assert(d != NULL);
@@ -31,6 +24,7 @@ static int count_files(const char *dir) {
   return n;
 }
 
+/* Removes a directory made by cu_temp_dir, with its files. */
 static void rm_dir(const char *dir) {
   DIR *d = opendir(dir);
   if (!d)
@@ -92,7 +86,7 @@ static const int shape_ndims[] = {0, 1, 2, 3, 3};
 
 START_TEST(test_round_trip) {
   char dir[512], path[600];
-  make_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "npy");
   snprintf(path, sizeof path, "%s/a.npy", dir);
   clt_device *devs[CU_MAX_DEVICES];
   int nd = cu_devices(devs);
@@ -151,7 +145,7 @@ END_TEST
 /* The header's text is what NumPy writes, so other readers parse it. */
 START_TEST(test_header_text) {
   char dir[512], path[600];
-  make_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "npy");
   snprintf(path, sizeof path, "%s/h.npy", dir);
   static const struct {
     clt_dtype dt;
@@ -184,7 +178,7 @@ END_TEST
 /* Big-endian files are byte-swapped on load; Fortran-ordered ones reordered into C order. */
 START_TEST(test_big_endian_and_fortran) {
   char dir[512], path[600];
-  make_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "npy");
   snprintf(path, sizeof path, "%s/b.npy", dir);
   clt_device *devs[CU_MAX_DEVICES];
   int nd = cu_devices(devs);
@@ -254,7 +248,7 @@ END_TEST
 
 START_TEST(test_versions) {
   char dir[512], path[600];
-  make_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "npy");
   snprintf(path, sizeof path, "%s/v.npy", dir);
   float data[3] = {1, 2, 3};
   for (int major = 1; major <= 3; major++) {
@@ -282,7 +276,7 @@ static void expect_bad(const char *path, clt_status want, const char *what) {
 
 START_TEST(test_hostile) {
   char dir[512], path[600];
-  make_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "npy");
   snprintf(path, sizeof path, "%s/bad.npy", dir);
   float data[6] = {0};
   const char *ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
@@ -405,7 +399,7 @@ END_TEST
 
 START_TEST(test_save_errors) {
   char dir[512], path[600];
-  make_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "npy");
   clt_tensor *t;
   CU_OK(clt_arange(0, 4, 1, CLT_F32, clt_cpu(), &t));
   /* Saving over an existing file replaces it; a failed save leaves the old file whole. */
@@ -436,7 +430,7 @@ START_TEST(test_numpy_interop) {
     return;
   }
   char dir[512], cmd[4096];
-  make_dir(dir, sizeof dir);
+  cu_temp_dir(dir, sizeof dir, "npy");
   clt_device *devs[CU_MAX_DEVICES];
   int nd = cu_devices(devs);
   clt_device *d = nd > 1 ? devs[1] : devs[0];

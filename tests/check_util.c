@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cu_forked = 1;
 char cu_sentinel_storage[16];
@@ -311,6 +312,18 @@ double *cu_read_double(const clt_tensor *t) {
     d[i] = cu_get(raw, clt_tensor_dtype(t), i);
   free(raw);
   return d;
+}
+
+double cu_item(const clt_tensor *t) {
+  double v;
+  CU_OK(clt_item(t, &v));
+  return v;
+}
+
+void cu_temp_dir(char *dir, size_t size, const char *name) {
+  const char *base = getenv("TMPDIR");
+  snprintf(dir, size, "%s/clt-%s-XXXXXX", base && *base ? base : "/tmp", name);
+  ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp failed");
 }
 
 void cu_assert_meta(const clt_tensor *t, clt_dtype dt, clt_device *dev, int ndim,

@@ -139,6 +139,13 @@ void *cu_read(const clt_tensor *t);
 /* t's elements as doubles, malloc'ed. */
 double *cu_read_double(const clt_tensor *t);
 
+/* The one element of t (any device) as a double, by clt_item (asserts success). */
+double cu_item(const clt_tensor *t);
+
+/* Makes a fresh directory "$TMPDIR/clt-<name>-XXXXXX" (/tmp without TMPDIR) into dir, which
+ * holds size bytes (asserts success); the test removes it. */
+void cu_temp_dir(char *dir, size_t size, const char *name);
+
 /* Asserts t has this dtype, device and shape. */
 void cu_assert_meta(const clt_tensor *t, clt_dtype dt, clt_device *dev, int ndim,
                     const int64_t *shape, const char *what);

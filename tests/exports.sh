@@ -55,6 +55,7 @@ for la in $LIBS; do
   fi
   : >"$tmp/want"
   for h in $HEADERS; do
+    case $h in *.hpp) continue ;; esac # C++, header-only (clt.hpp): nothing of it is in a library
     owner=libclt
     [ "$(basename "$h")" = clt_mpi.h ] && owner=libclt_mpi
     [ "$owner" = "$lib" ] || continue

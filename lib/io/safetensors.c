@@ -11,9 +11,9 @@
  * The loader trusts nothing: the header length is capped and checked against the file size, the
  * JSON is parsed by the small parser below that accepts exactly this shape, and every tensor's
  * dtype, shape, byte count and offsets are checked before any tensor is allocated. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* memmem */
 
-#include "clt-internal.h"
+#include "backend.h" /* the device backends' copy, for uploads through staging buffers */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #define HEADER_CAP ((uint64_t)100 << 20) /* 100 MiB, as the reference implementation */
-#define DEVICE_KEY "clt.device."
 
 static const struct {
   const char *name;
@@ -123,7 +122,23 @@ static void put_json_string(sbuf *b, const char *prefix, const char *s) {
   put(b, "\"", 1);
 }
 
-static clt_status write_file(clt__afile *f, const clt_params *p, const sbuf *hdr) {
+/* The order of the tensors' bytes in the data section: larger elements first (stable), as
+ * Python's safetensors writes them, so that after the 8-aligned start of the data section every
+ * tensor starts at a multiple of its element size (8 for f64 and i64). The header keeps the
+ * set's order. */
+static size_t *data_order(const clt_params *p) {
+  size_t n = clt_params_count(p), *order = malloc((n ? n : 1) * sizeof *order), k = 0;
+  if (!order)
+    return NULL;
+  for (size_t esize = 8; esize >= 1; esize /= 2)
+    for (size_t i = 0; i < n; i++)
+      if (clt_dtype_size(clt_params_tensor_at(p, i)->dtype) == esize)
+        order[k++] = i;
+  return order;
+}
+
+static clt_status write_file(clt__afile *f, const clt_params *p, const size_t *order,
+                             const sbuf *hdr) {
   static const char fn[] = "clt_save";
   unsigned char len[8];
   for (int i = 0; i < 8; i++)
@@ -132,23 +147,27 @@ static clt_status write_file(clt__afile *f, const clt_params *p, const sbuf *hdr
   if ((s = clt__afile_write(f, len, 8, fn)) != CLT_OK ||
       (s = clt__afile_write(f, hdr->p, hdr->n, fn)) != CLT_OK)
     return s;
-  for (size_t i = 0; i < clt_params_count(p); i++) {
-    clt_tensor *t = clt_params_tensor_at(p, i);
+  size_t most = 0, n = clt_params_count(p);
+  for (size_t i = 0; i < n; i++)
+    if (clt_params_tensor_at(p, i)->nbytes > most)
+      most = clt_params_tensor_at(p, i)->nbytes;
+  if (most == 0)
+    return CLT_OK;
+  void *data = malloc(most); /* one buffer, reused */
+  if (!data)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the %zu bytes of a tensor",
+                      most);
+  for (size_t k = 0; k < n && s == CLT_OK; k++) {
+    clt_tensor *t = clt_params_tensor_at(p, order[k]);
     if (t->nbytes == 0)
       continue;
-    void *data = malloc(t->nbytes);
-    if (!data)
-      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the %zu bytes of '%s'",
-                        t->nbytes, clt_params_name_at(p, i));
     if ((s = clt_tensor_read(t, data, t->nbytes)) == CLT_OK) {
       to_little_endian(data, t->nbytes, clt_dtype_size(t->dtype));
       s = clt__afile_write(f, data, t->nbytes, fn);
     }
-    free(data);
-    if (s != CLT_OK)
-      return s;
   }
-  return CLT_OK;
+  free(data);
+  return s;
 }
 
 clt_status clt_save(const char *path, const clt_params *p) {
@@ -158,10 +177,21 @@ clt_status clt_save(const char *path, const clt_params *p) {
   if (!p)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "p is NULL");
   size_t n = clt_params_count(p);
-
-  /* The header, in the set's order, offsets back to back. */
-  sbuf h = {0};
+  size_t *order = data_order(p);
+  uint64_t *begin = malloc((n ? n : 1) * sizeof *begin);
+  if (!order || !begin) {
+    free(order);
+    free(begin);
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the header of %s", path);
+  }
   uint64_t off = 0;
+  for (size_t k = 0; k < n; k++) {
+    begin[order[k]] = off;
+    off += clt_params_tensor_at(p, order[k])->nbytes;
+  }
+
+  /* The header, in the set's order. */
+  sbuf h = {0};
   put(&h, "{", 1);
   for (size_t i = 0; i < n; i++) {
     clt_tensor *t = clt_params_tensor_at(p, i);
@@ -175,28 +205,39 @@ clt_status clt_save(const char *path, const clt_params *p) {
       put_u64(&h, (uint64_t)t->shape[d]);
     }
     puts_(&h, "],\"data_offsets\":[");
-    put_u64(&h, off);
+    put_u64(&h, begin[i]);
     put(&h, ",", 1);
-    off += t->nbytes;
-    put_u64(&h, off);
+    put_u64(&h, begin[i] + t->nbytes);
     puts_(&h, "]},");
   }
-  if (n > 0) {
-    puts_(&h, "\"__metadata__\":{");
-    for (size_t i = 0; i < n; i++) {
-      if (i)
-        put(&h, ",", 1);
-      put_json_string(&h, DEVICE_KEY, clt_params_name_at(p, i));
-      put(&h, ":", 1);
-      put_json_string(&h, "", clt_tensor_device(clt_params_tensor_at(p, i))->name);
-    }
-    puts_(&h, "}");
+  /* __metadata__: the set's own entries, "format": "pt" unless the set names a format
+   * (transformers refuses a file without one), then each tensor's device. */
+  puts_(&h, "\"__metadata__\":{");
+  size_t nm = clt_params_metadata_count(p);
+  for (size_t i = 0; i < nm; i++) {
+    const char *key = clt_params_metadata_key_at(p, i);
+    if (i)
+      put(&h, ",", 1);
+    put_json_string(&h, "", key);
+    put(&h, ":", 1);
+    put_json_string(&h, "", clt_params_metadata(p, key));
   }
-  put(&h, "}", 1);
+  if (!clt_params_metadata(p, "format"))
+    puts_(&h, nm ? ",\"format\":\"pt\"" : "\"format\":\"pt\"");
+  for (size_t i = 0; i < n; i++) {
+    put(&h, ",", 1);
+    put_json_string(&h, CLT__DEVICE_KEY, clt_params_name_at(p, i));
+    put(&h, ":", 1);
+    put_json_string(&h, "", clt_tensor_device(clt_params_tensor_at(p, i))->name);
+  }
+  puts_(&h, "}}");
+  /* Spaces, as the format allows, so that the data section starts at a multiple of 8. */
   while (!h.oom && h.n % 8 != 0)
     put(&h, " ", 1);
+  free(begin);
   if (h.oom) {
     free(h.p);
+    free(order);
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the header of %s", path);
   }
 
@@ -205,11 +246,12 @@ clt_status clt_save(const char *path, const clt_params *p) {
   clt__afile f;
   clt_status s = clt__afile_open(&f, path, fn);
   if (s == CLT_OK) {
-    if ((s = write_file(&f, p, &h)) == CLT_OK)
+    if ((s = write_file(&f, p, order, &h)) == CLT_OK)
       s = clt__afile_commit(&f, fn);
     else
       clt__afile_abort(&f);
   }
+  free(order);
   free(h.p);
   return s;
 }
@@ -251,6 +293,10 @@ static clt_status fmt_error(const parser *p, const char *tensor, const char *fmt
   if (tensor)
     return clt__error(CLT_ERR_FORMAT, "clt_load", "%s: tensor '%.200s': %s", p->path, tensor, why);
   return clt__error(CLT_ERR_FORMAT, "clt_load", "%s: %s", p->path, why);
+}
+
+static clt_status oom(const parser *p) {
+  return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "%s: out of host memory", p->path);
 }
 
 static clt_status syntax(const parser *p, const char *what) {
@@ -324,7 +370,7 @@ static clt_status parse_string(parser *p, const char *what, char **out) {
     return syntax(p, "a string runs past the end of the header");
   unsigned char *o = malloc(end - start + 1); /* decoding never lengthens */
   if (!o)
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+    return oom(p);
   size_t k = 0;
   const unsigned char *s = p->s;
   for (size_t i = start; i < end;) {
@@ -524,7 +570,7 @@ static clt_status parse_metadata(parser *p) {
       size_t cap = p->mcap ? 2 * p->mcap : 16;
       meta *m = realloc(p->m, cap * sizeof *m);
       if (!m)
-        return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+        return oom(p);
       p->m = m;
       p->mcap = cap;
     }
@@ -575,7 +621,7 @@ static clt_status parse_header(parser *p) {
         tinfo *t = realloc(p->t, cap * sizeof *t);
         if (!t) {
           free(key);
-          return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+          return oom(p);
         }
         p->t = t;
         p->tcap = cap;
@@ -657,7 +703,7 @@ static clt_status validate(parser *p, uint64_t data_size) {
   }
   tinfo **order = malloc((p->nt ? p->nt : 1) * sizeof *order);
   if (!order)
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+    return oom(p);
   for (size_t i = 0; i < p->nt; i++)
     order[i] = &p->t[i];
   clt_status s = CLT_OK;
@@ -702,16 +748,16 @@ static clt_status validate(parser *p, uint64_t data_size) {
   for (size_t i = 1; i < p->nm; i++)
     if (strcmp(p->m[i - 1].key, p->m[i].key) == 0)
       return fmt_error(p, NULL, "__metadata__ has the key \"%.200s\" twice", p->m[i].key);
-  size_t klen = strlen(DEVICE_KEY);
+  size_t klen = strlen(CLT__DEVICE_KEY);
   if (p->nm > 0) {
     tinfo **byname = malloc((p->nt ? p->nt : 1) * sizeof *byname);
     if (!byname)
-      return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "out of host memory");
+      return oom(p);
     for (size_t i = 0; i < p->nt; i++)
       byname[i] = &p->t[i];
     qsort(byname, p->nt, sizeof *byname, cmp_name);
     for (size_t i = 0; i < p->nm; i++) {
-      if (strncmp(p->m[i].key, DEVICE_KEY, klen) != 0)
+      if (strncmp(p->m[i].key, CLT__DEVICE_KEY, klen) != 0)
         continue;
       tinfo key = {.name = p->m[i].key + klen}, *kp = &key;
       tinfo **hit = bsearch(&kp, byname, p->nt, sizeof *byname, cmp_name);
@@ -733,11 +779,16 @@ typedef struct st_source {
   const char *path;         /* the file's path, or a name for the bytes; for messages */
 } st_source;
 
-static clt_status read_at(const st_source *src, void *dst, size_t n, uint64_t off) {
+/* Reads n bytes at off; errors name the source and, when given, the tensor being read. */
+static clt_status read_at(const st_source *src, void *dst, size_t n, uint64_t off,
+                          const char *tensor) {
   const char *path = src->path;
+  char who[256] = "";
+  if (tensor)
+    snprintf(who, sizeof who, " (tensor '%.200s')", tensor);
   if (src->fd < 0) {
     if (off > src->size || n > src->size - off)
-      return clt__error(CLT_ERR_IO, "clt_load", "%s: unexpected end of data", path);
+      return clt__error(CLT_ERR_IO, "clt_load", "%s: unexpected end of data%s", path, who);
     memcpy(dst, src->mem + off, n);
     return CLT_OK;
   }
@@ -747,10 +798,11 @@ static clt_status read_at(const st_source *src, void *dst, size_t n, uint64_t of
     if (r < 0 && errno == EINTR)
       continue;
     if (r < 0)
-      return clt__error(CLT_ERR_IO, "clt_load", "reading %s failed: %s", path, strerror(errno));
+      return clt__error(CLT_ERR_IO, "clt_load", "reading %s failed%s: %s", path, who,
+                        strerror(errno));
     if (r == 0)
-      return clt__error(CLT_ERR_IO, "clt_load", "%s: unexpected end of file (did it shrink?)",
-                        path);
+      return clt__error(CLT_ERR_IO, "clt_load", "%s: unexpected end of file%s (did it shrink?)",
+                        path, who);
     d += r;
     n -= (size_t)r;
     off += (uint64_t)r;
@@ -758,133 +810,715 @@ static clt_status read_at(const st_source *src, void *dst, size_t n, uint64_t of
   return CLT_OK;
 }
 
+/* ---- files that are not safetensors ------------------------------------------------------- */
+
+static bool ends_with(const char *s, size_t n, const char *tail) {
+  size_t k = strlen(tail);
+  return n >= k && memcmp(s + n - k, tail, k) == 0;
+}
+
+/* Tells what src is when it is not a safetensors file, from its first bytes: a PyTorch or NumPy
+ * zip archive, a .npy file, a pickle, GGUF, HDF5 or JSON. Returns CLT_ERR_FORMAT with a message
+ * naming the kind and the fix, or CLT_OK when the bytes look like none of them (the caller then
+ * reports what is wrong with the safetensors header). *json is set for JSON (which may be a
+ * sharded checkpoint's index, the caller's business): nothing is reported then. */
+static clt_status sniff(const st_source *src, bool *json) {
+  static const char fn[] = "clt_load";
+  const char *path = src->path;
+  unsigned char b[64];
+  size_t n = src->size < sizeof b ? (size_t)src->size : sizeof b;
+  *json = false;
+  if (n == 0 || read_at(src, b, n, 0, NULL) != CLT_OK)
+    return CLT_OK;
+  if (n >= 4 && memcmp(b, "PK\x03\x04", 4) == 0 && n >= 30) {
+    /* A zip archive: its first entry's name tells PyTorch ("archive/data.pkl") from NumPy
+     * ("x.npy"). */
+    size_t len = (size_t)b[26] | (size_t)b[27] << 8;
+    char name[256];
+    if (len > sizeof name - 1)
+      len = sizeof name - 1;
+    if (30 + len > src->size || read_at(src, name, len, 30, NULL) != CLT_OK)
+      len = 0;
+    name[len] = '\0';
+    if (ends_with(name, len, ".npy"))
+      return clt__error(CLT_ERR_FORMAT, fn,
+                        "%s is a NumPy .npz archive (a zip of .npy files, the first '%s'), not "
+                        "safetensors; read each array with clt_load_npy after unzipping it, or "
+                        "convert it in Python: safetensors.numpy.save_file(dict(numpy.load(path)), "
+                        "\"model.safetensors\")",
+                        path, name);
+    if (ends_with(name, len, "data.pkl") || strstr(name, "/data/") ||
+        ends_with(name, len, "/version") || ends_with(name, len, "/byteorder") ||
+        ends_with(name, len, "/.format_version"))
+      return clt__error(CLT_ERR_FORMAT, fn,
+                        "%s is a PyTorch checkpoint (torch.save's zip archive, .pt/.bin), not "
+                        "safetensors; clt never unpickles (a pickle can run code): convert it in "
+                        "Python with safetensors.torch.save_file(torch.load(path), "
+                        "\"model.safetensors\")",
+                        path);
+  }
+  if (n >= 4 && (memcmp(b, "PK\x03\x04", 4) == 0 || memcmp(b, "PK\x05\x06", 4) == 0))
+    return clt__error(CLT_ERR_FORMAT, fn,
+                      "%s is a zip archive (PyTorch .pt or NumPy .npz), not safetensors; convert "
+                      "it in Python with safetensors.torch.save_file or "
+                      "safetensors.numpy.save_file",
+                      path);
+  if (n >= 6 && memcmp(b, "\x93NUMPY", 6) == 0)
+    return clt__error(CLT_ERR_FORMAT, fn,
+                      "%s is a NumPy .npy file (one array), not safetensors; read it with "
+                      "clt_load_npy",
+                      path);
+  if (n >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+    return clt__error(CLT_ERR_FORMAT, fn,
+                      "%s is a Python pickle (protocol %d; PyTorch's legacy .pt/.bin format), not "
+                      "safetensors; clt never unpickles (a pickle can run code): convert it in "
+                      "Python with safetensors.torch.save_file(torch.load(path), "
+                      "\"model.safetensors\")",
+                      path, b[1]);
+  if (n >= 4 && memcmp(b, "GGUF", 4) == 0)
+    return clt__error(CLT_ERR_FORMAT, fn,
+                      "%s is a GGUF file (llama.cpp), not safetensors; use the model's "
+                      "safetensors files",
+                      path);
+  if (n >= 8 && memcmp(b, "\x89HDF\r\n\x1a\n", 8) == 0)
+    return clt__error(CLT_ERR_FORMAT, fn,
+                      "%s is an HDF5 file (Keras .h5?), not safetensors; convert it in Python "
+                      "with safetensors.numpy.save_file",
+                      path);
+  /* JSON: '{' after blanks (and a UTF-8 byte order mark), the first 8 bytes text (a header
+   * length of 123 is '{' too, followed by zeros). */
+  size_t i = n >= 3 && memcmp(b, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+  bool text = true;
+  for (size_t k = i; k < n && k < 8; k++)
+    text &= b[k] >= 0x20 || b[k] == '\t' || b[k] == '\n' || b[k] == '\r';
+  while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+    i++;
+  if (text && i < n && b[i] == '{')
+    *json = true;
+  return CLT_OK;
+}
+
+/* The error for a JSON file that clt_load cannot take. */
+static clt_status json_error(const char *path, bool is_index) {
+  if (is_index)
+    return clt__error(CLT_ERR_FORMAT, "clt_load",
+                      "%s is a sharded checkpoint's index (model.safetensors.index.json), not "
+                      "safetensors; pass the index's path to clt_load, which loads every shard",
+                      path);
+  return clt__error(CLT_ERR_FORMAT, "clt_load",
+                    "%s is a JSON file without a \"weight_map\", neither safetensors (which starts "
+                    "with an 8-byte header length) nor a sharded checkpoint's index",
+                    path);
+}
+
+/* ---- one file's header -------------------------------------------------------------------- */
+
+/* One safetensors file of a load (the file, or one shard of an index). */
+typedef struct st_file {
+  st_source src;
+  char *path; /* owned: a shard's path (src.path points to it) */
+  parser p;
+  unsigned char *header;
+  uint64_t data_start;
+} st_file;
+
+static void file_close(st_file *f) {
+  if (f->path && f->src.fd >= 0)
+    close(f->src.fd);
+  free(f->path);
+  free(f->header);
+  parser_free(&f->p);
+}
+
+/* Reads and validates f's header. A file that is not safetensors is named in the error; with
+ * json non-NULL, a JSON file sets *json instead and returns CLT_OK unparsed. */
+static clt_status read_header(st_file *f, bool *json) {
+  const st_source *src = &f->src;
+  clt_status s;
+  unsigned char len8[8];
+  uint64_t hlen = 0, size = src->size;
+  f->p.path = src->path;
+  bool is_json;
+  if (size >= 8) {
+    if ((s = read_at(src, len8, 8, 0, NULL)) != CLT_OK)
+      return s;
+    for (int i = 7; i >= 0; i--)
+      hlen = (hlen << 8) | len8[i];
+  }
+  /* A safetensors header is a JSON object: its first byte is '{'. */
+  unsigned char first = 0;
+  bool plausible = size >= 8 && hlen <= HEADER_CAP && hlen <= size - 8 &&
+                   (hlen == 0 || (read_at(src, &first, 1, 8, NULL) == CLT_OK && first == '{'));
+  if (!plausible) {
+    if ((s = sniff(src, &is_json)) != CLT_OK)
+      return s;
+    if (is_json) {
+      if (json) {
+        *json = true;
+        return CLT_OK;
+      }
+      return json_error(src->path, false);
+    }
+  }
+  if (size < 8)
+    return fmt_error(&f->p, NULL,
+                     "the file is %llu bytes long, too short for the 8-byte header length",
+                     (unsigned long long)size);
+  if (hlen > HEADER_CAP)
+    return fmt_error(&f->p, NULL,
+                     "the header length %llu exceeds the limit of %llu bytes: not a safetensors "
+                     "file",
+                     (unsigned long long)hlen, (unsigned long long)HEADER_CAP);
+  if (hlen > size - 8)
+    return fmt_error(&f->p, NULL,
+                     "the header length %llu runs past the end of the file (%llu bytes): the file "
+                     "is truncated or not safetensors",
+                     (unsigned long long)hlen, (unsigned long long)size);
+  f->header = malloc(hlen ? (size_t)hlen : 1);
+  if (!f->header)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load", "no host memory for the header of %s",
+                      src->path);
+  if ((s = read_at(src, f->header, (size_t)hlen, 8, NULL)) != CLT_OK)
+    return s;
+  f->p.s = f->header;
+  f->p.n = (size_t)hlen;
+  f->data_start = 8 + hlen;
+  if ((s = parse_header(&f->p)) != CLT_OK || (s = validate(&f->p, size - 8 - hlen)) != CLT_OK)
+    return s;
+  return CLT_OK;
+}
+
+/* ---- tensors: devices, allocation, reading ------------------------------------------------ */
+
 static void device_list(char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "cpu");
   for (int i = 0; i < clt_device_count() && used < size; i++)
     used += (size_t)snprintf(buf + used, size - used, ", cl:%d", i);
 }
 
-/* Where each tensor goes; all resolved before anything is allocated. */
-static clt_status resolve_devices(parser *p, clt_device *map, clt_device **where) {
-  for (size_t i = 0; i < p->nt; i++) {
-    tinfo *t = &p->t[i];
-    clt_device *d = map;
-    if (!d) {
-      const char *name = t->device ? t->device : "cpu";
-      if (clt_device_get(name, &d) != CLT_OK) {
-        char list[512];
-        device_list(list, sizeof list);
-        return clt__error(CLT_ERR_DEVICE_NOT_FOUND, "clt_load",
-                          "%s: checkpoint tensor '%.200s' was saved on %.64s, which this machine "
-                          "does not have (devices: %s); pass a map_location such as clt_cpu()",
-                          p->path, t->name, name, list);
-      }
+/* One tensor of a load. */
+typedef struct slot {
+  tinfo *t;
+  st_file *f;
+  clt_device *dev;
+  clt_tensor *ten;
+} slot;
+
+/* Where the tensor goes; resolved for every tensor before anything is allocated. */
+static clt_status resolve_device(slot *sl, clt_device *map) {
+  tinfo *t = sl->t;
+  clt_device *d = map;
+  if (!d) {
+    const char *name = t->device ? t->device : "cpu";
+    if (clt_device_get(name, &d) != CLT_OK) {
+      char list[512];
+      device_list(list, sizeof list);
+      return clt__error(CLT_ERR_DEVICE_NOT_FOUND, "clt_load",
+                        "%s: checkpoint tensor '%.200s' was saved on %.64s, which this machine "
+                        "does not have (devices: %s); pass a map_location such as clt_cpu()",
+                        sl->f->src.path, t->name, name, list);
     }
-    if (t->dt == CLT_F64 && !clt_device_has_fp64(d))
-      return clt__error(CLT_ERR_UNSUPPORTED, "clt_load",
-                        "%s: tensor '%.200s' is F64 but %s has no fp64; pass another "
-                        "map_location (clt_cpu())",
-                        p->path, t->name, d->name);
-    where[i] = d;
+  }
+  if (t->dt == CLT_F64 && !clt_device_has_fp64(d))
+    return clt__error(CLT_ERR_UNSUPPORTED, "clt_load",
+                      "%s: tensor '%.200s' is F64 but %s has no fp64; pass another "
+                      "map_location (clt_cpu())",
+                      sl->f->src.path, t->name, d->name);
+  sl->dev = d;
+  return CLT_OK;
+}
+
+/* Allocates the tensor on its device; the error names the file and the tensor, then says why. */
+static clt_status allocate(slot *sl) {
+  static const char fn[] = "clt_load";
+  tinfo *t = sl->t;
+  clt_status s = clt__tensor_new(t->dt, t->ndim, t->shape, sl->dev, fn, &sl->ten);
+  if (s == CLT_OK)
+    return s;
+  char why[1024], sh[256];
+  const char *e = clt_last_error();
+  if (strncmp(e, "clt_load: ", 10) == 0)
+    e += 10;
+  snprintf(why, sizeof why, "%s", e);
+  clt__format_shape(sh, sizeof sh, t->ndim, t->shape);
+  return clt__error(s, fn,
+                    "%s: tensor '%.200s' (%s %s, %llu bytes) on %s, allocated before any "
+                    "tensor is read: %s",
+                    sl->f->src.path, t->name, st_dtype_name(t->dt), sh,
+                    (unsigned long long)(t->end - t->begin), sl->dev->name, why);
+}
+
+/* Checks bool bytes and puts the elements in the host's byte order. */
+static clt_status fix_bytes(slot *sl, unsigned char *b, size_t n, uint64_t at) {
+  tinfo *t = sl->t;
+  if (t->dt == CLT_BOOL)
+    for (size_t k = 0; k < n; k++)
+      if (b[k] > 1)
+        return fmt_error(&sl->f->p, t->name, "BOOL element %llu is %u, not 0 or 1",
+                         (unsigned long long)(at + k), b[k]);
+  to_little_endian(b, n, clt_dtype_size(t->dt));
+  return CLT_OK;
+}
+
+/* Host buffers through which device tensors are uploaded, chunk by chunk, two in turn: the file
+ * is read into one while the other's copy to the device runs. They are plain host memory of
+ * their own, not pinned (clt__storage_alloc_pinned) nor from the allocator's cache: a pinned
+ * buffer freed while the device fails its commands cannot be unmapped and leaks (the fault
+ * tests' sticky enqueue failures show it), and a cached block may carry other contexts' events,
+ * whose bridging makes the OpenCL calls of a load vary from run to run. */
+#define STAGE_CHUNK ((size_t)16 << 20)
+
+typedef struct stager {
+  clt_storage *buf[2];
+  size_t chunk;
+  int next;
+} stager;
+
+static void stager_free(stager *g) {
+  for (int k = 0; k < 2; k++)
+    clt__storage_release(g->buf[k]); /* pending copies keep their buffer alive */
+}
+
+static clt_status stager_alloc(stager *g, const char *fn) {
+  clt_status s;
+  for (int k = 0; k < 2; k++) {
+    if (g->buf[k])
+      continue;
+    size_t bytes = (g->chunk + 4095) / 4096 * 4096;
+    void *p = aligned_alloc(4096, bytes);
+    if (!p)
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
+                        "no host memory for a staging buffer of %zu "
+                        "bytes",
+                        bytes);
+    if ((s = clt__storage_wrap_foreign(clt_cpu(), p, NULL, bytes, free, p, fn, &g->buf[k])) !=
+        CLT_OK) {
+      free(p);
+      return s;
+    }
   }
   return CLT_OK;
 }
 
-static clt_status load_tensors(parser *p, const st_source *src, uint64_t data_start,
-                               clt_device **where, clt_params *out) {
+/* Makes the last error (status s) name the file and the tensor where it does not yet. */
+static clt_status about(clt_status s, const slot *sl) {
+  const char *e = clt_last_error(), *path = sl->f->src.path;
+  if (strstr(e, path) && strstr(e, sl->t->name))
+    return s;
+  char why[1024];
+  if (strncmp(e, "clt_load: ", 10) == 0)
+    e += 10;
+  snprintf(why, sizeof why, "%s", e);
+  return clt__error(s, "clt_load", "%s: tensor '%.200s': %s", path, sl->t->name, why);
+}
+
+/* Reads a device tensor's bytes into the staging buffers and enqueues their copies. */
+static clt_status upload(slot *sl, stager *g) {
+  static const char fn[] = "clt_load";
+  tinfo *t = sl->t;
   clt_status s;
-  for (size_t i = 0; i < p->nt; i++) {
-    tinfo *t = &p->t[i];
-    size_t nbytes = (size_t)(t->end - t->begin);
-    void *buf = malloc(nbytes ? nbytes : 1);
-    if (!buf)
-      return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_load",
-                        "%s: no host memory for the %zu bytes of tensor '%.200s'", p->path, nbytes,
-                        t->name);
-    s = read_at(src, buf, nbytes, data_start + t->begin);
-    if (s == CLT_OK && t->dt == CLT_BOOL)
-      for (size_t k = 0; k < nbytes && s == CLT_OK; k++)
-        if (((unsigned char *)buf)[k] > 1)
-          s = fmt_error(p, t->name, "BOOL element %zu is %u, not 0 or 1", k,
-                        ((unsigned char *)buf)[k]);
-    clt_tensor *ten = NULL;
-    if (s == CLT_OK) {
-      to_little_endian(buf, nbytes, clt_dtype_size(t->dt));
-      s = clt_from_host(buf, t->dt, t->ndim, t->shape, where[i], &ten);
+  uint64_t n = t->end - t->begin;
+  if ((s = stager_alloc(g, fn)) != CLT_OK)
+    return s;
+  for (uint64_t off = 0; off < n; off += g->chunk) {
+    size_t len = (size_t)(n - off < g->chunk ? n - off : g->chunk);
+    clt_storage *b = g->buf[g->next];
+    g->next ^= 1;
+    if ((s = clt__storage_host_wait(b, true, fn)) != CLT_OK || /* its last copy is done */
+        (s = read_at(&sl->f->src, b->host, len, sl->f->data_start + t->begin + off, t->name)) !=
+            CLT_OK ||
+        (s = fix_bytes(sl, b->host, len, off)) != CLT_OK)
+      return s;
+    clt_tensor *from, *to;
+    int64_t shape[1] = {(int64_t)len};
+    if ((s = clt__tensor_wrap(CLT_U8, 1, shape, b, fn, &from)) != CLT_OK)
+      return s;
+    if ((s = clt__tensor_wrap(CLT_U8, 1, shape, sl->ten->storage, fn, &to)) != CLT_OK) {
+      clt_tensor_release(from);
+      return s;
     }
-    free(buf);
-    if (s == CLT_OK)
-      s = clt__params_add_unique(out, t->name, ten, "clt_load"); /* validate() checked names */
-    clt_tensor_release(ten);
+    to->offset = sl->ten->offset + (size_t)off;
+    s = sl->dev->backend->copy(sl->dev, to, from, fn);
+    clt_tensor_release(from);
+    clt_tensor_release(to);
     if (s != CLT_OK)
       return s;
   }
+  clt__count_h2d(sl->dev, (size_t)n);
   return CLT_OK;
 }
 
-/* Everything clt_load does once the file is open: src is validated whole (header length, the
- * header, the tensors' layout, their devices) before anything is allocated for the tensors. */
-static clt_status load_source(const st_source *src, clt_device *map_location, clt_params **out) {
+static int cmp_slot_offset(const void *a, const void *b) {
+  const slot *x = *(slot *const *)a, *y = *(slot *const *)b;
+  if (x->f != y->f)
+    return x->f < y->f ? -1 : 1;
+  return x->t->begin < y->t->begin ? -1 : x->t->begin > y->t->begin;
+}
+
+static int cmp_slot_name(const void *a, const void *b) {
+  return strcmp((*(slot *const *)a)->t->name, (*(slot *const *)b)->t->name);
+}
+
+/* The tensors of nf validated files into a new set: every device resolved and every tensor
+ * allocated before any byte is read, then each tensor read once, in file order, straight into
+ * its host memory or through the staging buffers onto its device. */
+static clt_status load_files(st_file *files, size_t nf, clt_device *map, clt_params **out) {
   static const char fn[] = "clt_load";
-  clt_status s;
-  parser p = {.path = src->path};
-  unsigned char *header = NULL;
-  clt_device **where = NULL;
+  clt_status s = CLT_OK;
+  size_t n = 0;
+  for (size_t i = 0; i < nf; i++)
+    n += files[i].p.nt;
+  slot *slots = calloc(n ? n : 1, sizeof *slots);
+  slot **order = malloc((n ? n : 1) * sizeof *order);
   clt_params *params = NULL;
-  unsigned char len8[8];
-  uint64_t hlen = 0, size = src->size;
-  if (size < 8) {
-    s = fmt_error(&p, NULL, "the file is %llu bytes long, too short for the 8-byte header length",
-                  (unsigned long long)size);
+  stager g = {{NULL, NULL}, 0, 0};
+  if (!slots || !order) {
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", files[0].src.path);
     goto done;
   }
-  if ((s = read_at(src, len8, 8, 0)) != CLT_OK)
+  n = 0;
+  for (size_t i = 0; i < nf; i++)
+    for (size_t k = 0; k < files[i].p.nt; k++) {
+      slots[n] = (slot){&files[i].p.t[k], &files[i], NULL, NULL};
+      order[n] = &slots[n];
+      n++;
+    }
+  if (nf > 1) { /* a name in two shards (validate refused it twice within one) */
+    qsort(order, n, sizeof *order, cmp_slot_name);
+    for (size_t i = 1; i < n; i++)
+      if (strcmp(order[i - 1]->t->name, order[i]->t->name) == 0) {
+        s = clt__error(CLT_ERR_FORMAT, fn,
+                       "tensor '%.200s' is in two shards, %s and %s; a sharded checkpoint holds "
+                       "each tensor once: re-save it",
+                       order[i]->t->name, order[i - 1]->f->src.path, order[i]->f->src.path);
+        goto done;
+      }
+  }
+  for (size_t i = 0; i < n && s == CLT_OK; i++)
+    s = resolve_device(&slots[i], map);
+  for (size_t i = 0; i < n && s == CLT_OK; i++)
+    s = allocate(&slots[i]);
+  if (s != CLT_OK)
     goto done;
-  for (int i = 7; i >= 0; i--)
-    hlen = (hlen << 8) | len8[i];
-  if (hlen > HEADER_CAP) {
-    s = fmt_error(&p, NULL, "the header length %llu exceeds the limit of %llu bytes",
-                  (unsigned long long)hlen, (unsigned long long)HEADER_CAP);
+  /* Read in file order; device tensors through staging buffers of up to STAGE_CHUNK bytes. */
+  for (size_t i = 0; i < n; i++) {
+    uint64_t b = slots[i].t->end - slots[i].t->begin;
+    if (slots[i].dev->kind != CLT_DEVICE_HOST && b > g.chunk)
+      g.chunk = b < STAGE_CHUNK ? (size_t)(b + 7) / 8 * 8 : STAGE_CHUNK;
+  }
+  slot **seq = malloc((n ? n : 1) * sizeof *seq);
+  if (!seq) {
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", files[0].src.path);
     goto done;
   }
-  if (hlen > size - 8) {
-    s = fmt_error(&p, NULL,
-                  "the header length %llu runs past the end of the file (%llu bytes): the file "
-                  "is truncated or not safetensors",
-                  (unsigned long long)hlen, (unsigned long long)size);
-    goto done;
+  for (size_t i = 0; i < n; i++)
+    seq[i] = &slots[i];
+  qsort(seq, n, sizeof *seq, cmp_slot_offset);
+  for (size_t i = 0; i < n && s == CLT_OK; i++) {
+    slot *sl = seq[i];
+    size_t nb = (size_t)(sl->t->end - sl->t->begin);
+    if (nb == 0)
+      continue;
+    if (sl->dev->kind != CLT_DEVICE_HOST) {
+      s = upload(sl, &g);
+    } else {
+      unsigned char *dst = clt__host_ptr(sl->ten);
+      s = read_at(&sl->f->src, dst, nb, sl->f->data_start + sl->t->begin, sl->t->name);
+      if (s == CLT_OK)
+        s = fix_bytes(sl, dst, nb, 0);
+    }
+    if (s != CLT_OK)
+      s = about(s, sl);
   }
-  header = malloc(hlen ? (size_t)hlen : 1);
-  if (!header) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for the header of %s", src->path);
+  free(seq);
+  if (s != CLT_OK)
     goto done;
-  }
-  if ((s = read_at(src, header, (size_t)hlen, 8)) != CLT_OK)
-    goto done;
-  p.s = header;
-  p.n = (size_t)hlen;
-  if ((s = parse_header(&p)) != CLT_OK || (s = validate(&p, size - 8 - hlen)) != CLT_OK)
-    goto done;
-  where = calloc(p.nt ? p.nt : 1, sizeof *where);
-  if (!where) {
-    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-    goto done;
-  }
-  if ((s = resolve_devices(&p, map_location, where)) != CLT_OK)
-    goto done;
+  /* The set, in file and header order, with the files' metadata (the first file's value of a
+   * key wins) less clt's device entries, which belong to the tensors. */
   if ((s = clt_params_create(&params)) != CLT_OK)
     goto done;
-  if ((s = load_tensors(&p, src, 8 + hlen, where, params)) != CLT_OK)
+  for (size_t i = 0; i < n && s == CLT_OK; i++)
+    if ((s = clt__params_add_unique(params, slots[i].t->name, slots[i].ten, fn)) != CLT_OK)
+      s = about(s, &slots[i]);
+  size_t klen = strlen(CLT__DEVICE_KEY);
+  for (size_t i = 0; i < nf && s == CLT_OK; i++)
+    for (size_t k = 0; k < files[i].p.nm && s == CLT_OK; k++) {
+      const meta *m = &files[i].p.m[k];
+      if (strncmp(m->key, CLT__DEVICE_KEY, klen) != 0 && !clt_params_metadata(params, m->key) &&
+          clt__params_set_metadata(params, m->key, m->value, fn) != CLT_OK)
+        s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory for the metadata",
+                       files[i].src.path);
+    }
+  if (s != CLT_OK)
     goto done;
   *out = params;
   params = NULL;
 done:
+  stager_free(&g);
   clt_params_release(params);
-  free(where);
-  free(header);
-  parser_free(&p);
+  if (slots) /* the set holds its own references */
+    for (size_t i = 0; i < n; i++)
+      clt_tensor_release(slots[i].ten);
+  free(slots);
+  free(order);
   return s;
 }
+
+/* ---- sharded checkpoints: model.safetensors.index.json ------------------------------------ */
+
+/* Skips one JSON value of any kind (the index's "metadata" and keys clt does not use). */
+static clt_status skip_value(parser *p, int depth) {
+  clt_status s;
+  ws(p);
+  if (depth > 64)
+    return fmt_error(p, NULL, "the JSON nests deeper than 64 levels");
+  if (p->pos >= p->n)
+    return syntax(p, "expected a value");
+  unsigned char c = p->s[p->pos];
+  if (c == '"') {
+    char *str;
+    if ((s = parse_string(p, "expected a string", &str)) != CLT_OK)
+      return s;
+    free(str);
+    return CLT_OK;
+  }
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    p->pos++;
+    if (eat(p, close))
+      return CLT_OK;
+    do {
+      if (c == '{') {
+        char *key;
+        if ((s = parse_string(p, "expected a key", &key)) != CLT_OK)
+          return s;
+        free(key);
+        if (!eat(p, ':'))
+          return syntax(p, "expected ':'");
+      }
+      if ((s = skip_value(p, depth + 1)) != CLT_OK)
+        return s;
+    } while (eat(p, ','));
+    if (!eat(p, close))
+      return syntax(p, c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+    return CLT_OK;
+  }
+  static const char *const words[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++) {
+    size_t k = strlen(words[i]);
+    if (p->n - p->pos >= k && memcmp(p->s + p->pos, words[i], k) == 0) {
+      p->pos += k;
+      return CLT_OK;
+    }
+  }
+  size_t start = p->pos;
+  while (p->pos < p->n && p->s[p->pos] && strchr("0123456789+-.eE", p->s[p->pos]))
+    p->pos++;
+  return p->pos > start ? CLT_OK : syntax(p, "expected a value");
+}
+
+/* {"metadata": ..., "weight_map": {"tensor": "shard file", ...}, ...}: the weight map into p->m
+ * (key the tensor, value the shard), p->have_meta set when there is one. */
+static clt_status parse_index(parser *p) {
+  clt_status s;
+  if (p->n >= 3 && memcmp(p->s, "\xef\xbb\xbf", 3) == 0)
+    p->pos = 3;
+  if (!eat(p, '{'))
+    return fmt_error(p, NULL, "the index is not a JSON object");
+  if (!eat(p, '}')) {
+    do {
+      char *key;
+      if ((s = parse_string(p, "expected a key", &key)) != CLT_OK)
+        return s;
+      bool map = strcmp(key, "weight_map") == 0;
+      free(key);
+      if (!eat(p, ':'))
+        return syntax(p, "expected ':'");
+      if (!map) {
+        if ((s = skip_value(p, 0)) != CLT_OK)
+          return s;
+        continue;
+      }
+      if (p->have_meta)
+        return fmt_error(p, NULL, "the index has \"weight_map\" twice");
+      /* the same shape as __metadata__: an object of strings */
+      if ((s = parse_metadata(p)) != CLT_OK)
+        return s;
+    } while (eat(p, ','));
+    if (!eat(p, '}'))
+      return syntax(p, "expected ',' or '}'");
+  }
+  ws(p);
+  if (p->pos != p->n)
+    return syntax(p, "unexpected text after the index's object");
+  return CLT_OK;
+}
+
+typedef struct name_at {
+  const char *name;
+  size_t file;
+} name_at;
+
+static int cmp_name_at(const void *a, const void *b) {
+  return strcmp(((const name_at *)a)->name, ((const name_at *)b)->name);
+}
+
+/* Loads every shard that the index at path (src, already open) names, as one set. */
+static clt_status load_index(const st_source *src, clt_device *map, clt_params **out) {
+  static const char fn[] = "clt_load";
+  const char *path = src->path;
+  clt_status s;
+  parser ip = {.path = path};
+  unsigned char *text = NULL;
+  const char **shard = NULL;
+  st_file *files = NULL;
+  name_at *names = NULL;
+  size_t nshards = 0;
+  if (src->size > HEADER_CAP)
+    return clt__error(CLT_ERR_FORMAT, fn,
+                      "%s is a JSON file of %llu bytes, larger than an "
+                      "index can be (%llu); it is not safetensors",
+                      path, (unsigned long long)src->size, (unsigned long long)HEADER_CAP);
+  if (!(text = malloc(src->size ? (size_t)src->size : 1)))
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "no host memory for %s", path);
+  if ((s = read_at(src, text, (size_t)src->size, 0, NULL)) != CLT_OK)
+    goto done;
+  ip.s = text;
+  ip.n = (size_t)src->size;
+  if ((s = parse_index(&ip)) != CLT_OK)
+    goto done;
+  if (!ip.have_meta) {
+    s = json_error(path, false);
+    goto done;
+  }
+  if (ip.nm == 0) {
+    s = clt__error(CLT_ERR_FORMAT, fn,
+                   "%s: the index's \"weight_map\" is empty: it names no "
+                   "tensor and no shard",
+                   path);
+    goto done;
+  }
+  /* The shards, in order of first mention; names relative to the index's directory. */
+  if (!(shard = malloc(ip.nm * sizeof *shard))) {
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
+    goto done;
+  }
+  for (size_t i = 0; i < ip.nm; i++) {
+    const char *v = ip.m[i].value;
+    size_t k = 0;
+    while (k < nshards && strcmp(shard[k], v) != 0)
+      k++;
+    if (k < nshards)
+      continue;
+    bool up = strcmp(v, "..") == 0 || strncmp(v, "../", 3) == 0 || strstr(v, "/../") ||
+              ends_with(v, strlen(v), "/..");
+    if (!*v || v[0] == '/' || up) {
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: tensor '%.200s' is in shard \"%.200s\": a shard "
+                     "must be a file name relative to the index's directory, without '..'",
+                     path, ip.m[i].key, v);
+      goto done;
+    }
+    shard[nshards++] = v;
+  }
+  const char *slash = strrchr(path, '/');
+  size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+  if (!(files = calloc(nshards, sizeof *files))) {
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
+    goto done;
+  }
+  for (size_t k = 0; k < nshards; k++)
+    files[k].src.fd = -1;
+  size_t total = 0;
+  for (size_t k = 0; k < nshards; k++) {
+    st_file *f = &files[k];
+    size_t len = strlen(shard[k]);
+    if (!(f->path = malloc(dirlen + len + 1))) {
+      s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
+      goto done;
+    }
+    memcpy(f->path, path, dirlen);
+    memcpy(f->path + dirlen, shard[k], len + 1);
+    f->src.path = f->path;
+    if ((f->src.fd = open(f->path, O_RDONLY)) < 0) {
+      s = clt__error(CLT_ERR_IO, fn,
+                     "%s: cannot open the shard %s: %s; every file that the "
+                     "index's weight_map names must be in the index's directory",
+                     path, f->path, strerror(errno));
+      goto done;
+    }
+    struct stat st;
+    if (fstat(f->src.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      s = clt__error(CLT_ERR_IO, fn, "%s: the shard %s is not a regular file", path, f->path);
+      goto done;
+    }
+    f->src.size = (uint64_t)st.st_size;
+    if ((s = read_header(f, NULL)) != CLT_OK)
+      goto done;
+    total += f->p.nt;
+  }
+  /* The weight map against the shards: no tensor twice, each where the index says. */
+  if (!(names = malloc((total ? total : 1) * sizeof *names))) {
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
+    goto done;
+  }
+  size_t n = 0;
+  for (size_t k = 0; k < nshards; k++)
+    for (size_t i = 0; i < files[k].p.nt; i++)
+      names[n++] = (name_at){files[k].p.t[i].name, k};
+  qsort(names, n, sizeof *names, cmp_name_at);
+  for (size_t i = 1; i < n; i++)
+    if (strcmp(names[i - 1].name, names[i].name) == 0) {
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: tensor '%.200s' is in two shards, %s and %s; a "
+                     "sharded checkpoint holds each tensor once: re-save it",
+                     path, names[i].name, files[names[i - 1].file].path, files[names[i].file].path);
+      goto done;
+    }
+  if (ip.nm > 1)
+    qsort(ip.m, ip.nm, sizeof *ip.m, cmp_meta);
+  for (size_t i = 0; i < ip.nm; i++) {
+    if (i > 0 && strcmp(ip.m[i - 1].key, ip.m[i].key) == 0) {
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: the weight_map lists tensor '%.200s' twice (in "
+                     "\"%.200s\" and \"%.200s\"); each tensor belongs to one shard",
+                     path, ip.m[i].key, ip.m[i - 1].value, ip.m[i].value);
+      goto done;
+    }
+    name_at key = {ip.m[i].key, 0}, *hit = bsearch(&key, names, n, sizeof *names, cmp_name_at);
+    size_t k = 0;
+    while (k < nshards && strcmp(shard[k], ip.m[i].value) != 0)
+      k++;
+    if (!hit) {
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: the weight_map puts tensor '%.200s' in %s, which "
+                     "does not hold it (nor does any other shard); the index and the shards do "
+                     "not match: download them again",
+                     path, ip.m[i].key, files[k].path);
+      goto done;
+    }
+    if (hit->file != k) {
+      s = clt__error(CLT_ERR_FORMAT, fn,
+                     "%s: the weight_map puts tensor '%.200s' in %s, but it "
+                     "is in %s; the index and the shards do not match: download them again",
+                     path, ip.m[i].key, files[k].path, files[hit->file].path);
+      goto done;
+    }
+  }
+  s = load_files(files, nshards, map, out);
+done:
+  if (files)
+    for (size_t k = 0; k < nshards; k++)
+      file_close(&files[k]);
+  free(files);
+  free(names);
+  free(shard);
+  free(text);
+  parser_free(&ip);
+  return s;
+}
+
+/* ---- the entry points --------------------------------------------------------------------- */
 
 clt_status clt_load(const char *path, clt_device *map_location, clt_params **out) {
   static const char fn[] = "clt_load";
@@ -901,9 +1535,13 @@ clt_status clt_load(const char *path, clt_device *map_location, clt_params **out
     s = clt__error(CLT_ERR_IO, fn, "cannot stat %s: %s", path, strerror(errno));
   else if (!S_ISREG(st.st_mode))
     s = clt__error(CLT_ERR_IO, fn, "%s is not a regular file", path);
-  else
-    s = load_source(&(st_source){.fd = fd, .size = (uint64_t)st.st_size, .path = path},
-                    map_location, out);
+  else {
+    st_file f = {.src = {.fd = fd, .size = (uint64_t)st.st_size, .path = path}};
+    bool json = false;
+    if ((s = read_header(&f, &json)) == CLT_OK)
+      s = json ? load_index(&f.src, map_location, out) : load_files(&f, 1, map_location, out);
+    file_close(&f);
+  }
   close(fd);
   return s;
 }
@@ -918,6 +1556,14 @@ clt_status clt__load_mem(const void *data, size_t size, const char *name, clt_de
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", name ? "out" : "name");
   if (map_location && (s = clt__check_device(map_location, fn, "map_location")) != CLT_OK)
     return s;
-  return load_source(&(st_source){.fd = -1, .mem = data, .size = size, .path = name}, map_location,
-                     out);
+  st_file f = {.src = {.fd = -1, .mem = data, .size = size, .path = name}};
+  bool json = false;
+  if ((s = read_header(&f, &json)) == CLT_OK) {
+    if (json) /* an index names files: only clt_load, given its path, can follow them */
+      s = json_error(name, memmem(data, size, "\"weight_map\"", 12) != NULL);
+    else
+      s = load_files(&f, 1, map_location, out);
+  }
+  file_close(&f);
+  return s;
 }

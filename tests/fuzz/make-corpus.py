@@ -83,6 +83,17 @@ def safetensors():
                                          b"\x09", pad=False))
     w("ok-8-dims.safetensors", st_tensors([("a", "U8", [1, 1, 1, 1, 1, 1, 1, 2], [1, 2])]))
 
+    # Files of other kinds, recognized and named (issue 14): zip archives (PyTorch, NumPy .npz),
+    # .npy, a pickle, a sharded checkpoint's index (only clt_load, given its path, follows one).
+    zip_entry = lambda name: b"PK\x03\x04\x14" + b"\x00" * 21 + struct.pack("<HH", len(name), 0) + name
+    w("bad-pytorch-zip.safetensors", zip_entry(b"archive/data.pkl") + b"\x00" * 16)
+    w("bad-npz.safetensors", zip_entry(b"w.npy") + b"\x00" * 16)
+    w("bad-npy.safetensors", b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False}")
+    w("bad-pickle.safetensors", b"\x80\x02}q\x00.")
+    w("bad-index.safetensors", json.dumps({"metadata": {"total_size": 8},
+                                           "weight_map": {"a": "model-00001-of-00001.safetensors"}}))
+    w("ok-header-length-123-blanks.safetensors",
+      st_file(" " * 70 + '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\x01", pad=False))
     w("bad-short.safetensors", b"\x02\x00\x00")
     w("bad-header-cap.safetensors", struct.pack("<Q", 2**63) + b"{}")
     w("bad-header-past-end.safetensors", struct.pack("<Q", 100) + b"{}")

@@ -1,0 +1,692 @@
+/**
+ * @file clt.hpp
+ * @brief clt for C++17: tensors with operators and exceptions, header-only over the C API.
+ *
+ * @code
+ *   #include <clt.hpp>
+ *   clt::Device dev = clt::default_device();       // $CLT_DEVICE, else first GPU, else cpu
+ *   clt::Tensor x = clt::ones({3});                 // born on the host (f32)
+ *   x.move_to(dev);                                 // x = x.to(dev): explicit, a copy
+ *   clt::Tensor y = clt::ones({3}, dev);            // or created on the device directly
+ *   clt::Tensor z = x + y;                          // operands on one device, or clt::Error
+ *   std::cout << z << "\n";                         // tensor([2., 2., 2.], device='cl:0')
+ *   std::vector<float> v = z.to_vector<float>();    // the explicit return trip
+ * @endcode
+ *
+ * Everything here is inline over clt.h: libclt exports no C++ symbol, so one library serves C and
+ * C++, and clt.hpp works with any C++17 compiler whatever compiler built libclt.
+ *
+ * Handles. clt::Tensor holds one reference to a clt_tensor: copying a Tensor gives another handle
+ * to the same tensor (as in PyTorch), moving transfers it, and the destructor releases it and
+ * never throws. t.get() lends the C handle; clt::Tensor::adopt(p) takes over a reference a C
+ * function gave you, clt::Tensor::borrow(p) adds one. clt::Params and clt::Event own their C
+ * object alone: they move and do not copy.
+ *
+ * Errors. A failing clt call throws clt::Error (a std::runtime_error) whose what() is clt's own
+ * message, naming the function, the argument, the devices and the fix, and whose status() is the
+ * clt_status. Compiled with CLT_NO_EXCEPTIONS defined, nothing throws: a failing call returns an
+ * undefined Tensor (or a zero value) and records the first failure of the thread, which
+ * clt::status() gives and clt::clear_status() forgets. In both modes clt::attempt(f) runs f and
+ * returns a clt::Result holding its value or the failure.
+ *
+ * Not here yet: the view functions (narrow, select, slice, permute, expand, t[i], index) come
+ * when clt.h has them. Differences from libtorch: docs/cpp.md.
+ */
+#ifndef CLT_HPP
+#define CLT_HPP
+
+#include <clt.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace clt {
+
+/** The element types (clt_dtype): f32, f64, i32, i64, u8, boolean (bool), f16, bf16. */
+enum class dtype : int {
+  f32 = CLT_F32,
+  f64 = CLT_F64,
+  i32 = CLT_I32,
+  i64 = CLT_I64,
+  u8 = CLT_U8,
+  boolean = CLT_BOOL,
+  f16 = CLT_F16,
+  bf16 = CLT_BF16
+};
+
+/** "f32", "f64", ... as clt_dtype_name gives them. */
+inline const char *name(dtype dt) { return clt_dtype_name(static_cast<clt_dtype>(dt)); }
+
+/** A tensor's shape: sizes, outermost first. */
+using Shape = std::vector<int64_t>;
+
+/** A failure: its clt_status (code) and clt's message; ok() when code is CLT_OK. */
+struct Status {
+  clt_status code = CLT_OK;
+  std::string message;
+  bool ok() const noexcept { return code == CLT_OK; }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+#ifndef CLT_NO_EXCEPTIONS
+/** What every failing call throws: clt's status and message (clt_last_error() at the failure). */
+class Error : public std::runtime_error {
+public:
+  Error(clt_status status, const std::string &message)
+      : std::runtime_error(message), status_(status) {}
+  clt_status status() const noexcept { return status_; }
+
+private:
+  clt_status status_;
+};
+#endif
+
+namespace detail {
+#ifdef CLT_NO_EXCEPTIONS
+inline Status &first_failure() {
+  static thread_local Status s;
+  return s;
+}
+#endif
+
+/* true for CLT_OK; otherwise throws clt::Error or, with CLT_NO_EXCEPTIONS, records the failure
+ * (the first one since clt::clear_status) and gives false. */
+inline bool check(clt_status s) {
+  if (s == CLT_OK)
+    return true;
+#ifdef CLT_NO_EXCEPTIONS
+  Status &f = first_failure();
+  if (f.ok())
+    f = Status{s, clt_last_error()};
+  return false;
+#else
+  throw Error(s, clt_last_error());
+#endif
+}
+} // namespace detail
+
+/** For C calls in C++ code: nothing for CLT_OK, else what a failing clt.hpp call does (throws
+ *  clt::Error; with CLT_NO_EXCEPTIONS records the failure and gives false). */
+inline bool check(clt_status s) { return detail::check(s); }
+
+#ifdef CLT_NO_EXCEPTIONS
+/** The first failure on this thread since clear_status() (ok() if none). */
+inline Status status() { return detail::first_failure(); }
+/** Forgets the recorded failure. */
+inline void clear_status() { detail::first_failure() = Status{}; }
+#endif
+
+/** A device: the host ("cpu") or an OpenCL device ("cl:0", ...). Owned by clt and valid until
+ *  the process exits, so a Device is a plain value. */
+class Device {
+public:
+  Device() noexcept = default; /* no device: "where it was saved" for Params::load */
+  explicit Device(clt_device *d) noexcept : d_(d) {}
+  clt_device *get() const noexcept { return d_; }
+  std::string name() const { return d_ ? clt_device_name(d_) : ""; }
+  std::string description() const { return d_ ? clt_device_description(d_) : ""; }
+  bool is_gpu() const { return clt_device_is_gpu(d_) != 0; }
+  bool is_host() const { return clt_device_is_host(d_) != 0; }
+  bool has_fp64() const { return clt_device_has_fp64(d_) != 0; }
+  /** Waits for everything enqueued on the device. */
+  void synchronize() const { detail::check(clt_device_synchronize(d_)); }
+  friend bool operator==(Device a, Device b) noexcept { return a.d_ == b.d_; }
+  friend bool operator!=(Device a, Device b) noexcept { return a.d_ != b.d_; }
+  friend std::ostream &operator<<(std::ostream &os, Device d) { return os << d.name(); }
+
+private:
+  clt_device *d_ = nullptr;
+};
+
+/** The host. */
+inline Device cpu() { return Device(clt_cpu()); }
+/** The device of this name ("cpu", "cl:0", ...); CLT_ERR_DEVICE_NOT_FOUND if there is none. */
+inline Device device(const std::string &name) {
+  clt_device *d = nullptr;
+  detail::check(clt_device_get(name.c_str(), &d));
+  return Device(d);
+}
+/** $CLT_DEVICE, else the first GPU, else cpu. */
+inline Device default_device() { return Device(clt_device_default()); }
+/** The i-th GPU, else cpu. */
+inline Device try_gpu(int i = 0) { return Device(clt_try_gpu(i)); }
+/** How many devices there are, cpu included. */
+inline int device_count() { return clt_device_count(); }
+
+/** Where a new tensor goes and its dtype: cpu and f32 unless given. Converts from a Device, a
+ *  dtype or both, so that clt::ones({3}, dev), clt::ones({3}, clt::dtype::f64) and
+ *  clt::ones({3}, {dev, clt::dtype::f64}) all read naturally. */
+struct Options {
+  Options() : device(cpu()) {}
+  Options(Device d) : device(d) {}
+  Options(clt::dtype t) : device(cpu()), type(t) {}
+  Options(Device d, clt::dtype t) : device(d), type(t) {}
+  Device device;
+  clt::dtype type = clt::dtype::f32;
+};
+
+class Tensor;
+namespace detail {
+template <class F> Tensor make(F &&f);
+template <class T> struct dtype_of; /* the clt dtype of a C++ element type */
+template <> struct dtype_of<float> : std::integral_constant<dtype, dtype::f32> {};
+template <> struct dtype_of<double> : std::integral_constant<dtype, dtype::f64> {};
+template <> struct dtype_of<int32_t> : std::integral_constant<dtype, dtype::i32> {};
+template <> struct dtype_of<int64_t> : std::integral_constant<dtype, dtype::i64> {};
+template <> struct dtype_of<uint8_t> : std::integral_constant<dtype, dtype::u8> {};
+template <> struct dtype_of<bool> : std::integral_constant<dtype, dtype::boolean> {};
+} // namespace detail
+
+/* The methods of one row of CLT_ELEMENTWISE_OPS (clt_ops.h), by arity and form: t.exp(),
+ * a.add(b), a.add(2.0), t.clamp(lo, hi); a.add_(b) and a.add_(2.0) in place where the C API has
+ * clt_add_. where is clt::where(cond, a, b) only (libtorch's member where reads differently). */
+#define CLT_HPP_METHOD_1_(name)                                                                    \
+  Tensor name() const {                                                                            \
+    return detail::make([&](clt_tensor **o) { return clt_##name(t_, o); });                        \
+  }
+#define CLT_HPP_METHOD_2_(name)                                                                    \
+  Tensor name(const Tensor &b) const {                                                             \
+    return detail::make([&](clt_tensor **o) { return clt_##name(t_, b.t_, o); });                  \
+  }                                                                                                \
+  Tensor name(double b) const {                                                                    \
+    return detail::make([&](clt_tensor **o) { return clt_##name##_scalar(t_, b, o); });            \
+  }
+#define CLT_HPP_METHOD_3_(name)
+#define CLT_HPP_METHOD_PLAIN_3_(name)                                                              \
+  Tensor name(const Tensor &b, const Tensor &c) const {                                            \
+    return detail::make([&](clt_tensor **o) { return clt_##name(t_, b.t_, c.t_, o); });            \
+  }                                                                                                \
+  Tensor name(double b, double c) const {                                                          \
+    return detail::make([&](clt_tensor **o) { return clt_##name##_scalar(t_, b, c, o); });         \
+  }
+#define CLT_HPP_METHOD_INPLACE_2_(name)                                                            \
+  Tensor &name##_(const Tensor &b) {                                                               \
+    detail::check(clt_##name##_(t_, b.t_));                                                        \
+    return *this;                                                                                  \
+  }                                                                                                \
+  Tensor &name##_(double b);
+#define CLT_HPP_METHOD_WRAP_INPLACE_2_(name) CLT_HPP_METHOD_INPLACE_2_(name)
+#define CLT_HPP_METHOD_PLAIN_1_(name)
+#define CLT_HPP_METHOD_PLAIN_2_(name)
+#define CLT_HPP_METHOD_WRAP_1_(name)
+#define CLT_HPP_METHOD_COND_3_(name)
+#define CLT_HPP_METHOD_(name, arity, rule, form, f, i, b, ulps, doc)                               \
+  CLT_HPP_METHOD_##arity##_(name) CLT_HPP_METHOD_##form##_##arity##_(name)
+
+/* The reductions: t.sum() over everything (0-d), t.sum(dim, keepdim) along one dimension. */
+#define CLT_HPP_REDUCTIONS(X) X(sum) X(mean) X(max) X(min) X(argmax)
+#define CLT_HPP_REDUCTION_(name)                                                                   \
+  Tensor name() const {                                                                            \
+    return detail::make([&](clt_tensor **o) { return clt_##name(t_, o); });                        \
+  }                                                                                                \
+  Tensor name(int dim, bool keepdim = false) const {                                               \
+    return detail::make([&](clt_tensor **o) { return clt_##name##_dim(t_, dim, keepdim, o); });    \
+  }
+
+/** A tensor handle: one reference to a clt_tensor (or none: an undefined Tensor). */
+class Tensor {
+public:
+  Tensor() noexcept = default;
+  Tensor(const Tensor &o) noexcept : t_(o.t_ ? clt_tensor_retain(o.t_) : nullptr) {}
+  Tensor(Tensor &&o) noexcept : t_(std::exchange(o.t_, nullptr)) {}
+  Tensor &operator=(Tensor o) noexcept {
+    std::swap(t_, o.t_);
+    return *this;
+  }
+  ~Tensor() { clt_tensor_release(t_); }
+
+  /** Takes over the reference p carries (a C function's out-parameter). */
+  static Tensor adopt(clt_tensor *p) noexcept {
+    Tensor t;
+    t.t_ = p;
+    return t;
+  }
+  /** Adds a reference to p, which the caller keeps (a borrowed handle such as clt_params_get's). */
+  static Tensor borrow(clt_tensor *p) noexcept { return adopt(p ? clt_tensor_retain(p) : nullptr); }
+  /** The C handle, borrowed: valid while this Tensor holds it. */
+  clt_tensor *get() const noexcept { return t_; }
+  /** Gives up the reference to the caller, who releases it; the Tensor becomes undefined. */
+  clt_tensor *release() noexcept { return std::exchange(t_, nullptr); }
+  bool defined() const noexcept { return t_ != nullptr; }
+
+  int dim() const { return clt_tensor_ndim(t_); }
+  Shape shape() const {
+    const int64_t *s = clt_tensor_shape(t_);
+    return s ? Shape(s, s + dim()) : Shape();
+  }
+  int64_t size(int d) const { return shape().at(static_cast<size_t>(d < 0 ? d + dim() : d)); }
+  int64_t numel() const { return clt_tensor_numel(t_); }
+  clt::dtype dtype() const { return static_cast<clt::dtype>(clt_tensor_dtype(t_)); }
+  Device device() const { return Device(clt_tensor_device(t_)); }
+
+  /** This tensor on dev: the same tensor (another handle) when it is already there. */
+  Tensor to(Device dev) const {
+    return detail::make([&](clt_tensor **o) { return clt_to(t_, dev.get(), o); });
+  }
+  /** Converted to dtype t: always a new tensor (clt_cast). */
+  Tensor to(clt::dtype t) const {
+    return detail::make([&](clt_tensor **o) { return clt_cast(t_, static_cast<clt_dtype>(t), o); });
+  }
+  /** A new tensor on dev, even when this one is already there. */
+  Tensor copy_to(Device dev) const {
+    return detail::make([&](clt_tensor **o) { return clt_copy_to(t_, dev.get(), o); });
+  }
+  /** x.move_to(dev) is x = x.to(dev): this handle now refers to the copy on dev (other handles
+   *  to the old tensor keep it). */
+  Tensor &move_to(Device dev) {
+    detail::check(clt_move(&t_, dev.get()));
+    return *this;
+  }
+  /** Copies src's elements into this tensor (same shape and dtype, any devices). */
+  Tensor &copy_(const Tensor &src) {
+    detail::check(clt_copy(t_, src.t_));
+    return *this;
+  }
+
+  /** The elements as T (float, double, int32_t, int64_t, uint8_t or bool), read explicitly and
+   *  blocking from any device; a tensor of another dtype is converted first (clt_cast). */
+  template <class T> std::vector<T> to_vector() const {
+    constexpr clt::dtype want = detail::dtype_of<T>::value;
+    Tensor src = !t_ || dtype() == want ? *this : to(want);
+    using E = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    std::vector<E> v(static_cast<size_t>(src.t_ ? src.numel() : 0));
+    if (!detail::check(clt_tensor_read(src.t_, v.data(), v.size() * sizeof(E))))
+      return {};
+    if constexpr (std::is_same_v<T, bool>)
+      return std::vector<bool>(v.begin(), v.end());
+    else
+      return v;
+  }
+  /** The one element of a one-element tensor (clt_item, or clt_item_i64 for integer T). */
+  template <class T> T item() const {
+    if constexpr (std::is_floating_point_v<T>) {
+      double v = 0;
+      detail::check(clt_item(t_, &v));
+      return static_cast<T>(v);
+    } else {
+      int64_t v = 0;
+      detail::check(clt_item_i64(t_, &v));
+      return static_cast<T>(v);
+    }
+  }
+  double item() const { return item<double>(); }
+
+  CLT_ELEMENTWISE_OPS(CLT_HPP_METHOD_)
+  CLT_HPP_REDUCTIONS(CLT_HPP_REDUCTION_)
+
+  Tensor matmul(const Tensor &b) const {
+    return detail::make([&](clt_tensor **o) { return clt_matmul(t_, b.t_, o); });
+  }
+  Tensor transpose(int dim0, int dim1) const {
+    return detail::make([&](clt_tensor **o) { return clt_transpose(t_, dim0, dim1, o); });
+  }
+  Tensor reshape(const Shape &s) const {
+    return detail::make(
+        [&](clt_tensor **o) { return clt_reshape(t_, static_cast<int>(s.size()), s.data(), o); });
+  }
+
+  Tensor operator-() const { return neg(); }
+  Tensor &operator+=(const Tensor &b) { return add_(b); }
+  Tensor &operator-=(const Tensor &b) { return sub_(b); }
+  Tensor &operator*=(const Tensor &b) { return mul_(b); }
+  Tensor &operator/=(const Tensor &b) { return div_(b); }
+  Tensor &operator+=(double b) { return add_(b); }
+  Tensor &operator-=(double b) { return sub_(b); }
+  Tensor &operator*=(double b) { return mul_(b); }
+  Tensor &operator/=(double b) { return div_(b); }
+
+private:
+  clt_tensor *t_ = nullptr;
+};
+
+namespace detail {
+/* A tensor from a C function with an out-parameter: undefined on failure (CLT_NO_EXCEPTIONS). */
+template <class F> Tensor make(F &&f) {
+  clt_tensor *out = nullptr;
+  if (!check(f(&out)))
+    return Tensor();
+  return Tensor::adopt(out);
+}
+
+/* The 0-d operand a number becomes beside t, by the rule of clt's _scalar forms (lib/dispatch.c,
+ * scalar_tensor): t's dtype, except that a fractional number makes integers and bool f32, and an
+ * integral one makes bool i64. For the forms the C API has no function for: 2 - t, 2 / t. */
+inline Tensor scalar_like(const Tensor &t, double v) {
+  clt_dtype dt = t.defined() ? static_cast<clt_dtype>(t.dtype()) : CLT_F32;
+  bool is_float = dt == CLT_F32 || dt == CLT_F64 || dt == CLT_F16 || dt == CLT_BF16;
+  bool integral = v == std::floor(v) && v >= -9.2e18 && v <= 9.2e18;
+  if (!is_float && !integral)
+    dt = CLT_F32;
+  else if (dt == CLT_BOOL)
+    dt = CLT_I64;
+  clt_device *dev = t.defined() ? t.device().get() : clt_cpu();
+  return make([&](clt_tensor **o) { return clt_full(dt, 0, nullptr, v, dev, o); });
+}
+} // namespace detail
+
+#define CLT_HPP_SCALAR_INPLACE_2_(name)                                                            \
+  inline Tensor &Tensor::name##_(double b) { return name##_(detail::scalar_like(*this, b)); }
+#define CLT_HPP_SCALAR_WRAP_INPLACE_2_(name) CLT_HPP_SCALAR_INPLACE_2_(name)
+#define CLT_HPP_SCALAR_(name, arity, rule, form, f, i, b, ulps, doc)                               \
+  CLT_HPP_SCALAR_##form##_##arity##_(name)
+#define CLT_HPP_SCALAR_PLAIN_1_(name)
+#define CLT_HPP_SCALAR_PLAIN_2_(name)
+#define CLT_HPP_SCALAR_PLAIN_3_(name)
+#define CLT_HPP_SCALAR_WRAP_1_(name)
+#define CLT_HPP_SCALAR_COND_3_(name)
+CLT_ELEMENTWISE_OPS(CLT_HPP_SCALAR_)
+
+/* Free functions for every row: clt::exp(t), clt::add(a, b), clt::add(a, 2.0), clt::clamp(t,
+ * lo, hi), clt::where(cond, a, b). */
+#define CLT_HPP_FREE_1_(name)                                                                      \
+  inline Tensor name(const Tensor &t) { return t.name(); }
+#define CLT_HPP_FREE_2_(name)                                                                      \
+  inline Tensor name(const Tensor &a, const Tensor &b) { return a.name(b); }                       \
+  inline Tensor name(const Tensor &a, double b) { return a.name(b); }
+#define CLT_HPP_FREE_3_(name)
+#define CLT_HPP_FREE_PLAIN_3_(name)                                                                \
+  inline Tensor name(const Tensor &t, const Tensor &lo, const Tensor &hi) {                        \
+    return t.name(lo, hi);                                                                         \
+  }                                                                                                \
+  inline Tensor name(const Tensor &t, double lo, double hi) { return t.name(lo, hi); }
+#define CLT_HPP_FREE_COND_3_(name)                                                                 \
+  inline Tensor name(const Tensor &cond, const Tensor &a, const Tensor &b) {                       \
+    return detail::make(                                                                           \
+        [&](clt_tensor **o) { return clt_##name(cond.get(), a.get(), b.get(), o); });              \
+  }
+#define CLT_HPP_FREE_(name, arity, rule, form, f, i, b, ulps, doc)                                 \
+  CLT_HPP_FREE_##arity##_(name) CLT_HPP_FREE_##form##_##arity##_(name)
+#define CLT_HPP_FREE_PLAIN_1_(name)
+#define CLT_HPP_FREE_PLAIN_2_(name)
+#define CLT_HPP_FREE_WRAP_1_(name)
+#define CLT_HPP_FREE_INPLACE_2_(name)
+#define CLT_HPP_FREE_WRAP_INPLACE_2_(name)
+CLT_ELEMENTWISE_OPS(CLT_HPP_FREE_)
+
+inline Tensor matmul(const Tensor &a, const Tensor &b) { return a.matmul(b); }
+inline Tensor transpose(const Tensor &t, int dim0, int dim1) { return t.transpose(dim0, dim1); }
+inline Tensor reshape(const Tensor &t, const Shape &s) { return t.reshape(s); }
+/** x W^T + b (clt_linear); bias may be an undefined Tensor. */
+inline Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias = Tensor()) {
+  return detail::make(
+      [&](clt_tensor **o) { return clt_linear(x.get(), weight.get(), bias.get(), o); });
+}
+
+/* Operators: tensor and number in both orders; comparisons give bool tensors. */
+#define CLT_HPP_OPERATOR_(op, name, reversed)                                                      \
+  inline Tensor operator op(const Tensor &a, const Tensor &b) { return a.name(b); }                \
+  inline Tensor operator op(const Tensor &a, double b) { return a.name(b); }                       \
+  inline Tensor operator op(double a, const Tensor &b) { return reversed; }
+CLT_HPP_OPERATOR_(+, add, b.add(a))
+CLT_HPP_OPERATOR_(*, mul, b.mul(a))
+CLT_HPP_OPERATOR_(-, sub, detail::scalar_like(b, a).sub(b))
+CLT_HPP_OPERATOR_(/, div, detail::scalar_like(b, a).div(b))
+CLT_HPP_OPERATOR_(==, eq, b.eq(a))
+CLT_HPP_OPERATOR_(!=, ne, b.ne(a))
+CLT_HPP_OPERATOR_(<, lt, b.gt(a))
+CLT_HPP_OPERATOR_(<=, le, b.ge(a))
+CLT_HPP_OPERATOR_(>, gt, b.lt(a))
+CLT_HPP_OPERATOR_(>=, ge, b.le(a))
+#undef CLT_HPP_OPERATOR_
+
+/** What clt_print prints, without its newline (clt_format). */
+inline std::ostream &operator<<(std::ostream &os, const Tensor &t) {
+  size_t len = 0;
+  if (!detail::check(clt_format(t.get(), nullptr, 0, &len)))
+    return os;
+  std::string s(len + 1, '\0');
+  if (detail::check(clt_format(t.get(), &s[0], s.size(), nullptr)))
+    os << s.c_str();
+  return os;
+}
+
+/* ---- creation: on opts.device (cpu unless given), of opts.type (f32 unless given) ---------- */
+#define CLT_HPP_CREATE_(name)                                                                      \
+  inline Tensor name(const Shape &shape, Options opts = {}) {                                      \
+    return detail::make([&](clt_tensor **o) {                                                      \
+      return clt_##name(static_cast<clt_dtype>(opts.type), static_cast<int>(shape.size()),         \
+                        shape.data(), opts.device.get(), o);                                       \
+    });                                                                                            \
+  }
+CLT_HPP_CREATE_(empty)
+CLT_HPP_CREATE_(zeros)
+CLT_HPP_CREATE_(ones)
+CLT_HPP_CREATE_(rand)
+CLT_HPP_CREATE_(randn)
+#undef CLT_HPP_CREATE_
+
+inline Tensor full(const Shape &shape, double value, Options opts = {}) {
+  return detail::make([&](clt_tensor **o) {
+    return clt_full(static_cast<clt_dtype>(opts.type), static_cast<int>(shape.size()), shape.data(),
+                    value, opts.device.get(), o);
+  });
+}
+/** start, start + step, ... below end. */
+inline Tensor arange(double start, double end, double step, Options opts = {}) {
+  return detail::make([&](clt_tensor **o) {
+    return clt_arange(start, end, step, static_cast<clt_dtype>(opts.type), opts.device.get(), o);
+  });
+}
+inline Tensor arange(double start, double end, Options opts = {}) {
+  return arange(start, end, 1, opts);
+}
+inline Tensor arange(double end, Options opts = {}) { return arange(0, end, 1, opts); }
+
+/** A tensor of v's elements (float, double, int32_t, int64_t, uint8_t or bool) with this shape
+ *  (its product must be v.size()), on dev. */
+template <class T> Tensor from_vector(const std::vector<T> &v, const Shape &shape, Device dev) {
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  if (n != static_cast<int64_t>(v.size())) {
+    detail::check(clt_set_error(CLT_ERR_SHAPE_MISMATCH, "clt::from_vector",
+                                "the vector has %zu elements, the shape %lld", v.size(),
+                                static_cast<long long>(n)));
+    return Tensor();
+  }
+  using E = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+  std::vector<E> copy;
+  const void *src = nullptr;
+  if constexpr (std::is_same_v<T, bool>) { /* std::vector<bool> is packed bits */
+    copy.assign(v.begin(), v.end());
+    src = copy.data();
+  } else {
+    src = v.data();
+  }
+  return detail::make([&](clt_tensor **o) {
+    return clt_from_host(src, static_cast<clt_dtype>(detail::dtype_of<T>::value),
+                         static_cast<int>(shape.size()), shape.data(), dev.get(), o);
+  });
+}
+template <class T> Tensor from_vector(const std::vector<T> &v, const Shape &shape) {
+  return from_vector(v, shape, cpu());
+}
+/** One dimension of v.size() elements. */
+template <class T> Tensor from_vector(const std::vector<T> &v, Device dev = cpu()) {
+  return from_vector(v, Shape{static_cast<int64_t>(v.size())}, dev);
+}
+
+/** Seeds the default generator of clt_rand and clt_randn. */
+inline void manual_seed(uint64_t seed) { detail::check(clt_manual_seed(seed)); }
+
+namespace detail {
+/* Sole ownership of a C object that has no retain: moves, does not copy. */
+template <class T, void (*Release)(T *)> class Unique {
+public:
+  Unique() noexcept = default;
+  explicit Unique(T *p) noexcept : p_(p) {}
+  Unique(Unique &&o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Unique &operator=(Unique &&o) noexcept {
+    if (this != &o) {
+      Release(p_);
+      p_ = std::exchange(o.p_, nullptr);
+    }
+    return *this;
+  }
+  Unique(const Unique &) = delete;
+  Unique &operator=(const Unique &) = delete;
+  ~Unique() { Release(p_); }
+  /** The C handle, borrowed. */
+  T *get() const noexcept { return p_; }
+  /** Gives up the object to the caller, who releases it. */
+  T *release() noexcept { return std::exchange(p_, nullptr); }
+
+protected:
+  T *p_ = nullptr;
+};
+} // namespace detail
+
+/** Named tensors in the order added (a model's weights): clt_params. */
+class Params : public detail::Unique<clt_params, clt_params_release> {
+public:
+  /** An empty set. */
+  Params() {
+    clt_params *p = nullptr;
+    if (detail::check(clt_params_create(&p)))
+      p_ = p;
+  }
+  /** Takes over p. */
+  static Params adopt(clt_params *p) noexcept { return Params(p); }
+  /** Adds t (another handle to it) under name. */
+  Params &add(const std::string &name, const Tensor &t) {
+    detail::check(clt_params_add(p_, name.c_str(), t.get()));
+    return *this;
+  }
+  bool contains(const std::string &name) const {
+    return clt_params_get(p_, name.c_str()) != nullptr;
+  }
+  /** The tensor of that name (a new handle); CLT_ERR_INVALID_ARGUMENT if there is none. */
+  Tensor operator[](const std::string &name) const {
+    clt_tensor *t = clt_params_get(p_, name.c_str());
+    if (!t)
+      detail::check(clt_set_error(CLT_ERR_INVALID_ARGUMENT, "clt::Params::operator[]",
+                                  "no tensor named '%s'", name.c_str()));
+    return Tensor::borrow(t);
+  }
+  size_t size() const { return clt_params_count(p_); }
+  std::string name_at(size_t i) const {
+    const char *n = clt_params_name_at(p_, i);
+    return n ? n : "";
+  }
+  Tensor tensor_at(size_t i) const { return Tensor::borrow(clt_params_tensor_at(p_, i)); }
+  /** Moves every tensor to dev IN PLACE (PyTorch's model.to): handles taken earlier with
+   *  operator[] still refer to the old copies. */
+  Params &to(Device dev) {
+    detail::check(clt_params_to(p_, dev.get()));
+    return *this;
+  }
+  Device device() const {
+    clt_device *d = nullptr;
+    detail::check(clt_params_device(p_, &d));
+    return Device(d);
+  }
+  /** Writes a safetensors checkpoint that remembers each tensor's device. */
+  void save(const std::string &path) const { detail::check(clt_save(path.c_str(), p_)); }
+  /** Reads one back: onto the devices saved, or all onto map_location when it is given. */
+  static Params load(const std::string &path, Device map_location = Device()) {
+    clt_params *p = nullptr;
+    detail::check(clt_load(path.c_str(), map_location.get(), &p));
+    return Params(p);
+  }
+
+private:
+  explicit Params(clt_params *p) noexcept : Unique(p) {}
+};
+
+/** A point in a device's queue, for waiting and timing: clt_event. */
+class Event : public detail::Unique<clt_event, clt_event_release> {
+public:
+  Event() noexcept = default;
+  /** Records the point after everything enqueued on dev so far. */
+  static Event record(Device dev) {
+    clt_event *e = nullptr;
+    detail::check(clt_event_record(dev.get(), &e));
+    return Event(e);
+  }
+  static Event adopt(clt_event *e) noexcept { return Event(e); }
+  /** Blocks until the device has reached this point. */
+  void wait() const { detail::check(clt_event_wait(p_)); }
+  /** Milliseconds from this event to end (waits for both). */
+  double elapsed_ms(const Event &end) const {
+    double ms = 0;
+    detail::check(clt_event_elapsed_ms(p_, end.p_, &ms));
+    return ms;
+  }
+
+private:
+  explicit Event(clt_event *e) noexcept : Unique(e) {}
+};
+
+/** f's value, or why it failed: from clt::attempt. */
+template <class T> struct Result {
+  T value{};
+  Status status;
+  bool ok() const noexcept { return status.ok(); }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+/** Runs f (a callable returning a value) and gives its value, or the clt failure it met instead
+ *  of throwing (the first one, with CLT_NO_EXCEPTIONS); other exceptions pass through. */
+template <class F> auto attempt(F &&f) -> Result<std::invoke_result_t<F>> {
+  using R = Result<std::invoke_result_t<F>>;
+#ifdef CLT_NO_EXCEPTIONS
+  Status before = status();
+  clear_status();
+  auto v = f();
+  Status failed = status();
+  detail::first_failure() = before;
+  if (!failed.ok())
+    return R{{}, failed};
+  return R{std::move(v), {}};
+#else
+  try {
+    return R{f(), {}};
+  } catch (const Error &e) {
+    return R{{}, Status{e.status(), e.what()}};
+  }
+#endif
+}
+
+} // namespace clt
+
+#undef CLT_HPP_METHOD_1_
+#undef CLT_HPP_METHOD_2_
+#undef CLT_HPP_METHOD_3_
+#undef CLT_HPP_METHOD_PLAIN_3_
+#undef CLT_HPP_METHOD_INPLACE_2_
+#undef CLT_HPP_METHOD_WRAP_INPLACE_2_
+#undef CLT_HPP_METHOD_PLAIN_1_
+#undef CLT_HPP_METHOD_PLAIN_2_
+#undef CLT_HPP_METHOD_WRAP_1_
+#undef CLT_HPP_METHOD_COND_3_
+#undef CLT_HPP_METHOD_
+#undef CLT_HPP_REDUCTIONS
+#undef CLT_HPP_REDUCTION_
+#undef CLT_HPP_SCALAR_INPLACE_2_
+#undef CLT_HPP_SCALAR_WRAP_INPLACE_2_
+#undef CLT_HPP_SCALAR_
+#undef CLT_HPP_SCALAR_PLAIN_1_
+#undef CLT_HPP_SCALAR_PLAIN_2_
+#undef CLT_HPP_SCALAR_PLAIN_3_
+#undef CLT_HPP_SCALAR_WRAP_1_
+#undef CLT_HPP_SCALAR_COND_3_
+#undef CLT_HPP_FREE_1_
+#undef CLT_HPP_FREE_2_
+#undef CLT_HPP_FREE_3_
+#undef CLT_HPP_FREE_PLAIN_3_
+#undef CLT_HPP_FREE_COND_3_
+#undef CLT_HPP_FREE_
+#undef CLT_HPP_FREE_PLAIN_1_
+#undef CLT_HPP_FREE_PLAIN_2_
+#undef CLT_HPP_FREE_WRAP_1_
+#undef CLT_HPP_FREE_INPLACE_2_
+#undef CLT_HPP_FREE_WRAP_INPLACE_2_
+
+#endif /* CLT_HPP */
