@@ -2049,6 +2049,84 @@ static void matmul_on_views_on(clt_device *dev, clt_dtype dt) {
 START_TEST(test_matmul_on_views) { each_device_dtype("test_matmul_on_views", matmul_on_views_on); }
 END_TEST
 
+/* The issue's layout rules for strided operands, seen through the allocator: an elementwise op
+ * on a transposed or sliced operand runs the strided kernels on it in place (issue 13, item 5:
+ * "a strided operand goes through one strided kernel family"), and clt_matmul of a transposed
+ * operand, or of one narrowed along its columns, passes its leading dimension and offset to
+ * BLAS or CLBlast "instead of copies where the layout allows". Either way the only memory the
+ * call asks for is the result's. f32 and f64 (f16 matmul multiplies f32 copies, as
+ * documented). */
+static uint64_t allocations(clt_device *dev) {
+  clt_memory_stats ms;
+  CU_OK(clt_device_memory_stats(dev, &ms));
+  return ms.allocations;
+}
+
+static void no_copy(clt_device *dev, clt_dtype dt, int which) {
+  if (dt != CLT_F32 && dt != CLT_F64)
+    return;
+  double a[48];
+  for (int i = 0; i < 48; i++)
+    a[i] = (double)(i % 5) - 2;
+  clt_tensor *A = from_doubles(a, dt, 2, (int64_t[]){4, 6}, dev);
+  clt_tensor *B = from_doubles(a, dt, 2, (int64_t[]){6, 5}, dev);
+  clt_tensor *At = from_doubles(a, dt, 2, (int64_t[]){6, 4}, dev);
+  clt_tensor *Bt = NULL, *ak = NULL, *bk = NULL, *Atv = NULL, *ev = NULL, *r = NULL;
+  V(clt_transpose(B, 0, 1, &Bt), Bt);               /* {5, 6} */
+  V(clt_narrow(A, 1, 1, 4, &ak), ak);               /* {4, 4}, lda 6 */
+  V(clt_narrow(B, 0, 1, 4, &bk), bk);               /* {4, 5}, offset 5 */
+  V(clt_transpose(At, 0, 1, &Atv), Atv);            /* {4, 6}, transposed */
+  V(clt_slice(A, 0, 0, CLT_SLICE_END, 2, &ev), ev); /* {2, 6}, rows 12 apart */
+  CU_OK(clt_device_synchronize(dev));
+  struct {
+    const char *what;
+    clt_tensor *x, *y;
+    int matmul;
+  } cases[] = {
+      {"add(A.T-view, A)", Atv, A, 0},      {"add(B.T, B.T)", Bt, Bt, 0},
+      {"add(A[::2], A[1:3])", ev, NULL, 0}, {"matmul(A[:, 1:5], B[1:5])", ak, bk, 1},
+      {"matmul(At.T, B)", Atv, B, 1},       {"matmul(A[::2], B)", ev, B, 1},
+  };
+  clt_tensor *mid = NULL;
+  V(clt_narrow(A, 0, 1, 2, &mid), mid);
+  cases[2].y = mid;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    if (cases[c].matmul != which)
+      continue;
+    uint64_t before = allocations(dev);
+    clt_status st = cases[c].matmul ? clt_matmul(cases[c].x, cases[c].y, &r)
+                                    : clt_add(cases[c].x, cases[c].y, &r);
+    ck_assert_msg(st == CLT_OK, "%s (%s): %s", cases[c].what, ctx, clt_last_error());
+    uint64_t n = allocations(dev) - before;
+    ck_assert_msg(n == 1,
+                  "%s (%s) asked the allocator for %llu buffers: the result and %llu copies",
+                  cases[c].what, ctx, (unsigned long long)n, (unsigned long long)(n - 1));
+    rel(r);
+  }
+  rel(A);
+  rel(B);
+  rel(At);
+  rel(Bt);
+  rel(ak);
+  rel(bk);
+  rel(Atv);
+  rel(ev);
+  rel(mid);
+}
+
+static void no_copy_elementwise_on(clt_device *dev, clt_dtype dt) { no_copy(dev, dt, 0); }
+static void no_copy_matmul_on(clt_device *dev, clt_dtype dt) { no_copy(dev, dt, 1); }
+
+START_TEST(test_views_no_copy_elementwise) {
+  each_device_dtype("test_views_no_copy_elementwise", no_copy_elementwise_on);
+}
+END_TEST
+
+START_TEST(test_views_no_copy_matmul) {
+  each_device_dtype("test_views_no_copy_matmul", no_copy_matmul_on);
+}
+END_TEST
+
 /* ---- transfers of views --------------------------------------------------------------------- */
 
 static void transfers_of_views_on(clt_device *dev, clt_dtype dt) {
@@ -2707,8 +2785,10 @@ Suite *views_suite(void) {
   ONE_CASE("out_on_views", test_out_on_views);
   ONE_CASE("ops_on_views", test_ops_on_views);
   tcase_add_test(tc, test_ops_on_views_large);
+  tcase_add_test(tc, test_views_no_copy_elementwise);
   ONE_CASE("reductions_on_views", test_reductions_on_views);
   ONE_CASE("matmul_on_views", test_matmul_on_views);
+  tcase_add_test(tc, test_views_no_copy_matmul);
   ONE_CASE("transfers_of_views", test_transfers_of_views);
 #ifdef HAVE_DLPACK
   tcase_add_test(tc, test_dlpack_views);
