@@ -1718,6 +1718,31 @@ static void ops_on_views_on(clt_device *dev, clt_dtype dt) {
       w[i * 6 + j] = c6[j] ? b[j * 4 + i] : a[i * 6 + j];
   expect_values(r, w, 24, "where(expand(c6), B.T, A)");
   rel(r);
+  /* A comparison (bool result) and a _scalar form on strided views */
+  {
+    clt_tensor *ac = NULL;
+    V(clt_clone(ev, &ac), ac); /* A[::2], contiguous */
+    V(clt_eq(ev, ac, &r), r);
+    ck_assert_int_eq(clt_tensor_dtype(r), CLT_BOOL);
+    for (int i = 0; i < 12; i++)
+      w[i] = 1;
+    expect_values(r, w, 12, "eq(A[::2], clone(A[::2]))");
+    rel(r);
+    V(clt_gt(Bt, A, &r), r);
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 6; j++)
+        w[i * 6 + j] = b[j * 4 + i] > a[i * 6 + j];
+    expect_values(r, w, 24, "gt(B.T, A)");
+    rel(r);
+    V(clt_add_scalar(Bt, 3, &r), r);
+    ck_assert_int_eq(clt_tensor_dtype(r), dt);
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 6; j++)
+        w[i * 6 + j] = b[j * 4 + i] + 3;
+    expect_values(r, w, 24, "add_scalar(B.T, 3)");
+    rel(r);
+    rel(ac);
+  }
   /* cast of a transposed view */
   clt_dtype to = dt == CLT_F32 ? CLT_I32 : CLT_F32;
   V(clt_cast(Bt, to, &r), r);
