@@ -662,6 +662,14 @@ static void expand_on(clt_device *dev, clt_dtype dt) {
   CU_FAILS(clt_mul_(ce, ce), CLT_ERR_INVALID_ARGUMENT, "clt_mul_");
   expect_values(b, base, 3, "b after the refused writes into its expansion");
   expect_values(c, cb, 4, "c after the refused writes into its expansions");
+  /* A row of the expansion {3, 4} of c has no element twice: writable, like any view of c. */
+  {
+    clt_tensor *row = NULL;
+    V(clt_select(ce, 0, 1, &row), row); /* strides {1}: c itself */
+    CU_OK(clt_fill_(row, 6));
+    expect_values(c, (double[]){6, 6, 6, 6}, 4, "c after fill_(expand(c)[1], 6)");
+    rel(row);
+  }
   /* A write into the expanded tensor's storage through another view is seen in the expansion. */
   CU_OK(clt_fill_(b, 8));
   {
