@@ -2391,6 +2391,36 @@ START_TEST(test_read_item_print_views) {
 }
 END_TEST
 
+/* A view of more than 1000 elements prints summarized, exactly as its contiguous clone does. */
+START_TEST(test_print_large_view) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    set_ctx(devs[d], CLT_F32);
+    clt_tensor *t = seq(CLT_F32, 2, (int64_t[]){30, 41}, devs[d], NULL);
+    clt_tensor *n = NULL, *tr = NULL, *c = NULL;
+    V(clt_narrow(t, 1, 1, 40, &n), n);  /* {30, 40}, rows 41 apart */
+    V(clt_transpose(n, 0, 1, &tr), tr); /* {40, 30}: 1200 elements */
+    V(clt_clone(tr, &c), c);
+    size_t lv = 0, lc = 0;
+    CU_OK(clt_format(tr, NULL, 0, &lv));
+    CU_OK(clt_format(c, NULL, 0, &lc));
+    char *fv = cu_malloc(lv + 1), *fc = cu_malloc(lc + 1);
+    CU_OK(clt_format(tr, fv, lv + 1, NULL));
+    CU_OK(clt_format(c, fc, lc + 1, NULL));
+    ck_assert_msg(strcmp(fv, fc) == 0, "format of a view and of its clone differ (%s):\n%s\n%s",
+                  ctx, fv, fc);
+    ck_assert_msg(strstr(fv, "...") != NULL, "1200 elements are summarized (%s): %s", ctx, fv);
+    free(fv);
+    free(fc);
+    rel(t);
+    rel(n);
+    rel(tr);
+    rel(c);
+  }
+}
+END_TEST
+
 /* clt_item_i64 is exact for an i64 view beyond 2^53. */
 START_TEST(test_item_i64_view) {
   clt_device *devs[CU_MAX_DEVICES];
@@ -2828,6 +2858,7 @@ Suite *views_suite(void) {
 #endif
   ONE_CASE("read_item_print_views", test_read_item_print_views);
   tcase_add_test(tc, test_item_i64_view);
+  tcase_add_test(tc, test_print_large_view);
   tcase_add_test(tc, test_save_views);
   ONE_CASE("errors", test_errors);
   tcase_add_test(tc, test_errors_cat_dtypes);
