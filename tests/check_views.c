@@ -642,6 +642,13 @@ static void expand_on(clt_device *dev, clt_dtype dt) {
         want[i * 4 + j] = cb[j];
     expect_values(ce, want, 12, "expand({4} -> {3,4})");
   }
+  /* To a size of 0 (a dimension of size 1 may become 0, as in PyTorch). */
+  {
+    clt_tensor *e0 = NULL;
+    V(clt_expand(b, 2, (int64_t[]){3, 0}, &e0), e0);
+    expect_layout(e0, 2, (int64_t[]){3, 0}, NULL, -1, "expand({3,1} -> {3,0})");
+    rel(e0);
+  }
   /* The expansion of a one-element view keeps its offset. */
   V(clt_narrow(c, 0, 1, 1, &c1), c1);
   V(clt_expand(c1, 1, (int64_t[]){5}, &e3), e3);
@@ -803,6 +810,21 @@ static void view_on(clt_device *dev, clt_dtype dt) {
     expect_layout(v, cases[c].ndim, cases[c].want, cases[c].strides, 0, what);
     expect_values(v, base, 12, what);
     rel(v);
+  }
+  /* Empty tensors: -1 is inferred where the other dimensions are not 0, ambiguous where one is
+   * (as in PyTorch). */
+  {
+    clt_tensor *z = NULL, *zv = NULL, *out = CU_SENTINEL;
+    CU_OK(clt_zeros(dt, 2, (int64_t[]){0, 3}, dev, &z));
+    V(clt_view(z, 2, (int64_t[]){-1, 3}, &zv), zv);
+    expect_layout(zv, 2, (int64_t[]){0, 3}, NULL, -1, "view({0,3}, {-1, 3})");
+    rel(zv);
+    V(clt_view(z, 3, (int64_t[]){3, -1, 1}, &zv), zv);
+    expect_layout(zv, 3, (int64_t[]){3, 0, 1}, NULL, -1, "view({0,3}, {3, -1, 1})");
+    rel(zv);
+    FAILS_ANY(clt_view(z, 2, (int64_t[]){-1, 0}, &out), "clt_view"); /* clt.h names no status */
+    ck_assert_ptr_eq(out, CU_SENTINEL);
+    rel(z);
   }
   /* Writes through a view reach t: row 1 of the {2, 6} view is t's elements 6..11. */
   clt_tensor *v26 = NULL, *row = NULL;
