@@ -29,14 +29,19 @@
  * clt::status() gives and clt::clear_status() forgets. In both modes clt::attempt(f) runs f and
  * returns a clt::Result holding its value or the failure.
  *
- * Not here yet: the view functions (narrow, select, slice, permute, expand, t[i], index) come
- * when clt.h has them. Differences from libtorch: docs/cpp.md.
+ * Views. t.narrow, t.select, t.slice, t.permute, t.transpose, t.expand, t.unsqueeze, t.squeeze,
+ * t.view (and t.reshape where the strides allow), t[i] and t.index({clt::slice(1, 3), clt::all,
+ * 2}) give Tensors that share t's memory (clt.h, "Views"). Writing into one writes into t:
+ * t[i] = 5 and t.index({...}) = x fill or copy into the view, as libtorch's assignment to an
+ * rvalue Tensor does; t.index_put_({...}, x) says the same in so many words. Assigning to a named
+ * Tensor (an lvalue) rebinds the handle, as ever. Differences from libtorch: docs/cpp.md.
  */
 #ifndef CLT_HPP
 #define CLT_HPP
 
 #include <clt.h>
 
+#include <climits>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -172,6 +177,55 @@ struct Options {
   clt::dtype type = clt::dtype::f32;
 };
 
+/** The slice start:stop:step of one dimension in Tensor::index, with Python's rules (negative
+ *  start and stop count from the end, both are clamped, step >= 1); stop CLT_SLICE_END is "to
+ *  the end". libtorch's torch::indexing::Slice, with numbers where it has None. */
+struct Slice {
+  int64_t start = 0;
+  int64_t stop = CLT_SLICE_END;
+  int64_t step = 1;
+};
+/** clt::slice(1, 3) is 1:3, clt::slice(2) is 2:, clt::slice(0, CLT_SLICE_END, 2) is ::2. */
+constexpr Slice slice(int64_t start = 0, int64_t stop = CLT_SLICE_END, int64_t step = 1) {
+  return Slice{start, stop, step};
+}
+/** The whole dimension, ":" (libtorch: Slice()). */
+inline constexpr Slice all{};
+/** "...": as many whole dimensions as the other indices leave (at most one per index). */
+inline constexpr struct Ellipsis {
+} ellipsis{};
+/** A new dimension of size 1 here (Python's None or np.newaxis; libtorch: None). */
+inline constexpr struct NewAxis {
+} newaxis{};
+
+/** One entry of an index expression, t.index({...}): an integer selects (the dimension goes), a
+ *  Slice slices (clt::all keeps the dimension whole), clt::ellipsis or "..." stands for the
+ *  dimensions not named, clt::newaxis inserts one of size 1. Dimensions after the last entry
+ *  are kept whole. Boolean and tensor indices (libtorch's masks and gathers) are not here: a
+ *  bool does not compile, rather than pass for 0 or 1. */
+class Index {
+public:
+  enum class Kind { integer, slice, ellipsis, newaxis, invalid };
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  constexpr Index(I i) : kind_(Kind::integer), i_(static_cast<int64_t>(i)) {}
+  Index(bool) = delete;
+  constexpr Index(Slice s) : kind_(Kind::slice), s_(s) {}
+  constexpr Index(Ellipsis) : kind_(Kind::ellipsis) {}
+  constexpr Index(NewAxis) : kind_(Kind::newaxis) {}
+  /** "..." as libtorch spells it; any other string is refused when the index is used. */
+  Index(const char *s)
+      : kind_(s && s[0] == '.' && s[1] == '.' && s[2] == '.' && !s[3] ? Kind::ellipsis
+                                                                      : Kind::invalid) {}
+  constexpr Kind kind() const noexcept { return kind_; }
+  constexpr int64_t integer() const noexcept { return i_; }
+  constexpr Slice slice() const noexcept { return s_; }
+
+private:
+  Kind kind_;
+  int64_t i_ = 0;
+  Slice s_{};
+};
+
 class Tensor;
 namespace detail {
 template <class F> Tensor make(F &&f);
@@ -236,7 +290,8 @@ public:
   Tensor() noexcept = default;
   Tensor(const Tensor &o) noexcept : t_(o.t_ ? clt_tensor_retain(o.t_) : nullptr) {}
   Tensor(Tensor &&o) noexcept : t_(std::exchange(o.t_, nullptr)) {}
-  Tensor &operator=(Tensor o) noexcept {
+  /** Rebinds this handle to o's tensor (a named Tensor; see operator= && below for views). */
+  Tensor &operator=(Tensor o) &noexcept {
     std::swap(t_, o.t_);
     return *this;
   }
@@ -263,6 +318,17 @@ public:
   }
   int64_t size(int d) const { return shape().at(static_cast<size_t>(d < 0 ? d + dim() : d)); }
   int64_t numel() const { return clt_tensor_numel(t_); }
+  /** The strides in elements (0 along an expanded dimension). */
+  Shape strides() const {
+    const int64_t *s = clt_tensor_strides(t_);
+    return s ? Shape(s, s + dim()) : Shape();
+  }
+  int64_t stride(int d) const { return strides().at(static_cast<size_t>(d < 0 ? d + dim() : d)); }
+  /** Where the first element lies in the memory, in elements (libtorch: storage_offset()). */
+  int64_t offset() const { return clt_tensor_offset(t_); }
+  int64_t storage_offset() const { return offset(); }
+  /** Whether the elements lie one after another in C order. */
+  bool is_contiguous() const { return clt_is_contiguous(t_) != 0; }
   clt::dtype dtype() const { return static_cast<clt::dtype>(clt_tensor_dtype(t_)); }
   Device device() const { return Device(clt_tensor_device(t_)); }
 
@@ -284,11 +350,22 @@ public:
     detail::check(clt_move(&t_, dev.get()));
     return *this;
   }
-  /** Copies src's elements into this tensor (same shape and dtype, any devices). */
+  /** Copies src's elements into this tensor, which may be any view (not an expanded one): src
+   *  is broadcast to its shape, converted to its dtype, and brought from its device (clt_copy). */
   Tensor &copy_(const Tensor &src) {
     detail::check(clt_copy(t_, src.t_));
     return *this;
   }
+  /** Sets every element (of any view) to v, converted to the dtype (clt_fill_). */
+  Tensor &fill_(double v) {
+    detail::check(clt_fill_(t_, v));
+    return *this;
+  }
+  /** t[i] = x and t.index({...}) = x write into the view on the left, as in libtorch: these
+   *  apply to an rvalue Tensor only (a view just made) and copy (with broadcasting) or fill.
+   *  A named Tensor, an lvalue, is rebound by the first operator= instead. */
+  Tensor &operator=(const Tensor &src) && { return copy_(src); }
+  Tensor &operator=(double v) && { return fill_(v); }
 
   /** The elements as T (float, double, int32_t, int64_t, uint8_t or bool), read explicitly and
    *  blocking from any device; a tensor of another dtype is converted first (clt_cast). */
@@ -324,12 +401,87 @@ public:
   Tensor matmul(const Tensor &b) const {
     return detail::make([&](clt_tensor **o) { return clt_matmul(t_, b.t_, o); });
   }
-  Tensor transpose(int dim0, int dim1) const {
-    return detail::make([&](clt_tensor **o) { return clt_transpose(t_, dim0, dim1, o); });
-  }
+  /** A view where the strides allow one (then writes reach this tensor), else a copy. */
   Tensor reshape(const Shape &s) const {
     return detail::make(
         [&](clt_tensor **o) { return clt_reshape(t_, static_cast<int>(s.size()), s.data(), o); });
+  }
+
+  /* ---- views: each shares this tensor's memory; writes through one are seen by the other ---- */
+  /** The dimensions dim0 and dim1 swapped (a view). */
+  Tensor transpose(int dim0, int dim1) const {
+    return detail::make([&](clt_tensor **o) { return clt_transpose(t_, dim0, dim1, o); });
+  }
+  /** Elements start .. start + length - 1 along dim. */
+  Tensor narrow(int dim, int64_t start, int64_t length) const {
+    return detail::make([&](clt_tensor **o) { return clt_narrow(t_, dim, start, length, o); });
+  }
+  /** Element index along dim, which goes. */
+  Tensor select(int dim, int64_t index) const {
+    return detail::make([&](clt_tensor **o) { return clt_select(t_, dim, index, o); });
+  }
+  /** start:stop:step along dim, with Python's rules (CLT_SLICE_END: to the end). */
+  Tensor slice(int dim = 0, int64_t start = 0, int64_t stop = CLT_SLICE_END,
+               int64_t step = 1) const {
+    return detail::make([&](clt_tensor **o) { return clt_slice(t_, dim, start, stop, step, o); });
+  }
+  /** Dimension i of the result is dimension dims[i] of this one. */
+  Tensor permute(const std::vector<int64_t> &dims) const {
+    std::vector<int> d;
+    for (int64_t x : dims) /* out of int's range: a value clt_permute refuses, not a wrapped one */
+      d.push_back(x < INT_MIN || x > INT_MAX ? INT_MAX : static_cast<int>(x));
+    return detail::make(
+        [&](clt_tensor **o) { return clt_permute(t_, static_cast<int>(d.size()), d.data(), o); });
+  }
+  /** Broadcast to shape (-1 keeps a size): a read-only view, stride 0 where it grew. */
+  Tensor expand(const Shape &shape) const {
+    return detail::make([&](clt_tensor **o) {
+      return clt_expand(t_, static_cast<int>(shape.size()), shape.data(), o);
+    });
+  }
+  /** A dimension of size 1 inserted at dim. */
+  Tensor unsqueeze(int dim) const {
+    return detail::make([&](clt_tensor **o) { return clt_unsqueeze(t_, dim, o); });
+  }
+  /** Without dimension dim if its size is 1, else the same tensor. */
+  Tensor squeeze(int dim) const {
+    return detail::make([&](clt_tensor **o) { return clt_squeeze(t_, dim, o); });
+  }
+  /** Without every dimension of size 1. */
+  Tensor squeeze() const {
+    Tensor r = *this;
+    for (int d = dim() - 1; d >= 0 && r.defined(); d--)
+      r = r.squeeze(d);
+    return r;
+  }
+  /** Another shape, same elements, same memory: fails where the strides do not allow it
+   *  (reshape copies then). One size may be -1. */
+  Tensor view(const Shape &shape) const {
+    return detail::make([&](clt_tensor **o) {
+      return clt_view(t_, static_cast<int>(shape.size()), shape.data(), o);
+    });
+  }
+  /** This tensor if contiguous, else a contiguous copy. */
+  Tensor contiguous() const {
+    return detail::make([&](clt_tensor **o) { return clt_contiguous(t_, o); });
+  }
+  /** Always a new contiguous copy. */
+  Tensor clone() const {
+    return detail::make([&](clt_tensor **o) { return clt_clone(t_, o); });
+  }
+  /** t[i] is t.select(0, i); t[i] = x writes into it. */
+  Tensor operator[](int64_t i) const { return select(0, i); }
+  /** The view an index expression names: t.index({clt::slice(1, 3), clt::all, 2}) is Python's
+   *  t[1:3, :, 2]. See clt::Index. */
+  Tensor index(const std::vector<Index> &indices) const;
+  /** Writes v into t.index(indices), broadcast and converted: Python's t[...] = v. */
+  Tensor &index_put_(const std::vector<Index> &indices, const Tensor &v) {
+    index(indices).copy_(v);
+    return *this;
+  }
+  Tensor &index_put_(const std::vector<Index> &indices, double v) {
+    index(indices).fill_(v);
+    return *this;
   }
 
   Tensor operator-() const { return neg(); }
@@ -370,6 +522,76 @@ inline Tensor scalar_like(const Tensor &t, double v) {
   return make([&](clt_tensor **o) { return clt_full(dt, 0, nullptr, v, dev, o); });
 }
 } // namespace detail
+
+inline Tensor Tensor::index(const std::vector<Index> &indices) const {
+  static const char fn[] = "clt::Tensor::index";
+  int named = 0, ellipses = 0; /* the dimensions the entries use up, and the "..." */
+  for (const Index &i : indices) {
+    if (i.kind() == Index::Kind::invalid) {
+      detail::check(clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
+                                  "a string index must be \"...\" (clt::ellipsis)"));
+      return Tensor();
+    }
+    named += i.kind() == Index::Kind::integer || i.kind() == Index::Kind::slice;
+    ellipses += i.kind() == Index::Kind::ellipsis;
+  }
+  if (ellipses > 1) {
+    detail::check(clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
+                                "an index may hold one \"...\", this one holds %d", ellipses));
+    return Tensor();
+  }
+  if (t_ && named > dim()) { /* (an undefined tensor: clt_select or clt_slice says so) */
+    detail::check(clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn,
+                                "%d indices (integers and slices) for a tensor of %d dimensions",
+                                named, dim()));
+    return Tensor();
+  }
+  Tensor r = *this;
+  int d = 0; /* the dimension of r the next entry applies to */
+  for (const Index &i : indices) {
+    switch (i.kind()) {
+    case Index::Kind::integer:
+      r = r.select(d, i.integer());
+      break;
+    case Index::Kind::slice:
+      r = r.slice(d++, i.slice().start, i.slice().stop, i.slice().step);
+      break;
+    case Index::Kind::ellipsis:
+      d += dim() - named;
+      break;
+    case Index::Kind::newaxis:
+      r = r.unsqueeze(d++);
+      break;
+    case Index::Kind::invalid:
+      break;
+    }
+    if (!r.defined()) /* failed (CLT_NO_EXCEPTIONS): the first failure is the one to keep */
+      break;
+  }
+  return r;
+}
+
+namespace detail {
+inline std::vector<clt_tensor *> handles(const std::vector<Tensor> &ts) {
+  std::vector<clt_tensor *> h;
+  for (const Tensor &t : ts)
+    h.push_back(t.get());
+  return h;
+}
+} // namespace detail
+
+/** The tensors joined along their existing dimension dim (torch::cat): a new tensor. */
+inline Tensor cat(const std::vector<Tensor> &tensors, int dim = 0) {
+  std::vector<clt_tensor *> h = detail::handles(tensors);
+  return detail::make(
+      [&](clt_tensor **o) { return clt_cat(static_cast<int>(h.size()), h.data(), dim, o); });
+}
+/** The tensors, of one shape, joined along a new dimension dim (torch::stack): a new tensor. */
+inline Tensor stack(const std::vector<Tensor> &tensors, int dim = 0) {
+  std::vector<clt_tensor *> h = detail::handles(tensors);
+  return detail::make(
+      [&](clt_tensor **o) { return clt_stack(static_cast<int>(h.size()), h.data(), dim, o); });
+}
 
 #define CLT_HPP_SCALAR_INPLACE_2_(name)                                                            \
   inline Tensor &Tensor::name##_(double b) { return name##_(detail::scalar_like(*this, b)); }

@@ -1,6 +1,8 @@
 // cxx_api.cpp - include/clt.hpp, the C++ face (issue 16): handles and reference counts, creation,
 // transfers, operators against the C API's results, reductions, printing, errors as clt::Error
-// with clt's status and message, Params and events; on cpu and, where there is one, on cl:0.
+// with clt's status and message, Params and events, views, t[i], t.index({...}) and indexed
+// assignment (against element formulas, and written through to the parent); on cpu and, where
+// there is one, on cl:0.
 // Built by 'make check' with -Wall -Wextra -Werror (and under ASan in .ci/lanes/10-asan);
 // tests/cxx_compilers.sh compiles it with every C++ compiler there is.
 #include <clt.hpp>
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -39,6 +42,14 @@ static_assert(std::is_nothrow_move_constructible_v<clt::Params>);
 static_assert(!std::is_copy_constructible_v<clt::Event>);
 static_assert(std::is_base_of_v<std::runtime_error, clt::Error>);
 static_assert(static_cast<int>(clt::dtype::bf16) == CLT_BF16);
+// a named Tensor is rebound by =, a view just made (an rvalue) is written into, as in libtorch
+static_assert(std::is_nothrow_copy_assignable_v<clt::Tensor>);
+static_assert(!std::is_assignable_v<clt::Tensor &, double>);
+static_assert(std::is_assignable_v<clt::Tensor &&, double>);
+static_assert(std::is_assignable_v<clt::Tensor &&, const clt::Tensor &>);
+static_assert(!std::is_constructible_v<clt::Index, bool>); // no masks: a bool is not 0 or 1
+static_assert(std::is_constructible_v<clt::Index, int> &&
+              std::is_constructible_v<clt::Index, long>);
 
 static bool same(const std::vector<float> &a, const std::vector<float> &b) { return a == b; }
 
@@ -243,6 +254,263 @@ static void params_events(clt::Device dev) {
   dev.synchronize();
 }
 
+// The elements, in C order, of a tensor of this shape whose element at index i is at(i): what a
+// view must hold, computed from the parent's element formula and not from strides.
+static std::vector<float> expect(const clt::Shape &shape,
+                                 const std::function<float(const std::vector<int64_t> &)> &at) {
+  std::vector<float> out;
+  std::vector<int64_t> i(shape.size(), 0);
+  int64_t n = 1;
+  for (int64_t s : shape)
+    n *= s;
+  for (int64_t k = 0; k < n; k++) {
+    out.push_back(at(i));
+    for (size_t d = shape.size(); d-- > 0;) { // the next index in C order
+      if (++i[d] < shape[d])
+        break;
+      i[d] = 0;
+    }
+  }
+  return out;
+}
+
+// The 2x3x4 tensor of the view tests: element [i][j][k] is A(i, j, k).
+static float A(int64_t i, int64_t j, int64_t k) { return static_cast<float>(i * 12 + j * 4 + k); }
+static clt::Tensor make_a(clt::Device dev) { return clt::arange(24, dev).reshape({2, 3, 4}); }
+
+static void views(clt::Device dev) {
+  using I = std::vector<int64_t>;
+  clt::Tensor a = make_a(dev);
+  CHECK((a.strides() == clt::Shape{12, 4, 1}) && a.offset() == 0 && a.is_contiguous());
+  CHECK(a.stride(-1) == 1 && a.storage_offset() == 0);
+
+  clt::Tensor n = a.narrow(1, 1, 2);
+  CHECK((n.shape() == clt::Shape{2, 2, 4}) && (n.strides() == clt::Shape{12, 4, 1}));
+  CHECK(n.offset() == 4 && !n.is_contiguous() && n.device() == dev);
+  CHECK(same(n.to_vector<float>(),
+             expect(n.shape(), [](const I &x) { return A(x[0], x[1] + 1, x[2]); })));
+  CHECK(same(a.narrow(2, -2, 2).to_vector<float>(),
+             expect({2, 3, 2}, [](const I &x) { return A(x[0], x[1], x[2] + 2); })));
+
+  clt::Tensor s = a.select(1, 2);
+  CHECK((s.shape() == clt::Shape{2, 4}) && s.offset() == 8);
+  CHECK(same(s.to_vector<float>(), expect({2, 4}, [](const I &x) { return A(x[0], 2, x[1]); })));
+  CHECK(a.select(0, 1).select(0, 2).select(0, 3).dim() == 0 &&
+        a.select(0, -1).select(0, -1).select(0, -1).item() == 23);
+
+  clt::Tensor sl = a.slice(2, 1, CLT_SLICE_END, 2);
+  CHECK((sl.shape() == clt::Shape{2, 3, 2}) && (sl.strides() == clt::Shape{12, 4, 2}));
+  CHECK(same(sl.to_vector<float>(),
+             expect(sl.shape(), [](const I &x) { return A(x[0], x[1], 1 + 2 * x[2]); })));
+  CHECK((a.slice(1, 1, 100).shape() == clt::Shape{2, 2, 4})); // clamped, as in Python
+  CHECK((a.slice(0, -1).shape() == clt::Shape{1, 3, 4}) && a.slice(0, -1).offset() == 12);
+  CHECK((a.slice().shape() == clt::Shape{2, 3, 4}));
+
+  clt::Tensor p = a.permute({2, 0, 1});
+  CHECK((p.shape() == clt::Shape{4, 2, 3}) && (p.strides() == clt::Shape{1, 12, 4}));
+  CHECK(same(p.to_vector<float>(),
+             expect(p.shape(), [](const I &x) { return A(x[1], x[2], x[0]); })));
+  CHECK(same(a.permute({-1, 0, 1}).to_vector<float>(), p.to_vector<float>()));
+  clt::Tensor tr = a.transpose(0, 2); // now a view
+  CHECK((tr.shape() == clt::Shape{4, 3, 2}) && (tr.strides() == clt::Shape{1, 4, 12}));
+  CHECK(same(tr.to_vector<float>(),
+             expect(tr.shape(), [](const I &x) { return A(x[2], x[1], x[0]); })));
+
+  clt::Tensor col = clt::arange(3, dev).reshape({3, 1});
+  clt::Tensor e = col.expand({2, 3, 4});
+  CHECK((e.shape() == clt::Shape{2, 3, 4}) && (e.strides() == clt::Shape{0, 1, 0}));
+  CHECK(same(e.to_vector<float>(),
+             expect(e.shape(), [](const I &x) { return static_cast<float>(x[1]); })));
+  CHECK((col.expand({-1, 5}).shape() == clt::Shape{3, 5}));
+
+  CHECK((a.unsqueeze(1).shape() == clt::Shape{2, 1, 3, 4}));
+  CHECK((a.unsqueeze(-1).shape() == clt::Shape{2, 3, 4, 1}));
+  CHECK((a.unsqueeze(1).squeeze(1).shape() == clt::Shape{2, 3, 4}));
+  CHECK((a.squeeze(0).shape() == clt::Shape{2, 3, 4})); // size 2: kept
+  CHECK((a.unsqueeze(0).unsqueeze(3).squeeze().shape() == clt::Shape{2, 3, 4}));
+  CHECK(clt::ones({1, 1}, dev).squeeze().dim() == 0);
+
+  clt::Tensor v = a.view({6, -1});
+  CHECK((v.shape() == clt::Shape{6, 4}) && same(v.to_vector<float>(), a.to_vector<float>()));
+  CHECK_THROWS(tr.view({24}), CLT_ERR_INVALID_ARGUMENT, "clt_view: "); // needs a copy
+  CHECK_THROWS(a.view({5, 5}), CLT_ERR_SHAPE_MISMATCH, "clt_view: ");
+  clt::Tensor rc = tr.reshape({24}); // a copy, in the transposed order
+  CHECK(rc.is_contiguous() && same(rc.to_vector<float>(), expect({4, 3, 2}, [](const I &x) {
+                                     return A(x[2], x[1], x[0]);
+                                   })));
+  clt::Tensor c = tr.contiguous();
+  CHECK(c.is_contiguous() && c.get() != tr.get() &&
+        same(c.to_vector<float>(), tr.to_vector<float>()));
+  CHECK(a.contiguous().get() == a.get()); // already contiguous: the same tensor
+  clt::Tensor cl = a.clone();
+  CHECK(cl.get() != a.get() && same(cl.to_vector<float>(), a.to_vector<float>()));
+
+  // writes through a view are seen in the parent; copies (clone, reshape's copy) are apart
+  std::vector<float> h = a.to_vector<float>();
+  n.fill_(-1); // [:, 1:3, :]
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t j = 1; j < 3; j++)
+      for (int64_t k = 0; k < 4; k++)
+        h[static_cast<size_t>(i * 12 + j * 4 + k)] = -1;
+  CHECK(same(a.to_vector<float>(), h));
+  tr.narrow(0, 1, 2).select(1, 0) += 100; // a[:, 0, 1:3] += 100, through two views of a view
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t k = 1; k < 3; k++)
+      h[static_cast<size_t>(i * 12 + k)] += 100;
+  CHECK(same(a.to_vector<float>(), h));
+  // copy_ broadcasts and converts: an i32 row of 3 into every a[i, :, 0]
+  a.select(2, 0).copy_(clt::from_vector(std::vector<int32_t>{7, 8, 9}, dev));
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t j = 0; j < 3; j++)
+      h[static_cast<size_t>(i * 12 + j * 4)] = static_cast<float>(7 + j);
+  CHECK(same(a.to_vector<float>(), h));
+  p.select(0, 3).fill_(0.5); // a[:, :, 3] through the permuted view
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t j = 0; j < 3; j++)
+      h[static_cast<size_t>(i * 12 + j * 4 + 3)] = 0.5f;
+  CHECK(same(a.to_vector<float>(), h));
+  v.select(0, 5).select(0, 1).fill_(42); // a.view({6, 4})[5][1] is a[1][2][1]
+  h[21] = 42;
+  CHECK(same(a.to_vector<float>(), h));
+  cl.fill_(0);
+  rc.fill_(0);
+  CHECK(same(a.to_vector<float>(), h));
+  if (!dev.is_host()) { // from another device: an explicit transfer into the view
+    a.select(0, 0).select(0, 0).copy_(clt::full({4}, 3));
+    for (size_t k = 0; k < 4; k++)
+      h[k] = 3;
+    CHECK(same(a.to_vector<float>(), h));
+  }
+  clt::Tensor before = a.clone();
+  CHECK_THROWS(e.fill_(1), CLT_ERR_INVALID_ARGUMENT, "clt_fill_: "); // expanded: read-only
+  CHECK_THROWS(e.copy_(clt::ones({4}, dev)), CLT_ERR_INVALID_ARGUMENT, "clt_copy: ");
+  CHECK_THROWS(a.select(0, 0).copy_(clt::ones({5}, dev)), CLT_ERR_SHAPE_MISMATCH, "clt_copy: ");
+  CHECK_THROWS(a.narrow(1, 2, 5), CLT_ERR_INVALID_ARGUMENT, "clt_narrow: ");
+  CHECK_THROWS(a.slice(0, 0, 2, 0), CLT_ERR_INVALID_ARGUMENT, "clt_slice: ");
+  CHECK_THROWS(a.permute({0, 0, 1}), CLT_ERR_INVALID_ARGUMENT, "clt_permute: ");
+  CHECK_THROWS(a.permute({0, 1, int64_t(1) << 40}), CLT_ERR_INVALID_ARGUMENT, "clt_permute: ");
+  CHECK(same(a.to_vector<float>(), before.to_vector<float>())); // untouched by the failures
+
+  // cat and stack: new tensors, from views too
+  clt::Tensor b = make_a(dev);
+  clt::Tensor ct = clt::cat({b.select(0, 0), b.select(0, 1)}, 1);
+  CHECK((ct.shape() == clt::Shape{3, 8}) &&
+        same(ct.to_vector<float>(),
+             expect({3, 8}, [](const I &x) { return A(x[1] / 4, x[0], x[1] % 4); })));
+  CHECK((clt::cat({b, b.narrow(0, 0, 1)}).shape() == clt::Shape{3, 3, 4}));
+  clt::Tensor st = clt::stack({b[0], b[1]}, 2);
+  CHECK((st.shape() == clt::Shape{3, 4, 2}) &&
+        same(st.to_vector<float>(),
+             expect({3, 4, 2}, [](const I &x) { return A(x[2], x[0], x[1]); })));
+  CHECK((clt::stack({b, b}).shape() == clt::Shape{2, 2, 3, 4}));
+  st.fill_(0); // a new tensor: b keeps its elements
+  CHECK(same(b.to_vector<float>(),
+             expect({2, 3, 4}, [](const I &x) { return A(x[0], x[1], x[2]); })));
+  CHECK_THROWS(clt::cat({}), CLT_ERR_INVALID_ARGUMENT, "clt_cat: ");
+  CHECK_THROWS(clt::stack({b, b[0]}), CLT_ERR_SHAPE_MISMATCH, "clt_stack: ");
+}
+
+static void indexing(clt::Device dev) {
+  using I = std::vector<int64_t>;
+  clt::Tensor a = make_a(dev);
+  CHECK((a[1].shape() == clt::Shape{3, 4}) &&
+        same(a[1].to_vector<float>(), expect({3, 4}, [](const I &x) { return A(1, x[0], x[1]); })));
+  CHECK(same(a[-1].to_vector<float>(), a[1].to_vector<float>()));
+  CHECK(a[1][2][3].dim() == 0 && a[1][2][3].item() == A(1, 2, 3));
+  // Python's a[:, 1:3, 2]
+  clt::Tensor x = a.index({clt::all, clt::slice(1, 3), 2});
+  CHECK(
+      (x.shape() == clt::Shape{2, 2}) &&
+      same(x.to_vector<float>(), expect({2, 2}, [](const I &i) { return A(i[0], i[1] + 1, 2); })));
+  CHECK(same(a.index({1}).to_vector<float>(), a[1].to_vector<float>()));
+  CHECK(a.index({}).get() == a.get());
+  CHECK((a.index({clt::slice(0, 1)}).shape() == clt::Shape{1, 3, 4})); // missing dims kept
+  CHECK((a.index({clt::slice(-1)}).shape() == clt::Shape{1, 3, 4}) &&
+        a.index({clt::slice(-1)}).offset() == 12);
+  // a[..., 1], a[0, ..., ::2], a[None, 0]
+  CHECK(same(a.index({clt::ellipsis, 1}).to_vector<float>(),
+             expect({2, 3}, [](const I &i) { return A(i[0], i[1], 1); })));
+  CHECK(
+      same(a.index({"...", 1}).to_vector<float>(), a.index({clt::ellipsis, 1}).to_vector<float>()));
+  CHECK(same(a.index({0, "...", clt::slice(0, CLT_SLICE_END, 2)}).to_vector<float>(),
+             expect({3, 2}, [](const I &i) { return A(0, i[0], 2 * i[1]); })));
+  CHECK((a.index({clt::newaxis, 0}).shape() == clt::Shape{1, 3, 4}));
+  CHECK((a.index({1, clt::newaxis, clt::all, clt::newaxis}).shape() == clt::Shape{1, 3, 1, 4}));
+  CHECK((a.index({0, 1, 2, clt::ellipsis}).dim() == 0));
+  CHECK_THROWS(a.index({0, 0, 0, 0}), CLT_ERR_INVALID_ARGUMENT, "clt::Tensor::index: ");
+  CHECK_THROWS(a.index({"...", 0, "..."}), CLT_ERR_INVALID_ARGUMENT, "clt::Tensor::index: ");
+  CHECK_THROWS(a.index({"..x"}), CLT_ERR_INVALID_ARGUMENT, "clt::Tensor::index: ");
+  CHECK_THROWS(a.index({0, 3}), CLT_ERR_INVALID_ARGUMENT, "clt_select: ");
+  CHECK_THROWS(a[2], CLT_ERR_INVALID_ARGUMENT, "clt_select: ");
+  CHECK_THROWS(clt::Tensor().index({0}), CLT_ERR_INVALID_ARGUMENT, "clt_select: ");
+  CHECK_THROWS(a.index({clt::slice(0, 2, 0)}), CLT_ERR_INVALID_ARGUMENT, "clt_slice: ");
+
+  // indexed assignment writes into the parent, as Python's a[...] = v
+  std::vector<float> h = a.to_vector<float>();
+  auto at = [&](int64_t i, int64_t j, int64_t k) -> float & {
+    return h[static_cast<size_t>(i * 12 + j * 4 + k)];
+  };
+  a[1] = 5; // a[1] = 5
+  for (int64_t j = 0; j < 3; j++)
+    for (int64_t k = 0; k < 4; k++)
+      at(1, j, k) = 5;
+  CHECK(same(a.to_vector<float>(), h));
+  // a[:, 1] = [10, 20, 30, 40], broadcast over the first dimension
+  a.index({clt::all, 1}) = clt::from_vector(std::vector<float>{10, 20, 30, 40}, dev);
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t k = 0; k < 4; k++)
+      at(i, 1, k) = static_cast<float>(10 * (k + 1));
+  CHECK(same(a.to_vector<float>(), h));
+  a[0][2][3] = -1;
+  at(0, 2, 3) = -1;
+  a.index({0, clt::slice(0, CLT_SLICE_END, 2), "..."}) = 0.25; // a[0, ::2, ...] = 0.25
+  for (int64_t j = 0; j < 3; j += 2)
+    for (int64_t k = 0; k < 4; k++)
+      at(0, j, k) = 0.25f;
+  CHECK(same(a.to_vector<float>(), h));
+  a.index_put_({clt::ellipsis, 0}, 9.0)
+      .index_put_({1, 2}, a[0][1]); // a[..., 0] = 9; a[1, 2] = a[0, 1]
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t j = 0; j < 3; j++)
+      at(i, j, 0) = 9;
+  for (int64_t k = 0; k < 4; k++)
+    at(1, 2, k) = at(0, 1, k);
+  CHECK(same(a.to_vector<float>(), h));
+  a[1] += 1; // compound assignment through a view
+  a.index({clt::all, clt::all, clt::slice(2)}) *= 2;
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t j = 0; j < 3; j++)
+      for (int64_t k = 0; k < 4; k++)
+        at(i, j, k) = (at(i, j, k) + (i == 1 ? 1.0f : 0.0f)) * (k >= 2 ? 2.0f : 1.0f);
+  CHECK(same(a.to_vector<float>(), h));
+  if (!dev.is_host()) { // a host tensor assigned into a view of a device one
+    a[0] = clt::full({4}, 8);
+    for (int64_t j = 0; j < 3; j++)
+      for (int64_t k = 0; k < 4; k++)
+        at(0, j, k) = 8;
+    CHECK(same(a.to_vector<float>(), h));
+  }
+  // converted to the view's dtype
+  clt::Tensor ti = clt::arange(6, {dev, clt::dtype::i32}).reshape({2, 3});
+  ti[1] = clt::from_vector(std::vector<float>{7, 8, 9}, dev);
+  ti.index({clt::all, 0}) = 4;
+  CHECK((ti.to_vector<int32_t>() == std::vector<int32_t>{4, 1, 2, 4, 8, 9}));
+  // a named Tensor is rebound, not written into: a is left alone
+  clt::Tensor row = a[0];
+  row = a[1];
+  CHECK(row.offset() == 12 && same(a.to_vector<float>(), h));
+  // a failing assignment leaves the parent untouched
+  CHECK_THROWS(a[0] = clt::ones({5}, dev), CLT_ERR_SHAPE_MISMATCH, "clt_copy: ");
+  CHECK_THROWS(a[7] = 1, CLT_ERR_INVALID_ARGUMENT, "clt_select: ");
+  CHECK_THROWS(a.index_put_({0, 0, 0, 0}, 1.0), CLT_ERR_INVALID_ARGUMENT, "clt::Tensor::index: ");
+  clt::Tensor one = clt::ones({3}, dev); // a row of an expanded tensor has its elements apart
+  one.expand({2, 3})[1] = 2;
+  CHECK(same(one.to_vector<float>(), {2, 2, 2}));
+  CHECK_THROWS(clt::ones({3}, dev).expand({2, 3}).index({clt::all, 0}) = 1,
+               CLT_ERR_INVALID_ARGUMENT, "clt_fill_: ");
+  CHECK(same(a.to_vector<float>(), h));
+}
+
 int main() {
   std::vector<clt::Device> devs{clt::cpu()};
   if (clt::device_count() > 1)
@@ -257,6 +525,8 @@ int main() {
       printing(dev);
       errors(dev);
       params_events(dev);
+      views(dev);
+      indexing(dev);
     } catch (const clt::Error &e) {
       std::fprintf(stderr, "cxx_api: unexpected clt::Error on %s: %s\n", dev.name().c_str(),
                    e.what());

@@ -1,6 +1,7 @@
 // cxx_noexcept.cpp - include/clt.hpp with CLT_NO_EXCEPTIONS, built with -fno-exceptions: a failing
 // call throws nothing, gives an undefined Tensor (or a zero value) and records the first failure
-// of the thread in clt::status(); clt::attempt gives a clt::Result.
+// of the thread in clt::status(); clt::attempt gives a clt::Result. The views and indexed
+// assignment compile without exceptions and report the same way.
 #include <clt.hpp>
 
 #include "cxx_check.h"
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 static bool starts(const std::string &s, const char *prefix) { return s.rfind(prefix, 0) == 0; }
 
@@ -34,6 +36,20 @@ int main() {
   CHECK(clt::status().ok());
   clt::Result<double> ok = clt::attempt([&] { return a.sum().item(); });
   CHECK(ok && ok.value == 2.0);
+  // views: a bad index gives an undefined view and the failure; writing into it changes nothing
+  clt::Tensor v = clt::arange(3);
+  clt::Tensor bad = v.index({0, 0});
+  CHECK(!bad.defined() && clt::status().code == CLT_ERR_INVALID_ARGUMENT &&
+        starts(clt::status().message, "clt::Tensor::index: "));
+  clt::clear_status();
+  v[5] = 1;
+  CHECK(clt::status().code == CLT_ERR_INVALID_ARGUMENT &&
+        starts(clt::status().message, "clt_select: "));
+  clt::clear_status();
+  v[1] = 7;
+  v.index({clt::slice(2)}) = v[0];
+  v.index_put_({"..."}, v + 1);
+  CHECK(clt::status().ok() && v.to_vector<float>() == std::vector<float>({1, 8, 1}));
   clt::Params p;
   clt::Tensor missing = p["x"];
   CHECK(!missing.defined() && clt::status().code == CLT_ERR_INVALID_ARGUMENT);

@@ -793,7 +793,7 @@ static void fuzz_reduce(fuzz_reader *r) {
     want = (clt_status)a;
   }
 
-  clt_tensor *out = FUZZ_SENTINEL;
+  clt_tensor *out = FUZZ_SENTINEL, *dense = NULL;
   clt_status s;
   clt_clear_error();
   switch (op) {
@@ -829,7 +829,10 @@ static void fuzz_reduce(fuzz_reader *r) {
    * dimensions whose product does not fit). */
   if (op == 1 || rn == 0 || rn > MAX_RESULT)
     goto release;
-  const void *p = clt_tensor_data(out);
+  /* a transpose is a view: its elements in C order come from a contiguous copy */
+  FUZZ_CHECK(clt_contiguous(out, &dense) == CLT_OK, "clt_contiguous: %s", clt_last_error());
+  const void *p = clt_tensor_data(dense);
+  FUZZ_CHECK(p != NULL, "clt_tensor_data of a contiguous tensor: %s", clt_last_error());
   /* The input as (outer, len, inner) around the dimension reduced (all of it for sum): with a
    * result of elements, outer and inner fit, and len is 0 if the input has none. */
   int64_t outer = 1, len, inner = 1;
@@ -874,6 +877,7 @@ static void fuzz_reduce(fuzz_reader *r) {
                  get(p, rt, i), want_v);
     }
 release:
+  clt_tensor_release(dense);
   clt_tensor_release(out);
 done:
   clt_tensor_release(t);
