@@ -599,17 +599,17 @@ static clt_status build(clt_device *dev, const char *family, const char *defines
 }
 
 /* The entry for (family, defines) with its program built, building it if no thread has. The
- * build runs without clt__cl(dev)->programs_lock, so that launches of kernels already built, and
+ * build runs without the device's programs_lock, so that launches of kernels already built, and
  * builds of other programs, go on meanwhile; threads that want the same program wait for it on
- * clt__cl(dev)->programs_built. A failed build leaves the entry without a program: the next caller
- * builds again (and gets its own error, build log included). Called and returns with
- * clt__cl(dev)->programs_lock held. */
+ * programs_built. A failed build leaves the entry without a program: the next caller builds
+ * again (and gets its own error, build log included). Called and returns with programs_lock
+ * held. */
 static clt_status built_entry(clt_device *dev, const char *family, const char *defines,
                               const char *fn, program_entry **out) {
-  if (!clt__cl(dev)->programs &&
-      !(clt__cl(dev)->programs = calloc(1, sizeof *clt__cl(dev)->programs)))
+  struct clt_cl_device *c = clt__cl(dev);
+  if (!c->programs && !(c->programs = calloc(1, sizeof *c->programs)))
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  program_entry *e = clt__cl(dev)->programs->head;
+  program_entry *e = c->programs->head;
   while (e && (strcmp(e->family, family) != 0 || strcmp(e->defines, defines) != 0))
     e = e->next;
   if (!e) {
@@ -620,20 +620,20 @@ static clt_status built_entry(clt_device *dev, const char *family, const char *d
       free(e);
       return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     }
-    e->next = clt__cl(dev)->programs->head;
-    clt__cl(dev)->programs->head = e; /* entries stay until exit, so e stays valid while unlocked */
+    e->next = c->programs->head;
+    c->programs->head = e; /* entries stay until exit, so e stays valid while unlocked */
   }
   while (e->building)
-    pthread_cond_wait(&clt__cl(dev)->programs_built, &clt__cl(dev)->programs_lock);
+    pthread_cond_wait(&c->programs_built, &c->programs_lock);
   if (!e->program) {
     e->building = true;
-    pthread_mutex_unlock(&clt__cl(dev)->programs_lock);
+    pthread_mutex_unlock(&c->programs_lock);
     cl_program p = NULL;
     clt_status st = build(dev, family, defines, fn, &p);
-    pthread_mutex_lock(&clt__cl(dev)->programs_lock);
+    pthread_mutex_lock(&c->programs_lock);
     e->program = p;
     e->building = false;
-    pthread_cond_broadcast(&clt__cl(dev)->programs_built);
+    pthread_cond_broadcast(&c->programs_built);
     if (st != CLT_OK)
       return st;
   }
@@ -676,12 +676,14 @@ done:
 }
 
 int clt__program_count(clt_device *dev) {
+  if (dev->backend != &clt__opencl_backend)
+    return 0; /* the host builds no programs */
+  struct clt_cl_device *c = clt__cl(dev);
   int n = 0; /* built programs only: an entry whose build failed holds none */
-  pthread_mutex_lock(&clt__cl(dev)->programs_lock);
-  for (program_entry *e = clt__cl(dev)->programs ? clt__cl(dev)->programs->head : NULL; e;
-       e = e->next)
+  pthread_mutex_lock(&c->programs_lock);
+  for (program_entry *e = c->programs ? c->programs->head : NULL; e; e = e->next)
     n += e->program != NULL;
-  pthread_mutex_unlock(&clt__cl(dev)->programs_lock);
+  pthread_mutex_unlock(&c->programs_lock);
   return n;
 }
 
