@@ -14,7 +14,7 @@ typedef enum clt_op_kind {
 #define CLT__OP_ENUM_(name, ...) CLT__OP_##name,
   CLT_ELEMENTWISE_OPS(CLT__OP_ENUM_)
 #undef CLT__OP_ENUM_
-      CLT__OP_cast,
+  CLT__OP_cast,
   CLT__OP_COUNT
 } clt_op_kind;
 
@@ -50,7 +50,7 @@ extern const clt_op clt__ops[CLT__OP_COUNT];
 
 /* The expression of op for compute dtype dt, or NULL where op is not defined for it. */
 static inline const char *clt__op_expr(const clt_op *op, clt_dtype dt) {
-  const char *e = op->expr[dt == CLT_BOOL            ? CLT__EXPR_BOOL
+  const char *e = op->expr[dt == CLT_BOOL                ? CLT__EXPR_BOOL
                            : clt__dtype_is_float(dt) ? CLT__EXPR_FLOAT
                                                      : CLT__EXPR_INT];
   return strcmp(e, "CLT_NA") == 0 ? NULL : e;

@@ -13,7 +13,6 @@
 #include "fault.h" /* injected faults: nothing unless configured with --enable-fault-injection */
 
 struct clt_backend;
-struct clt_program_cache;
 
 /* ---- errors (error.c) ------------------------------------------------------------------- */
 

@@ -18,6 +18,8 @@
 
 /* ---- devices (device.c) ----------------------------------------------------------------- */
 
+struct clt_program_cache; /* program.c */
+
 /* An OpenCL device: the struct clt_device that the registry and the dispatcher see, then the
  * OpenCL objects behind it. clt__cl_discover allocates these; every clt_device whose backend is
  * clt__opencl_backend is the `base` of one, and clt__cl() gets back to it. */
