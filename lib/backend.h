@@ -174,6 +174,13 @@ struct clt_backend {
    * own that begins with the struct clt_device. Devices that cannot be opened are left out with a
    * warning on stderr. */
   void (*discover)(clt_device ***out, int *count);
+  /* (optional: device backends) The events on storages, which the backend records in their
+   * write_ev/write_q and read_ev/read_q and marks as its own by setting s->order to its table:
+   * storage_wait blocks until the commands that write s (and, if writing, read s) are done;
+   * storage_drop releases the events of s, which is being freed, after waiting for them if wait
+   * is set. lib/memory.c's clt__storage_host_wait and clt__storage_events_drop call them. */
+  clt_status (*storage_wait)(clt_storage *s, bool writing, const char *fn);
+  void (*storage_drop)(clt_storage *s, bool wait);
   /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
    * command enqueued on dev so far has completed; fn names the caller in errors. */
   clt_status (*synchronize)(clt_device *dev, const char *fn);

@@ -128,6 +128,10 @@ typedef struct clt_storage {
   void *read_ev[CLT__MAX_READERS]; /* last read by each queue, at most one per queue */
   void *read_q[CLT__MAX_READERS];
   int nreads;
+  /* The backend whose events the fields above hold (set by its first note, never cleared; NULL
+   * while no command was ever noted): clt__storage_host_wait and clt__storage_events_drop go to
+   * its storage_wait and storage_drop. */
+  _Atomic(const struct clt_backend *) order;
   struct clt_storage *next_free; /* in the device's cache */
   /* Foreign memory (DLPack imports): clt did not allocate host or buf, so the storage never goes
    * to the cache nor counts in the allocator's statistics; when it is freed, clt waits for the
@@ -186,7 +190,7 @@ static inline void *clt__host_ptr(const clt_tensor *t) {
   return (char *)t->storage->host + t->offset;
 }
 
-/* ---- events on storage (opencl/order.c) ------------------------------------------------- */
+/* ---- events on storage (memory.c; the backend of s->order does the work) ---------------- */
 
 /* Releases the events s keeps (it is being freed), after waiting for them if wait is set. */
 void clt__storage_events_drop(clt_storage *s, bool wait);

@@ -128,6 +128,20 @@ static clt_storage *cache_take(clt_device *dev, size_t bytes) {
   return s;
 }
 
+/* The events on a storage belong to the backend that noted them (s->order): a storage that
+ * never had a command noted has none, and its host access takes no lock. Once set, s->order stays,
+ * so a command noted concurrently with this load is one the caller did not order against anyway. */
+clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
+  const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
+  return b ? b->storage_wait(s, writing, fn) : CLT_OK;
+}
+
+void clt__storage_events_drop(clt_storage *s, bool wait) {
+  const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
+  if (b)
+    b->storage_drop(s, wait);
+}
+
 static void destroy(clt_storage *s) {
   /* The owner of foreign memory may reuse its buffer as soon as it hears back: finish our
    * commands first. */
@@ -178,6 +192,7 @@ static clt_storage *storage_new(clt_device *dev, size_t bytes) {
   if (!s)
     return NULL;
   atomic_init(&s->refs, 1);
+  atomic_init(&s->order, NULL);
   s->dev = dev;
   s->bytes = bytes;
   pthread_mutex_init(&s->lock, NULL);

@@ -63,6 +63,9 @@ void clt__waitlist_clear(clt_waitlist *wl);
 /* Records that the command ev on queue q read (writing=false) or wrote s. Call it with the lock
  * of q's device held, taken before the enqueue of ev. */
 void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing);
+/* The backend's storage_wait and storage_drop (lib/backend.h). */
+clt_status clt__cl_storage_wait(clt_storage *s, bool writing, const char *fn);
+void clt__cl_storage_drop(clt_storage *s, bool wait);
 /* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
  * (both lists may hold NULL entries, which are skipped). Events of d's own queue are left out:
  * the queue is in order, so they come first anyway, and a short list is a cheaper launch. On

@@ -181,6 +181,8 @@ const struct clt_backend clt__opencl_backend = {
     .error_is_oom = clt__cl_error_is_oom,
     .buffer_retain = clt__cl_buffer_retain,
     .buffer_free = clt__cl_buffer_free,
+    .storage_wait = clt__cl_storage_wait,
+    .storage_drop = clt__cl_storage_drop,
     .discover = clt__cl_discover,
     .synchronize = clt__cl_synchronize,
 };

@@ -152,6 +152,8 @@ void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool wri
   cl_event stale = NULL;
   pthread_mutex_lock(&s->lock);
   clRetainEvent(ev);
+  if (!atomic_load_explicit(&s->order, memory_order_relaxed))
+    atomic_store_explicit(&s->order, &clt__opencl_backend, memory_order_release);
   if (writing) {
     /* The write waited for every earlier access, so it alone now orders what follows. */
     if (s->write_ev)
@@ -216,7 +218,7 @@ static clt_status wait_events(cl_event *evs, int n, const char *fn, const clt_de
   return st;
 }
 
-clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
+clt_status clt__cl_storage_wait(clt_storage *s, bool writing, const char *fn) {
   cl_event evs[CLT__MAX_READERS + 1];
   int n = collect(s, writing, NULL, evs);
   return n ? wait_events(evs, n, fn, s->dev) : CLT_OK;
@@ -237,7 +239,7 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
   return clt__wait_command(ev, dev, fn, "the command (CLT_SYNC=1)");
 }
 
-void clt__storage_events_drop(clt_storage *s, bool wait) {
+void clt__cl_storage_drop(clt_storage *s, bool wait) {
   if (wait) {
     cl_event ev;
     if ((ev = s->write_ev) != NULL)
