@@ -163,20 +163,34 @@ struct clt_backend {
   clt_status (*event_wait)(clt_device *dev, void *ev, const char *fn);
   clt_status (*event_elapsed)(clt_device *dev, void *start, void *end, const char *fn, double *ms);
   void (*event_release)(void *ev);
-  /* (optional: device backends) Memory behind storages, for lib/memory.c's allocator; each
-   * returns 0 (CL_SUCCESS) or the backend's error code, an OpenCL one for OpenCL. buffer_alloc
-   * allocates s->bytes (> 0) on s->dev; pinned_alloc allocates alloc bytes of host memory that
-   * near's copies reach directly, mapped at s->host; buffer_retain takes a reference to a
-   * foreign buffer; buffer_free releases s's buffer (unmapping pinned memory first). */
-  cl_int (*buffer_alloc)(clt_storage *s);
-  cl_int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
-  cl_int (*buffer_retain)(cl_mem mem);
+  /* (optional: device backends) Memory behind storages, for lib/memory.c's allocator.
+   * buffer_alloc allocates s->bytes (> 0) on s->dev into s->buf; pinned_alloc allocates alloc
+   * bytes of host memory that near's copies reach directly, its buffer in s->buf, mapped at
+   * s->host; both return 0 or the backend's own error code (OpenCL's: CL_SUCCESS is 0), which
+   * error_name names ("CL_OUT_OF_RESOURCES") and error_is_oom tells out-of-memory failures by.
+   * buffer_retain takes a reference to the foreign buffer buf of dev (a DLPack import), reporting
+   * a failure for fn; buffer_free releases s's buffer (unmapping pinned memory first). */
+  int (*buffer_alloc)(clt_storage *s);
+  int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
+  const char *(*error_name)(int err);
+  bool (*error_is_oom)(int err);
+  clt_status (*buffer_retain)(clt_device *dev, void *buf, const char *fn);
   void (*buffer_free)(clt_storage *s);
-  /* (optional: device backends) Discovery, run once by lib/device.c's registry: sets *out to a
-   * malloc'ed array of the *count devices of this kind (kept until exit; NULL and 0 when there
-   * are none), each named, described and opened (clt__device_setup, context, queue). Devices
-   * that cannot be opened are left out with a warning on stderr. */
-  void (*discover)(clt_device **out, int *count);
+  /* (optional: device backends) Discovery, run once by lib/device.c's registry, which lists the
+   * devices of every backend of its table in turn: sets *out to a malloc'ed array of pointers to
+   * the *count devices of this kind (kept until exit; NULL and 0 when there are none), each
+   * named, described and opened (clt__device_setup, then whatever the backend needs: the OpenCL
+   * backend's context and queue). Each device is allocated by the backend, inside a struct of its
+   * own that begins with the struct clt_device. Devices that cannot be opened are left out with a
+   * warning on stderr. */
+  void (*discover)(clt_device ***out, int *count);
+  /* (optional: device backends) The events on storages, which the backend records in their
+   * write_ev/write_q and read_ev/read_q and marks as its own by setting s->order to its table:
+   * storage_wait blocks until the commands that write s (and, if writing, read s) are done;
+   * storage_drop releases the events of s, which is being freed, after waiting for them if wait
+   * is set. lib/memory.c's clt__storage_host_wait and clt__storage_events_drop call them. */
+  clt_status (*storage_wait)(clt_storage *s, bool writing, const char *fn);
+  void (*storage_drop)(clt_storage *s, bool wait);
   /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
    * command enqueued on dev so far has completed; fn names the caller in errors. */
   clt_status (*synchronize)(clt_device *dev, const char *fn);
@@ -244,76 +258,9 @@ clt_status clt__host_transpose(clt_tensor *out, const clt_tensor *in, const clt_
 void clt__host_matmul_run(clt_dtype dt, const clt_matmul_desc *g, const void *a, const void *b,
                           void *c);
 
-/* OpenCL backend pieces (lib/opencl/). */
-clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
-                               clt_dtype compute, const clt_bcast *bc);
-clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
-clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
-                               const char *fn);
-clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
-                          const clt_matmul_desc *g, const char *fn);
-clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
-/* Builds the tiled matmul kernel for dt on d without running it (the backend's warm hook: the
- * path clt_matmul takes may not use it, CLT_MATMUL=kernel does). */
-clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
 /* Empties CLBlast's program cache (a no-op without CLBlast), for tests on Oclgrind, which cannot
- * take the release of those programs at exit (tests/oclgrind/exit_release.c). */
+ * take the release of those programs at exit (tests/oclgrind/exit_release.c). The rest of the
+ * OpenCL backend is declared in lib/opencl/cl-internal.h, for lib/opencl/ alone. */
 void clt__cl_matmul_clear_cache(void);
-clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
-                             const char *fn);
-clt_status clt__cl_copy(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
-clt_status clt__cl_read(const clt_tensor *t, void *dst, const char *fn);
-clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out);
-clt_status clt__cl_event_wait(clt_device *dev, void *ev, const char *fn);
-clt_status clt__cl_event_elapsed(clt_device *dev, void *start, void *end, const char *fn,
-                                 double *ms);
-void clt__cl_event_release(void *ev);
-cl_int clt__cl_buffer_alloc(clt_storage *s);
-cl_int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc);
-cl_int clt__cl_buffer_retain(cl_mem mem);
-void clt__cl_buffer_free(clt_storage *s);
-void clt__cl_discover(clt_device **out, int *count);
-clt_status clt__cl_synchronize(clt_device *dev, const char *fn);
-/* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
- * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
-typedef struct clt_launch {
-  size_t global, local; /* local 0: let the driver choose */
-  cl_ulong chunk;       /* elements per work-item (chunked), or the stride (grid-stride) */
-} clt_launch;
-clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n);
-/* The defines every program gets on dev: "#define CLT_CHUNKED 1" (CPU devices) or 0, and
- * "#define CLT_FP64" when the program uses double. */
-const char *clt__cl_base_options(const clt_device *dev, bool need_fp64);
-/* Enqueues kernel k over the launch on dev's queue after the waitlist; returns its event. */
-clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
-                           const char *fn, cl_event *ev);
-
-/* Enqueues one command on d's queue after the events in wl, which it must not change, and sets
- * *ev to the command's event (left NULL on failure, or set if the command was enqueued and the
- * failure came after). Called with d->lock held: it may set the arguments of cached kernels.
- * A function that enqueues more than one command (the whole-tensor reduction) may instead note
- * the storages itself, each against its own command's event, and leave *ev NULL. */
-typedef clt_status (*clt_cl_enqueue_fn)(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
-                                        cl_event *ev);
-/* A command on d's queue that reads the storages `reads` and writes `writes` (NULL entries are
- * skipped), the one sequence every launch follows: the wait list (clt__waitlist_for); d->lock;
- * enqueue(d, wl, ctx, fn, &ev); on success the notes (clt__note_command); unlock; then
- * clt__command_done, or, when keep is not NULL, *keep = ev for the caller to wait for and
- * release. On failure nothing is noted and the error of the failing step is returned. When
- * enqueue leaves ev NULL and succeeds, it has taken the notes itself: nothing is noted or
- * finished here, and *keep is NULL. */
-clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
-                          clt_storage *const *writes, int nwrites, clt_cl_enqueue_fn enqueue,
-                          void *ctx, const char *fn, cl_event *keep);
-/* A kernel argument: size bytes at value, or local memory of size bytes when value is NULL. */
-typedef struct clt_cl_arg {
-  size_t size;
-  const void *value;
-} clt_cl_arg;
-/* Runs the 1-d kernel k (from clt__get_kernel) over l with the nargs arguments args, through
- * clt__cl_submit; a failure to set the arguments is reported with the kernel's name. */
-clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const clt_cl_arg *args,
-                       int nargs, clt_storage *const *reads, int nreads, clt_storage *const *writes,
-                       int nwrites, const char *fn);
 
 #endif /* CLT_BACKEND_H */

@@ -26,7 +26,7 @@
 #endif
 #include <CL/cl.h>
 
-#include "fault.h" /* libclt_mpi's OpenCL calls are counted too in a fault-injection build */
+#include "opencl/cl-fault.h" /* libclt_mpi's OpenCL calls are counted too in a fault-injection build */
 
 #define CLT_INTERNAL_MPI_VERSION 1
 

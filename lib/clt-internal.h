@@ -4,28 +4,22 @@
 
 #include "config.h"
 
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
-
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "clt.h"
 #include "fault.h" /* injected faults: nothing unless configured with --enable-fault-injection */
 
 struct clt_backend;
-struct clt_program_cache;
 
 /* ---- errors (error.c) ------------------------------------------------------------------- */
 
-/* Sets the thread's last error to "<fn>: <formatted message>" and returns s. */
+/* Sets the thread's last error to "<fn>: <formatted message>" and returns s. (A backend's own
+ * error codes are its business: lib/opencl/cl-internal.h has clt__cl_error.) */
 clt_status clt__error(clt_status s, const char *fn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
-const char *clt__cl_error_name(cl_int err);
-/* Maps an OpenCL error to a status and sets the message "<fn>: <what> failed on <dev>: NAME". */
-clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt_device *dev);
 
 /* ---- files replaced atomically (io/atomic_file.c) --------------------------------------- */
 
@@ -51,16 +45,17 @@ void clt__afile_abort(clt__afile *f);
 
 /* ---- devices (device.c) ----------------------------------------------------------------- */
 
+/* A device: the facts and state that every backend shares. A device backend allocates each of
+ * its devices inside a struct of its own that begins with this one (lib/opencl/cl-internal.h:
+ * struct clt_cl_device, with the platform, context, queue and program cache), so no field here
+ * is of a device API's type. */
 struct clt_device {
   int index; /* -1 for the host, else the n of "cl:n" */
   char name[16];
   clt_device_kind kind;
   const struct clt_backend *backend;
-  /* OpenCL (unused on the host) */
-  cl_platform_id platform;
-  cl_device_id id;
-  cl_context context;     /* shared by the devices of one platform */
-  cl_command_queue queue; /* in-order, profiling enabled */
+  /* Which context of its backend the device is in (devices of one context copy buffers to each
+   * other directly) and which platform, numbered from 0 in discovery order; -1 on the host. */
   int context_index;
   int platform_index;
   bool fp64;
@@ -69,22 +64,18 @@ struct clt_device {
    * with work-group reductions (GPUs); CLT_KERNEL_SHAPE overrides it (device.c). */
   bool chunked;
   size_t max_work_group;
-  cl_ulong max_alloc;
-  cl_ulong global_mem;
+  uint64_t max_alloc;  /* the largest buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE) */
+  uint64_t global_mem; /* the device's memory (CL_DEVICE_GLOBAL_MEM_SIZE) */
   int compute_units;
   char vendor[128], model[128], driver[64], cl_version[128], platform_name[128];
   char description[512];
-  /* The queue lock, held from each enqueue on `queue` until the storages it reads and writes
-   * have noted its event (clt__note_command), so that the event a storage keeps for this queue
-   * is always the queue's latest access to it, whatever threads enqueue at once; it also covers
-   * clSetKernelArg on the cached kernels, which are shared (a cl_kernel is not thread-safe).
-   * Not held while waiting for device work (but see the overflow case of clt__storage_note). */
+  /* The queue lock, held from each enqueue on the device's queue until the storages it reads
+   * and writes have noted its event (lib/opencl/order.c: clt__note_command), so that the event a
+   * storage keeps for this queue is always the queue's latest access to it, whatever threads
+   * enqueue at once; it also covers setting the arguments of the cached kernels, which are shared
+   * (a cl_kernel is not thread-safe). Not held while waiting for device work (but see the
+   * overflow case of clt__storage_note). */
   pthread_mutex_t lock;
-  /* The program cache (opencl/program.c): the list under programs_lock; a program being built by
-   * one thread is waited for on programs_built by the others (builds run outside the lock). */
-  pthread_mutex_t programs_lock;
-  pthread_cond_t programs_built;
-  struct clt_program_cache *programs;
   /* caching allocator (memory.c) */
   pthread_mutex_t cache_lock;
   struct clt_storage *cache; /* released blocks, kept with their pending events */
@@ -100,8 +91,9 @@ const char *clt__device_setting(const char *var, const char *name, char *buf, si
 
 /* For device backends' discovery: clt__device_setup completes an entry whose backend has filled
  * its name, kind and hardware facts (the settings of the environment such as CLT_NO_FP64 and
- * CLT_KERNEL_SHAPE, the locks, the description); clt__device_forget undoes it for a device that
- * could not be opened (its slot is reused). clt__trim strips surrounding blanks in place. */
+ * CLT_KERNEL_SHAPE, the locks, the description); clt__device_forget undoes it (zeroing the
+ * struct clt_device) for a device that could not be opened, whose slot is reused. clt__trim
+ * strips surrounding blanks in place. */
 void clt__device_setup(clt_device *d);
 void clt__device_forget(clt_device *d);
 void clt__trim(char *s);
@@ -111,37 +103,39 @@ clt_status clt__check_device(const clt_device *dev, const char *fn, const char *
 /* Process-wide settings read once from the environment. */
 bool clt__env_sync(void);
 bool clt__env_alloc_cache(void); /* CLT_ALLOC_CACHE, default on */
-/* The OpenCL devices (array of *count). */
-clt_device *clt__device_list(int *count);
-
-/* Queries of a foreign OpenCL buffer (DLPack import; opencl/memory.c). clt__cl_buffer_context
- * sets *ctx to mem's context and returns the OpenCL error code (CL_SUCCESS); clt__cl_buffer_size
- * sets *size to mem's size in bytes, or fails with the query's error, reported for fn on dev. */
-cl_int clt__cl_buffer_context(cl_mem mem, cl_context *ctx);
-clt_status clt__cl_buffer_size(cl_mem mem, const clt_device *dev, const char *fn, size_t *size);
+/* The devices that the device backends discovered, in the order of clt_device_at: an array of
+ * *count pointers, fixed from the first call until exit. */
+clt_device *const *clt__device_list(int *count);
 
 /* ---- storage and tensors (memory.c, tensor.c) ------------------------------------------- */
 
 #define CLT__MAX_READERS 8
 
-/* The memory behind a tensor, refcounted, with the events that order work on it. */
+/* The memory behind a tensor, refcounted, with the events that order work on it. The buffer and
+ * the events are handles of the backend that made them, opaque outside it: lib/opencl/ keeps its
+ * buffer object in buf, its events in write_ev and read_ev and their queues in write_q and read_q
+ * (lib/opencl/order.c owns the events). */
 typedef struct clt_storage {
   atomic_int refs;
   clt_device *dev; /* where it lives: the host (host/pinned memory) or an OpenCL device */
   size_t bytes;
-  void *host;               /* host memory (host tensors), or the mapped pointer when pinned */
-  cl_mem mem;               /* device buffer; for pinned host memory the buffer behind it */
-  clt_device *pin_dev;      /* the device whose context holds the pinned buffer */
-  pthread_mutex_t lock;     /* guards the events below */
-  cl_event write_ev;        /* the last enqueued command writing it (NULL if none pending) */
-  cl_command_queue write_q; /* the queue of write_ev */
-  cl_event read_ev[CLT__MAX_READERS]; /* last read by each queue, at most one per queue */
-  cl_command_queue read_q[CLT__MAX_READERS];
+  void *host;           /* host memory (host tensors), or the mapped pointer when pinned */
+  void *buf;            /* device buffer; for pinned host memory the buffer behind it */
+  clt_device *pin_dev;  /* the device whose context holds the pinned buffer */
+  pthread_mutex_t lock; /* guards the events below */
+  void *write_ev;       /* the last enqueued command writing it (NULL if none pending) */
+  void *write_q;        /* the queue of write_ev */
+  void *read_ev[CLT__MAX_READERS]; /* last read by each queue, at most one per queue */
+  void *read_q[CLT__MAX_READERS];
   int nreads;
+  /* The backend whose events the fields above hold (set by its first note, never cleared; NULL
+   * while no command was ever noted): clt__storage_host_wait and clt__storage_events_drop go to
+   * its storage_wait and storage_drop. */
+  _Atomic(const struct clt_backend *) order;
   struct clt_storage *next_free; /* in the device's cache */
-  /* Foreign memory (DLPack imports): clt did not allocate host or mem, so the storage never goes
+  /* Foreign memory (DLPack imports): clt did not allocate host or buf, so the storage never goes
    * to the cache nor counts in the allocator's statistics; when it is freed, clt waits for the
-   * device commands using it, releases its own reference to mem and calls release(release_ctx). */
+   * device commands using it, releases its own reference to buf and calls release(release_ctx). */
   void (*release)(void *ctx);
   void *release_ctx;
 } clt_storage;
@@ -164,10 +158,11 @@ struct clt_tensor {
 clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out);
 clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,
                                      clt_storage **out);
-/* Storage over foreign memory: host memory at host (dev is the host) or the buffer mem of an
- * OpenCL device dev (retained here). release(ctx) runs once when the storage is freed, after the
- * commands that use it have finished; it is not called if this function fails. */
-clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, cl_mem mem, size_t bytes,
+/* Storage over foreign memory: host memory at host (dev is the host) or the buffer buf of a
+ * device dev (its backend's handle: an OpenCL buffer object; retained here). release(ctx) runs once
+ * when the storage is freed, after the commands that use it have finished; it is not called if
+ * this function fails. */
+clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, void *buf, size_t bytes,
                                      void (*release)(void *ctx), void *ctx, const char *fn,
                                      clt_storage **out);
 clt_storage *clt__storage_retain(clt_storage *s);
@@ -209,8 +204,8 @@ bool clt__has_internal_overlap(const clt_tensor *t);
 clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg);
 clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg);
 bool clt__dtype_is_float(clt_dtype dt);
-bool clt__dtype_is_int(clt_dtype dt);         /* i32, i64, u8 (not bool) */
-bool clt__dtype_is_half(clt_dtype dt);        /* f16, bf16: stored narrow, computed in f32 */
+bool clt__dtype_is_int(clt_dtype dt);  /* i32, i64, u8 (not bool) */
+bool clt__dtype_is_half(clt_dtype dt); /* f16, bf16: stored narrow, computed in f32 */
 /* The storage type in OpenCL C: "float", "double", "int", "long", "uchar", and "half" (f16, read
  * and written with vload_half and vstore_half) and "ushort" (bf16's bits). */
 const char *clt__dtype_cl_type(clt_dtype dt);
@@ -225,45 +220,12 @@ static inline void *clt__host_ptr(const clt_tensor *t) {
   return (char *)t->storage->host + t->offset;
 }
 
-/* ---- events on storage (opencl/order.c) ------------------------------------------------- */
+/* ---- events on storage (memory.c; the backend of s->order does the work) ---------------- */
 
-/* A list of events to wait for before a command enqueued on one queue. */
-typedef struct clt_waitlist {
-  cl_event ev[2 * CLT__MAX_READERS + 4];
-  cl_uint n;
-} clt_waitlist;
-
-/* Adds what a command on queue q (in context ctx) must wait for before it reads s (its last
- * write) or writes s (its last write and all reads). Events of other contexts are bridged with
- * user events. The waitlist holds references: release with clt__waitlist_clear. */
-clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
-                             const char *fn);
-void clt__waitlist_clear(clt_waitlist *wl);
-/* Records that the command ev on queue q read (writing=false) or wrote s. Call it with the lock
- * of q's device held, taken before the enqueue of ev. */
-void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing);
-/* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
- * (both lists may hold NULL entries, which are skipped). Events of d's own queue are left out:
- * the queue is in order, so they come first anyway, and a short list is a cheaper launch. On
- * failure the list is cleared. */
-clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
-                             clt_storage *const *writes, int nwrites, const char *fn);
-/* Records the command ev just enqueued on d's queue as a read of `reads` and a write of
- * `writes`. Call it with d->lock held, the lock taken before the enqueue (see clt_device.lock). */
-void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
-                       clt_storage *const *writes, int nwrites);
-/* After unlocking: waits for ev under CLT_SYNC=1 (reporting its failure), then releases ev. */
-clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn);
-/* Keeps s alive until ev completes (for host memory used by an asynchronous copy). */
-clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
 /* Releases the events s keeps (it is being freed), after waiting for them if wait is set. */
 void clt__storage_events_drop(clt_storage *s, bool wait);
 /* Blocks until pending device commands that write s (and, if writing, read s) are done. */
 clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn);
-/* Waits for ev; an error naming `what` if waiting fails or the command failed. */
-clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what);
-/* Waits on ev if CLT_SYNC=1 and reports its failure. */
-clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 
 /* ---- transfers (transfer.c) ------------------------------------------------------------- */
 
@@ -285,15 +247,6 @@ struct clt__kernel_source {
 extern const struct clt__kernel_source clt__kernel_sources[];
 extern const size_t clt__kernel_source_count;
 
-/* The kernel `kernel` of kernels/<family>.cl built for dev, the source preceded by defines (lines
- * such as "#define T float\n": the dtype and op macros travel in the source, not as -D options,
- * since drivers split option strings differently). Cached per (device, family, defines); threads
- * asking for a program another thread is building wait for that build. The kernel is owned by the
- * cache and shared: hold dev->lock from setting its arguments until the enqueue (and the notes)
- * are done. */
-clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
-                           const char *kernel, const char *fn, cl_kernel *out);
-void clt__program_cache_free(struct clt_program_cache *c);
 /* How many programs dev's cache holds (each holds a reference to the device's context). */
 int clt__program_count(clt_device *dev);
 /* The directory of the on-disk program cache ($CLT_CACHE_DIR, else $XDG_CACHE_HOME/clt, else

@@ -1,6 +1,6 @@
-/* device.c - the device registry: the host plus the devices each device backend discovers (the
- * OpenCL backend: every device of every platform, lib/opencl/device.c), their names, settings
- * and descriptions, and clt_device_synchronize. */
+/* device.c - the device registry: the host plus the devices each backend of its table discovers
+ * (the OpenCL backend: every device of every platform, lib/opencl/device.c), their names,
+ * settings and descriptions, and clt_device_synchronize. */
 #define _GNU_SOURCE
 #include "backend.h"
 
@@ -9,9 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The device backends whose devices follow the host's, in this order (clt_device_at's indices).
+ * A new backend adds its table here. */
+static const struct clt_backend *const device_backends[] = {&clt__opencl_backend};
+
 static clt_device host_device;
-static clt_device *cl_devices;
-static int cl_count;
+static clt_device **devices; /* every backend's devices, in device_backends order */
+static int ndevices;
 static clt_device *default_device;
 static bool env_sync;
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
@@ -45,8 +49,6 @@ static void describe(clt_device *d) {
 
 static void init_locks(clt_device *d) {
   pthread_mutex_init(&d->lock, NULL);
-  pthread_mutex_init(&d->programs_lock, NULL);
-  pthread_cond_init(&d->programs_built, NULL);
   pthread_mutex_init(&d->cache_lock, NULL);
 }
 
@@ -61,7 +63,7 @@ static void init_host(void) {
   d->platform_index = -1;
   d->context_index = -1;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  d->global_mem = (pages > 0 && page > 0) ? (cl_ulong)pages * (cl_ulong)page : 0;
+  d->global_mem = (pages > 0 && page > 0) ? (uint64_t)pages * (uint64_t)page : 0;
   d->max_alloc = d->global_mem;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   d->compute_units = cpus > 0 ? (int)cpus : 1;
@@ -163,17 +165,49 @@ static bool env_alloc_cache;
 
 void clt__device_forget(clt_device *d) {
   pthread_mutex_destroy(&d->lock);
-  pthread_mutex_destroy(&d->programs_lock);
-  pthread_cond_destroy(&d->programs_built);
   pthread_mutex_destroy(&d->cache_lock);
   memset(d, 0, sizeof *d);
+}
+
+/* Lists the devices of every backend of the table, one backend after the other. */
+static void discover_all(void) {
+  const size_t nb = sizeof device_backends / sizeof device_backends[0];
+  for (size_t b = 0; b < nb; b++) {
+    if (!device_backends[b]->discover)
+      continue;
+    clt_device **found = NULL;
+    int n = 0;
+    device_backends[b]->discover(&found, &n);
+    if (n == 0) {
+      free(found);
+      continue;
+    }
+    if (!devices) { /* the first backend with devices: its list is the registry's */
+      devices = found;
+      ndevices = n;
+      continue;
+    }
+    clt_device **all = realloc(devices, (size_t)(ndevices + n) * sizeof *all);
+    if (!all) {
+      fprintf(stderr,
+              "clt: warning: out of host memory while listing the devices of the %s "
+              "backend; skipping them\n",
+              device_backends[b]->name);
+      free(found); /* the devices themselves stay allocated, unused, until exit */
+      continue;
+    }
+    memcpy(all + ndevices, found, (size_t)n * sizeof *all);
+    free(found);
+    devices = all;
+    ndevices += n;
+  }
 }
 
 static void registry_init(void) {
   init_host();
   env_sync = env_flag("CLT_SYNC", false);
   env_alloc_cache = env_flag("CLT_ALLOC_CACHE", true);
-  clt__opencl_backend.discover(&cl_devices, &cl_count);
+  discover_all();
 }
 
 static void ensure_registry(void) { pthread_once(&registry_once, registry_init); }
@@ -188,10 +222,10 @@ bool clt__env_alloc_cache(void) {
   return env_alloc_cache;
 }
 
-clt_device *clt__device_list(int *count) {
+clt_device *const *clt__device_list(int *count) {
   ensure_registry();
-  *count = cl_count;
-  return cl_devices;
+  *count = ndevices;
+  return devices;
 }
 
 clt_device *clt_cpu(void) {
@@ -201,31 +235,31 @@ clt_device *clt_cpu(void) {
 
 int clt_device_count(void) {
   ensure_registry();
-  return cl_count;
+  return ndevices;
 }
 
 clt_device *clt_device_at(int index) {
   ensure_registry();
-  if (index < 0 || index >= cl_count) {
+  if (index < 0 || index >= ndevices) {
     clt__error(CLT_ERR_DEVICE_NOT_FOUND, "clt_device_at",
-               "index %d is out of range: there are %d OpenCL devices", index, cl_count);
+               "index %d is out of range: there are %d OpenCL devices", index, ndevices);
     return NULL;
   }
-  return &cl_devices[index];
+  return devices[index];
 }
 
 static void list_devices(char *buf, size_t size) {
   size_t used = (size_t)snprintf(buf, size, "cpu");
-  for (int i = 0; i < cl_count && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, ", %s", cl_devices[i].name);
+  for (int i = 0; i < ndevices && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, ", %s", devices[i]->name);
 }
 
 static clt_device *lookup(const char *name) {
   if (strcmp(name, "cpu") == 0 || strcmp(name, "host") == 0)
     return &host_device;
-  for (int i = 0; i < cl_count; i++)
-    if (strcmp(name, cl_devices[i].name) == 0)
-      return &cl_devices[i];
+  for (int i = 0; i < ndevices; i++)
+    if (strcmp(name, devices[i]->name) == 0)
+      return devices[i];
   return NULL;
 }
 
@@ -275,9 +309,9 @@ clt_device *clt_device_default(void) {
 clt_device *clt_try_gpu(int i) {
   ensure_registry();
   int seen = 0;
-  for (int k = 0; k < cl_count; k++)
-    if (cl_devices[k].kind == CLT_DEVICE_CL_GPU && seen++ == i)
-      return &cl_devices[k];
+  for (int k = 0; k < ndevices; k++)
+    if (devices[k]->kind == CLT_DEVICE_CL_GPU && seen++ == i)
+      return devices[k];
   return &host_device;
 }
 
@@ -285,8 +319,11 @@ clt_status clt__check_device(const clt_device *dev, const char *fn, const char *
   if (!dev)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL; pass clt_cpu() or a device", arg);
   ensure_registry();
-  if (dev == &host_device || (cl_count > 0 && dev >= cl_devices && dev < cl_devices + cl_count))
+  if (dev == &host_device)
     return CLT_OK;
+  for (int i = 0; i < ndevices; i++)
+    if (dev == devices[i])
+      return CLT_OK;
   return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is not a clt device", arg);
 }
 
@@ -335,8 +372,8 @@ clt_status clt_device_synchronize(clt_device *d) {
     clt_status s = clt__check_device(d, "clt_device_synchronize", "d");
     return s != CLT_OK ? s : sync_one(d);
   }
-  for (int i = 0; i < cl_count; i++) {
-    clt_status s = sync_one(&cl_devices[i]);
+  for (int i = 0; i < ndevices; i++) {
+    clt_status s = sync_one(devices[i]);
     if (s != CLT_OK)
       return s;
   }

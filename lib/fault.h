@@ -1,16 +1,18 @@
-/* fault.h - injected faults, for testing clt's error paths (issue 6, item 5); not installed.
+/* fault.h - injected faults, for testing clt's error paths (issue 6, item 5): the switch, and
+ * the wrappers of the C allocation functions; not installed.
  *
  * Built only with `configure --enable-fault-injection` (which defines CLT_FAULT_INJECTION); a
- * default build has none of this. Then every file that includes clt-internal.h calls the OpenCL
- * entry points below (and the C allocation functions) through wrappers in fault.c, by the macros
- * at the end of this file, so no call site changes. A wrapper counts its call in one of four
- * kinds and, when armed, fails the n-th call of that kind with an error the real call can give:
+ * default build has none of this. Then every file that includes clt-internal.h calls the C
+ * allocation functions, and every file of the OpenCL backend (through lib/opencl/cl-fault.h) the
+ * OpenCL entry points named below, through wrappers in lib/opencl/fault.c, by macros, so no call
+ * site changes. A wrapper counts its call in one of four kinds and, when armed, fails the n-th call
+ * of that kind with an error the real call can give:
  *
  *   alloc    clCreateContext, clCreateCommandQueue, clCreateBuffer (device and pinned memory),
  *            clCreateUserEvent: CL_MEM_OBJECT_ALLOCATION_FAILURE (buffers), else
  *            CL_OUT_OF_RESOURCES
- *   enqueue  every clEnqueue* clt uses (reads, writes, copies, fills, maps, unmaps, kernels,
- *            native kernels, markers, barriers): CL_OUT_OF_RESOURCES
+ *   enqueue  every OpenCL enqueue call clt makes (reads, writes, copies, fills, maps, unmaps,
+ *            kernels, native kernels, markers, barriers): CL_OUT_OF_RESOURCES
  *   build    clCreateProgramWithSource, clCreateProgramWithBinary, clBuildProgram (which gives
  *            CL_BUILD_PROGRAM_FAILURE) and clCreateKernel: CL_OUT_OF_HOST_MEMORY/RESOURCES
  *   host     malloc, calloc, realloc and aligned_alloc in clt's own code: NULL
@@ -72,59 +74,7 @@ const char *clt__fault_site(void);
 /* "alloc", "enqueue", "build", "host" or "any". */
 const char *clt__fault_kind_name(clt_fault_kind kind);
 
-/* The wrappers, with the signatures of the functions they stand for. */
-#ifndef CL_TARGET_OPENCL_VERSION
-#define CL_TARGET_OPENCL_VERSION 120
-#endif
-#include <CL/cl.h>
-
-cl_context clt__fault_clCreateContext(
-    const cl_context_properties *props, cl_uint ndev, const cl_device_id *devs,
-    void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *), void *user, cl_int *err);
-cl_command_queue clt__fault_clCreateCommandQueue(cl_context ctx, cl_device_id dev,
-                                                 cl_command_queue_properties props, cl_int *err);
-cl_mem clt__fault_clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host,
-                                 cl_int *err);
-cl_event clt__fault_clCreateUserEvent(cl_context ctx, cl_int *err);
-cl_int clt__fault_clEnqueueReadBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking,
-                                      size_t offset, size_t size, void *ptr, cl_uint nwait,
-                                      const cl_event *wait, cl_event *ev);
-cl_int clt__fault_clEnqueueWriteBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking,
-                                       size_t offset, size_t size, const void *ptr, cl_uint nwait,
-                                       const cl_event *wait, cl_event *ev);
-cl_int clt__fault_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_off,
-                                      size_t dst_off, size_t size, cl_uint nwait,
-                                      const cl_event *wait, cl_event *ev);
-cl_int clt__fault_clEnqueueFillBuffer(cl_command_queue q, cl_mem buf, const void *pattern,
-                                      size_t pattern_size, size_t offset, size_t size,
-                                      cl_uint nwait, const cl_event *wait, cl_event *ev);
-void *clt__fault_clEnqueueMapBuffer(cl_command_queue q, cl_mem buf, cl_bool blocking,
-                                    cl_map_flags flags, size_t offset, size_t size, cl_uint nwait,
-                                    const cl_event *wait, cl_event *ev, cl_int *err);
-cl_int clt__fault_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem mem, void *ptr, cl_uint nwait,
-                                          const cl_event *wait, cl_event *ev);
-cl_int clt__fault_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dim,
-                                         const size_t *offset, const size_t *global,
-                                         const size_t *local, cl_uint nwait, const cl_event *wait,
-                                         cl_event *ev);
-cl_int clt__fault_clEnqueueNativeKernel(cl_command_queue q, void(CL_CALLBACK *fn)(void *),
-                                        void *args, size_t cb_args, cl_uint nmem,
-                                        const cl_mem *mems, const void **locs, cl_uint nwait,
-                                        const cl_event *wait, cl_event *ev);
-cl_int clt__fault_clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nwait,
-                                              const cl_event *wait, cl_event *ev);
-cl_int clt__fault_clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nwait,
-                                               const cl_event *wait, cl_event *ev);
-cl_program clt__fault_clCreateProgramWithSource(cl_context ctx, cl_uint count, const char **strings,
-                                                const size_t *lengths, cl_int *err);
-cl_program clt__fault_clCreateProgramWithBinary(cl_context ctx, cl_uint ndev,
-                                                const cl_device_id *devs, const size_t *lengths,
-                                                const unsigned char **binaries, cl_int *status,
-                                                cl_int *err);
-cl_int clt__fault_clBuildProgram(cl_program p, cl_uint ndev, const cl_device_id *devs,
-                                 const char *options, void(CL_CALLBACK *notify)(cl_program, void *),
-                                 void *user);
-cl_kernel clt__fault_clCreateKernel(cl_program p, const char *name, cl_int *err);
+/* The wrappers of the C allocation functions (those of OpenCL calls: lib/opencl/cl-fault.h). */
 void *clt__fault_malloc(size_t n);
 void *clt__fault_calloc(size_t n, size_t size);
 void *clt__fault_realloc(void *p, size_t n);
@@ -134,29 +84,11 @@ void *clt__fault_aligned_alloc(size_t align, size_t n);
 #pragma GCC visibility pop
 #endif
 
-/* Every file that includes clt-internal.h calls the wrappers instead (fault.c defines
+/* Every file that includes clt-internal.h calls the wrappers instead (opencl/fault.c defines
  * CLT_FAULT_NO_REDIRECT to reach the real functions, and so do tests that use the calls above). */
 #ifndef CLT_FAULT_NO_REDIRECT
 #include <stdlib.h> /* declared before the macros below rename its functions */
 
-#define clCreateContext clt__fault_clCreateContext
-#define clCreateCommandQueue clt__fault_clCreateCommandQueue
-#define clCreateBuffer clt__fault_clCreateBuffer
-#define clCreateUserEvent clt__fault_clCreateUserEvent
-#define clEnqueueReadBuffer clt__fault_clEnqueueReadBuffer
-#define clEnqueueWriteBuffer clt__fault_clEnqueueWriteBuffer
-#define clEnqueueCopyBuffer clt__fault_clEnqueueCopyBuffer
-#define clEnqueueFillBuffer clt__fault_clEnqueueFillBuffer
-#define clEnqueueMapBuffer clt__fault_clEnqueueMapBuffer
-#define clEnqueueUnmapMemObject clt__fault_clEnqueueUnmapMemObject
-#define clEnqueueNDRangeKernel clt__fault_clEnqueueNDRangeKernel
-#define clEnqueueNativeKernel clt__fault_clEnqueueNativeKernel
-#define clEnqueueMarkerWithWaitList clt__fault_clEnqueueMarkerWithWaitList
-#define clEnqueueBarrierWithWaitList clt__fault_clEnqueueBarrierWithWaitList
-#define clCreateProgramWithSource clt__fault_clCreateProgramWithSource
-#define clCreateProgramWithBinary clt__fault_clCreateProgramWithBinary
-#define clBuildProgram clt__fault_clBuildProgram
-#define clCreateKernel clt__fault_clCreateKernel
 #define malloc(n) clt__fault_malloc(n)
 #define calloc(n, size) clt__fault_calloc(n, size)
 #define realloc(p, n) clt__fault_realloc(p, n)

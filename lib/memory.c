@@ -128,18 +128,32 @@ static clt_storage *cache_take(clt_device *dev, size_t bytes) {
   return s;
 }
 
+/* The events on a storage belong to the backend that noted them (s->order): a storage that
+ * never had a command noted has none, and its host access takes no lock. Once set, s->order stays,
+ * so a command noted concurrently with this load is one the caller did not order against anyway. */
+clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
+  const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
+  return b ? b->storage_wait(s, writing, fn) : CLT_OK;
+}
+
+void clt__storage_events_drop(clt_storage *s, bool wait) {
+  const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
+  if (b)
+    b->storage_drop(s, wait);
+}
+
 static void destroy(clt_storage *s) {
   /* The owner of foreign memory may reuse its buffer as soon as it hears back: finish our
    * commands first. */
-  clt__storage_events_drop(s, s->release && s->mem);
+  clt__storage_events_drop(s, s->release && s->buf);
   if (s->release) {
     /* Host memory has no commands pending here (clt__keep_alive holds a reference). */
-    if (s->mem)
+    if (s->buf)
       s->dev->backend->buffer_free(s);
     s->release(s->release_ctx);
   } else if (s->pin_dev) {
     s->pin_dev->backend->buffer_free(s);
-  } else if (s->mem) {
+  } else if (s->buf) {
     s->dev->backend->buffer_free(s);
   } else {
     free(s->host);
@@ -178,22 +192,23 @@ static clt_storage *storage_new(clt_device *dev, size_t bytes) {
   if (!s)
     return NULL;
   atomic_init(&s->refs, 1);
+  atomic_init(&s->order, NULL);
   s->dev = dev;
   s->bytes = bytes;
   pthread_mutex_init(&s->lock, NULL);
   return s;
 }
 
-/* Allocates the memory itself; returns the OpenCL error (CL_SUCCESS) or
- * CL_OUT_OF_HOST_MEMORY for host memory. */
-static cl_int raw_alloc(clt_storage *s) {
+/* Allocates the memory itself; returns 0, the device backend's error code, or -1 when host
+ * memory could not be had. */
+static int raw_alloc(clt_storage *s) {
   clt_device *dev = s->dev;
   if (dev->kind == CLT_DEVICE_HOST) {
     s->host = host_alloc(s->bytes);
-    return s->host ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+    return s->host ? 0 : -1;
   }
   if (s->bytes == 0)
-    return CL_SUCCESS;
+    return 0;
   return dev->backend->buffer_alloc(s);
 }
 
@@ -235,11 +250,6 @@ static uint64_t host_memory(const clt_device *host) {
   return host->global_mem;
 }
 
-static bool is_oom(cl_int err) {
-  return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-         err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE;
-}
-
 /* A device buffer of bytes larger than dev allows. */
 static clt_status too_large(clt_device *dev, uint64_t bytes, const char *what, const char *fn) {
   char a[64], m[64], g[64];
@@ -262,9 +272,9 @@ static bool over_budget(clt_device *dev, size_t size) {
   return held > dev->global_mem || (uint64_t)size > dev->global_mem - held;
 }
 
-/* The error for an allocation of bytes on dev that failed with err (CL_SUCCESS: refused by
- * clt's own count), after the cache was emptied. */
-static clt_status out_of_memory(clt_device *dev, size_t bytes, cl_int err, const char *fn) {
+/* The error for an allocation of bytes on dev that failed with err (the backend's code; 0:
+ * refused by clt's own count), after the cache was emptied. */
+static clt_status out_of_memory(clt_device *dev, size_t bytes, int err, const char *fn) {
   clt_memory_stats st;
   clt_device_memory_stats(dev, &st);
   char a[64], h[64], g[64], m[64];
@@ -279,24 +289,25 @@ static clt_status out_of_memory(clt_device *dev, size_t bytes, cl_int err, const
                       a, h, fmt_bytes(g, sizeof g, dev->global_mem));
   fmt_bytes(g, sizeof g, dev->global_mem);
   fmt_bytes(m, sizeof m, dev->max_alloc);
-  if (err == CL_SUCCESS)
+  if (err == 0)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
                       "cannot allocate %s on %s: clt's tensors there already hold %s of the %s "
                       "the device has (its cache was emptied first; largest buffer %s); release "
                       "tensors you no longer need or use smaller ones",
                       a, dev->name, h, g, m);
-  return clt__error(is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
+  const struct clt_backend *b = dev->backend;
+  return clt__error(b->error_is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
                     "cannot allocate %s on %s: clCreateBuffer failed with %s (%d), also after "
                     "emptying clt's cache of %s (tensors there hold %s; the device has %s, largest "
                     "buffer %s); release tensors you no longer need or use smaller ones; "
                     "clt_device_empty_cache(NULL) frees the blocks cached for other devices too",
-                    a, dev->name, clt__cl_error_name(err), (int)err, dev->name, h, g, m);
+                    a, dev->name, b->error_name(err), err, dev->name, h, g, m);
 }
 
 clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out) {
   bool host = dev->kind == CLT_DEVICE_HOST;
   bool caching = clt__env_alloc_cache() && bytes > 0;
-  if (!host && (cl_ulong)bytes > dev->max_alloc)
+  if (!host && (uint64_t)bytes > dev->max_alloc)
     return too_large(dev, bytes, "device memory", fn);
   if (host && (uint64_t)bytes > dev->global_mem) { /* within RAM: no need to ask for swap too */
     uint64_t have = host_memory(dev);
@@ -311,7 +322,7 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   size_t size = caching ? round_size(bytes) : bytes;
   if (host)
     size = (size + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
-  if (!host && (cl_ulong)size > dev->max_alloc)
+  if (!host && (uint64_t)size > dev->max_alloc)
     size = bytes;
   clt_storage *s = caching ? cache_take(dev, size) : NULL;
   if (s) {
@@ -322,17 +333,17 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   if (over_budget(dev, size)) {
     cache_clear(dev);
     if (over_budget(dev, size))
-      return out_of_memory(dev, bytes, CL_SUCCESS, fn);
+      return out_of_memory(dev, bytes, 0, fn);
   }
   if (!(s = storage_new(dev, size)))
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  cl_int err = raw_alloc(s);
-  if (err != CL_SUCCESS) {
+  int err = raw_alloc(s);
+  if (err != 0) {
     /* Give the cache back and try once more. */
     cache_clear(dev);
     err = raw_alloc(s);
   }
-  if (err != CL_SUCCESS) {
+  if (err != 0) {
     pthread_mutex_destroy(&s->lock);
     free(s);
     return out_of_memory(dev, bytes, err, fn);
@@ -347,27 +358,28 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
 clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,
                                      clt_storage **out) {
   size_t alloc = bytes ? bytes : 1;
-  if ((cl_ulong)alloc > near->max_alloc)
+  if ((uint64_t)alloc > near->max_alloc)
     return too_large(near, alloc, "pinned host memory", fn);
   clt_storage *s = storage_new(clt_cpu(), bytes);
   if (!s)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  cl_int err = near->backend->pinned_alloc(near, s, alloc);
-  if (err != CL_SUCCESS && is_oom(err)) {
+  const struct clt_backend *b = near->backend;
+  int err = b->pinned_alloc(near, s, alloc);
+  if (err != 0 && b->error_is_oom(err)) {
     /* Pinned memory is host memory: give back what the caches hold there, and try again. */
     cache_clear(near);
     cache_clear(clt_cpu());
-    err = near->backend->pinned_alloc(near, s, alloc);
+    err = b->pinned_alloc(near, s, alloc);
   }
-  if (err != CL_SUCCESS) {
+  if (err != 0) {
     pthread_mutex_destroy(&s->lock);
     free(s);
     char a[64], m[64];
-    return clt__error(is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
+    return clt__error(b->error_is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
                       "cannot allocate %s of pinned host memory for %s: %s (%d), also after "
                       "emptying clt's caches of %s and cpu (largest buffer %s); use smaller "
                       "tensors or plain host memory (clt_empty on cpu)",
-                      fmt_bytes(a, sizeof a, alloc), near->name, clt__cl_error_name(err), (int)err,
+                      fmt_bytes(a, sizeof a, alloc), near->name, b->error_name(err), err,
                       near->name, fmt_bytes(m, sizeof m, near->max_alloc));
   }
   s->pin_dev = near;
@@ -375,22 +387,22 @@ clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char 
   return CLT_OK;
 }
 
-clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, cl_mem mem, size_t bytes,
+clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, void *buf, size_t bytes,
                                      void (*release)(void *ctx), void *ctx, const char *fn,
                                      clt_storage **out) {
   clt_storage *s = storage_new(dev, bytes);
   if (!s)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  if (mem) {
-    cl_int err = dev->backend->buffer_retain(mem);
-    if (err != CL_SUCCESS) {
+  if (buf) {
+    clt_status st = dev->backend->buffer_retain(dev, buf, fn);
+    if (st != CLT_OK) {
       pthread_mutex_destroy(&s->lock);
       free(s);
-      return clt__cl_error(err, fn, "clRetainMemObject", dev);
+      return st;
     }
   }
   s->host = host;
-  s->mem = mem;
+  s->buf = buf;
   s->release = release;
   s->release_ctx = ctx;
   *out = s;
@@ -459,8 +471,8 @@ clt_status clt_device_empty_cache(clt_device *dev) {
   }
   cache_clear(clt_cpu());
   int n;
-  clt_device *list = clt__device_list(&n);
+  clt_device *const *list = clt__device_list(&n);
   for (int i = 0; i < n; i++)
-    cache_clear(&list[i]);
+    cache_clear(list[i]);
   return CLT_OK;
 }

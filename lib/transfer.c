@@ -69,9 +69,9 @@ clt_status clt_transfer_stats_reset(clt_device *dev) {
     return CLT_OK;
   }
   int n;
-  clt_device *list = clt__device_list(&n);
+  clt_device *const *list = clt__device_list(&n);
   for (int i = 0; i < n; i++)
-    reset_one(&list[i]);
+    reset_one(list[i]);
   return CLT_OK;
 }
 
@@ -79,16 +79,16 @@ clt_status clt_transfer_stats_print(FILE *f) {
   if (!f)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_transfer_stats_print", "f is NULL");
   int n, shown = 0;
-  clt_device *list = clt__device_list(&n);
+  clt_device *const *list = clt__device_list(&n);
   for (int i = 0; i < n; i++) {
     clt_transfer_stats x;
-    clt_transfer_stats_get(&list[i], &x);
+    clt_transfer_stats_get(list[i], &x);
     if (!(x.h2d_count | x.d2h_count | x.d2d_in_count | x.d2d_out_count | x.implicit_count))
       continue;
     fprintf(f,
             "%s: host->device %llu (%llu B), device->host %llu (%llu B), from other devices "
             "%llu (%llu B), to other devices %llu (%llu B), implicit device->host %llu (%llu B)\n",
-            list[i].name, (unsigned long long)x.h2d_count, (unsigned long long)x.h2d_bytes,
+            list[i]->name, (unsigned long long)x.h2d_count, (unsigned long long)x.h2d_bytes,
             (unsigned long long)x.d2h_count, (unsigned long long)x.d2h_bytes,
             (unsigned long long)x.d2d_in_count, (unsigned long long)x.d2d_in_bytes,
             (unsigned long long)x.d2d_out_count, (unsigned long long)x.d2d_out_bytes,
@@ -156,7 +156,8 @@ static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
   clt_device *qd = NULL; /* whose queue; NULL for two contexts (below) */
   if (sd->kind == CLT_DEVICE_HOST)
     qd = dd;
-  else if (dd->kind == CLT_DEVICE_HOST || dd->context == sd->context)
+  else if (dd->kind == CLT_DEVICE_HOST ||
+           (dd->backend == sd->backend && dd->context_index == sd->context_index))
     qd = dd->kind == CLT_DEVICE_HOST ? sd : dd;
   if (qd)
     return qd->backend->copy(qd, dst, src, fn);

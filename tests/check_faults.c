@@ -28,7 +28,7 @@
 #ifdef CLT_FAULT_INJECTION
 
 #define CLT_FAULT_NO_REDIRECT /* the test's own malloc is not counted */
-#include "clt-internal.h"
+#include "opencl/cl-internal.h" /* clt__cl: the context and queue behind a device */
 
 #include <errno.h>
 #include <math.h>
@@ -366,13 +366,13 @@ static void check_fresh(clt_device *d, clt_tensor *earlier, float base, report *
 
 static cl_uint context_refs(clt_device *d) {
   cl_uint n = 0;
-  clGetContextInfo(d->context, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL);
+  clGetContextInfo(clt__cl(d)->context, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL);
   return n;
 }
 
 static cl_uint queue_refs(clt_device *d) {
   cl_uint n = 0;
-  clGetCommandQueueInfo(d->queue, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL);
+  clGetCommandQueueInfo(clt__cl(d)->queue, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL);
   return n;
 }
 
@@ -384,12 +384,12 @@ static void cl_objects(clt_device **devs, int nd, long *ctx_extra, long *queue_e
     *queue_extra += (long)queue_refs(devs[v]);
     bool first = true; /* count each context once, through its first device */
     for (int u = 1; u < v; u++)
-      first = first && devs[u]->context != devs[v]->context;
+      first = first && clt__cl(devs[u])->context != clt__cl(devs[v])->context;
     if (!first)
       continue;
     long programs = 0;
     for (int u = 1; u < nd; u++)
-      if (devs[u]->context == devs[v]->context)
+      if (clt__cl(devs[u])->context == clt__cl(devs[v])->context)
         programs += clt__program_count(devs[u]);
     *ctx_extra += (long)context_refs(devs[v]) - programs;
   }

@@ -3,6 +3,7 @@
  * memory in a storage whose release callback calls the producer's deleter, and which the caching
  * allocator never takes (lib/memory.c). */
 #include "clt-internal.h"
+#include "opencl/foreign.h" /* kDLOpenCL: the cl_mem behind a tensor, its context */
 
 #include "clt_dlpack.h"
 
@@ -56,7 +57,7 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out) {
     d->device.device_id = 0;
     d->byte_offset = 0;
   } else {
-    d->data = (void *)s->mem; /* DLPack's convention for OpenCL: the cl_mem handle */
+    d->data = s->buf; /* DLPack's convention for OpenCL: the cl_mem handle */
     d->device.device_type = kDLOpenCL;
     d->device.device_id = s->dev->index;
     d->byte_offset = t->offset;
@@ -115,14 +116,14 @@ static clt_status find_cl_device(cl_mem mem, int device_id, size_t need, const c
                       "m->dl_tensor.data is not a valid cl_mem (clGetMemObjectInfo: %s)",
                       clt__cl_error_name(err));
   int n;
-  clt_device *list = clt__device_list(&n);
+  clt_device *const *list = clt__device_list(&n);
   char sharing[256] = "";
   size_t used = 0;
   for (int i = 0; i < n; i++)
-    if (list[i].context == ctx && used < sizeof sharing)
+    if (clt__cl_device_context(list[i]) == ctx && used < sizeof sharing)
       used += (size_t)snprintf(sharing + used, sizeof sharing - used, "%s%s", used ? ", " : "",
-                               list[i].name);
-  if (device_id < 0 || device_id >= n || list[device_id].context != ctx) {
+                               list[i]->name);
+  if (device_id < 0 || device_id >= n || clt__cl_device_context(list[device_id]) != ctx) {
     if (!used)
       return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn,
                         "the cl_mem belongs to an OpenCL context none of clt's devices uses; "
@@ -133,13 +134,13 @@ static clt_status find_cl_device(cl_mem mem, int device_id, size_t need, const c
                       device_id, sharing);
   }
   size_t size = 0;
-  clt_status st = clt__cl_buffer_size(mem, &list[device_id], fn, &size);
+  clt_status st = clt__cl_buffer_size(mem, list[device_id], fn, &size);
   if (st != CLT_OK)
     return st;
   if (size < need)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "the cl_mem holds %zu bytes but the tensor needs %zu", size, need);
-  *out = &list[device_id];
+  *out = list[device_id];
   return CLT_OK;
 }
 

@@ -1,7 +1,7 @@
 /* opencl/device.c - OpenCL device discovery (every device of every platform, one context per
- * platform or per device, one in-order queue each) and synchronize. The registry that names and
- * configures the devices is lib/device.c's. */
-#include "backend.h"
+ * platform or per device, one in-order queue each, in a struct clt_cl_device) and synchronize.
+ * The registry that lists the devices of every backend is lib/device.c's. */
+#include "cl-internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +16,15 @@ static void dev_str(cl_device_id id, cl_device_info what, char *buf, size_t size
 }
 
 /* Fills one OpenCL device entry; the context is set by the caller. */
-static void init_cl_device(clt_device *d, int index, int platform_index, cl_platform_id p,
+static void init_cl_device(struct clt_cl_device *c, int index, int platform_index, cl_platform_id p,
                            cl_device_id id) {
-  memset(d, 0, sizeof *d);
+  memset(c, 0, sizeof *c);
+  clt_device *d = &c->base;
   d->index = index;
   snprintf(d->name, sizeof d->name, "cl:%d", index);
   d->backend = &clt__opencl_backend;
-  d->platform = p;
-  d->id = id;
+  c->platform = p;
+  c->id = id;
   d->platform_index = platform_index;
   cl_device_type type = 0;
   clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
@@ -37,8 +38,11 @@ static void init_cl_device(clt_device *d, int index, int platform_index, cl_plat
   dev_str(id, CL_DEVICE_VERSION, d->cl_version, sizeof d->cl_version);
   clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof d->platform_name, d->platform_name, NULL);
   d->platform_name[sizeof d->platform_name - 1] = '\0';
-  clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof d->global_mem, &d->global_mem, NULL);
-  clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL);
+  cl_ulong global_mem = 0, max_alloc = 0;
+  clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global_mem, &global_mem, NULL);
+  clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+  d->global_mem = global_mem;
+  d->max_alloc = max_alloc;
   cl_uint cu = 1;
   clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
   d->compute_units = cu > 0 ? (int)cu : 1;
@@ -58,6 +62,16 @@ static void init_cl_device(clt_device *d, int index, int platform_index, cl_plat
     free(ext);
   }
   clt__device_setup(d);
+  pthread_mutex_init(&c->programs_lock, NULL);
+  pthread_cond_init(&c->programs_built, NULL);
+}
+
+/* Undoes init_cl_device for a device that could not be opened. */
+static void forget_cl_device(struct clt_cl_device *c) {
+  pthread_mutex_destroy(&c->programs_lock);
+  pthread_cond_destroy(&c->programs_built);
+  clt__device_forget(&c->base);
+  memset(c, 0, sizeof *c);
 }
 
 /* Discovery has no caller to return an error to: say why devices are missing. */
@@ -65,7 +79,7 @@ static void no_memory(const char *what) {
   fprintf(stderr, "clt: warning: out of host memory while listing %s; skipping them\n", what);
 }
 
-void clt__cl_discover(clt_device **out, int *count) {
+void clt__cl_discover(clt_device ***out, int *count) {
   *out = NULL;
   *count = 0;
   const char *per = getenv("CLT_CONTEXT_PER_DEVICE");
@@ -88,13 +102,16 @@ void clt__cl_discover(clt_device **out, int *count) {
     if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) == CL_SUCCESS)
       total += nd;
   }
-  clt_device *devs = calloc(total ? total : 1, sizeof *devs);
-  if (!devs) {
+  struct clt_cl_device *devs = calloc(total ? total : 1, sizeof *devs);
+  clt_device **list = calloc(total ? total : 1, sizeof *list);
+  if (!devs || !list) {
     no_memory("the OpenCL devices");
+    free(devs);
+    free(list);
     free(plats);
     return;
   }
-  *out = devs;
+  *out = list;
   int n = 0, next_context = 0;
   for (cl_uint p = 0; p < np; p++) {
     cl_uint nd = 0;
@@ -124,29 +141,31 @@ void clt__cl_discover(clt_device **out, int *count) {
     }
     int shared_index = shared ? next_context++ : -1;
     for (cl_uint i = 0; i < nd; i++) {
-      clt_device *d = &devs[n];
-      init_cl_device(d, n, (int)p, plats[p], ids[i]);
+      struct clt_cl_device *c = &devs[n];
+      clt_device *d = &c->base;
+      init_cl_device(c, n, (int)p, plats[p], ids[i]);
       if (shared) {
         clRetainContext(shared);
-        d->context = shared;
+        c->context = shared;
       } else {
-        d->context = clCreateContext(props, 1, &ids[i], NULL, NULL, &err);
+        c->context = clCreateContext(props, 1, &ids[i], NULL, NULL, &err);
         if (err != CL_SUCCESS) {
           fprintf(stderr, "clt: warning: cannot create a context for %s: %s; skipping it\n",
                   d->model, clt__cl_error_name(err));
-          clt__device_forget(d);
+          forget_cl_device(c);
           continue;
         }
       }
-      d->queue = clCreateCommandQueue(d->context, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
+      c->queue = clCreateCommandQueue(c->context, ids[i], CL_QUEUE_PROFILING_ENABLE, &err);
       if (err != CL_SUCCESS) {
         fprintf(stderr, "clt: warning: cannot create a queue for %s: %s; skipping it\n", d->model,
                 clt__cl_error_name(err));
-        clReleaseContext(d->context);
-        clt__device_forget(d);
+        clReleaseContext(c->context);
+        forget_cl_device(c);
         continue;
       }
       d->context_index = shared ? shared_index : next_context++;
+      list[n] = d;
       *count = ++n;
     }
     if (shared)
@@ -157,7 +176,7 @@ void clt__cl_discover(clt_device **out, int *count) {
 }
 
 clt_status clt__cl_synchronize(clt_device *d, const char *fn) {
-  cl_int err = clFinish(d->queue);
+  cl_int err = clFinish(clt__cl(d)->queue);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clFinish", d);
   return CLT_OK;

@@ -1,5 +1,5 @@
 /* opencl/elementwise.c - launches kernels/elementwise.cl for every elementwise op. */
-#include "backend.h"
+#include "cl-internal.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -187,9 +187,9 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   cl_ulong count = (cl_ulong)out->numel, step = l.chunk;
   clt_cl_arg args[10];
   int arg = 0;
-  args[arg++] = (clt_cl_arg){sizeof(cl_mem), &out->storage->mem};
+  args[arg++] = (clt_cl_arg){sizeof(cl_mem), &out->storage->buf};
   for (int k = 0; k < n; k++)
-    args[arg++] = (clt_cl_arg){sizeof(cl_mem), &in[k]->storage->mem};
+    args[arg++] = (clt_cl_arg){sizeof(cl_mem), &in[k]->storage->buf};
   args[arg++] = (clt_cl_arg){sizeof count, &count};
   args[arg++] = (clt_cl_arg){sizeof step, &step};
   clt_cl_strided g;

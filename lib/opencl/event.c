@@ -1,7 +1,7 @@
 /* opencl/event.c - timing events on an OpenCL device: a marker on the queue, its profiling
  * timestamp, or the host time its completion was seen where the device gives no timestamps. */
 #define _POSIX_C_SOURCE 200809L
-#include "backend.h"
+#include "cl-internal.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -29,7 +29,7 @@ clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out) {
   if (!m)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   atomic_init(&m->done_ms, 0.0);
-  cl_int err = clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, &m->ev);
+  cl_int err = clEnqueueMarkerWithWaitList(clt__cl(dev)->queue, 0, NULL, &m->ev);
   if (err != CL_SUCCESS) {
     free(m);
     return clt__cl_error(err, fn, "clEnqueueMarkerWithWaitList", dev);

@@ -1,7 +1,7 @@
 /* opencl/internal_mpi.c - libclt's side of the interface with libclt_mpi
  * (lib/clt-internal-mpi.h): thin wrappers over the OpenCL backend's event bookkeeping
  * (opencl/order.c) that take public and OpenCL types only. */
-#include "clt-internal.h"
+#include "cl-internal.h"
 
 #include "clt-internal-mpi.h"
 
@@ -13,10 +13,10 @@ int clt_internal_mpi_version(void) { return CLT_INTERNAL_MPI_VERSION; }
 clt_status clt_internal_tensor_cl(const clt_tensor *t, cl_command_queue *queue, cl_mem *mem,
                                   size_t *offset, const char *fn) {
   clt_device *d = t->storage->dev;
-  if (clt_device_is_host(d) || !t->storage->mem)
+  if (clt_device_is_host(d) || !t->storage->buf)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the tensor is not in OpenCL device memory");
-  *queue = d->queue;
-  *mem = t->storage->mem;
+  *queue = clt__cl(d)->queue;
+  *mem = t->storage->buf;
   *offset = t->offset;
   return CLT_OK;
 }
@@ -64,7 +64,7 @@ clt_status clt_internal_finish(const clt_tensor *src, const clt_tensor *dst, con
    * is in order, so the marker completes after every earlier command of the sequence. */
   cl_event mark = NULL;
   pthread_mutex_lock(&d->lock);
-  cl_int err = clEnqueueMarkerWithWaitList(d->queue, 0, NULL, &mark);
+  cl_int err = clEnqueueMarkerWithWaitList(clt__cl(d)->queue, 0, NULL, &mark);
   if (err == CL_SUCCESS)
     clt__note_command(mark, d, reads, 1, writes, 1);
   pthread_mutex_unlock(&d->lock);

@@ -6,7 +6,7 @@
  *            command keeps the call asynchronous and ordered by events like any kernel;
  *   kernel   kernels/matmul.cl, local-memory tiles, when neither applies.
  * CLT_MATMUL=auto|clblast|native|kernel forces one. */
-#include "backend.h"
+#include "cl-internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +17,7 @@
 
 static bool has_native_kernels(const clt_device *d) {
   cl_device_exec_capabilities caps = 0;
-  if (clGetDeviceInfo(d->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) !=
+  if (clGetDeviceInfo(clt__cl(d)->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) !=
       CL_SUCCESS)
     return false;
   return (caps & CL_EXEC_NATIVE_KERNEL) != 0;
@@ -131,9 +131,9 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
     ctx->off[i] = ts[i]->offset;
     bool dup = false;
     for (cl_uint j = 0; j < nmem; j++)
-      dup = dup || mems[j] == ts[i]->storage->mem;
+      dup = dup || mems[j] == ts[i]->storage->buf;
     if (!dup) {
-      mems[nmem] = ga.buf[nmem].mem = ts[i]->storage->mem;
+      mems[nmem] = ga.buf[nmem].mem = ts[i]->storage->buf;
       locs[nmem] = &ga.buf[nmem].mem;
       nmem++;
     }
@@ -147,16 +147,16 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
      * address into the caller's args before it copies them (Oclgrind 21.10 does), and would then
      * read that address back as the buffer to retain (and crash releasing it):
      * tests/oclgrind/native_kernel_args.c. */
-    cl_mem mem = ts[i]->storage->mem;
+    cl_mem mem = ts[i]->storage->buf;
     probe_args pa = {.dst = &ctx->ptr[i]};
     pa.buf.mem = mem;
     const void *loc = &pa.buf.mem;
-    err = clEnqueueNativeKernel(d->queue, run_probe, &pa, sizeof pa, 1, &mem, &loc,
+    err = clEnqueueNativeKernel(clt__cl(d)->queue, run_probe, &pa, sizeof pa, 1, &mem, &loc,
                                 i == 0 ? wl->n : 0, i == 0 && wl->n ? wl->ev : NULL, NULL);
   }
   if (err == CL_SUCCESS)
-    err =
-        clEnqueueNativeKernel(d->queue, run_native, &ga, sizeof ga, nmem, mems, locs, 0, NULL, ev);
+    err = clEnqueueNativeKernel(clt__cl(d)->queue, run_native, &ga, sizeof ga, nmem, mems, locs, 0,
+                                NULL, ev);
   if (err == CL_SUCCESS) {
     what = "clSetEventCallback";
     if ((err = clSetEventCallback(*ev, CL_COMPLETE, free_ctx, ctx)) != CL_SUCCESS) {
@@ -165,7 +165,7 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
     }
     return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, what, d);
   }
-  clFinish(d->queue); /* probes may be pending: they write into ctx */
+  clFinish(clt__cl(d)->queue); /* probes may be pending: they write into ctx */
   free(ctx);
   return clt__cl_error(err, fn, what, d);
 }
@@ -189,7 +189,7 @@ static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tens
   /* CLBlast takes no wait list: a barrier makes the in-order queue wait for other queues'
    * work on the operands first. */
   if (wl->n) {
-    cl_int err = clEnqueueBarrierWithWaitList(d->queue, wl->n, wl->ev, NULL);
+    cl_int err = clEnqueueBarrierWithWaitList(clt__cl(d)->queue, wl->n, wl->ev, NULL);
     if (err != CL_SUCCESS)
       return clt__cl_error(err, fn, "clEnqueueBarrierWithWaitList", d);
   }
@@ -199,26 +199,28 @@ static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tens
   bool f32 = out->dtype == CLT_F32;
   CLBlastStatusCode cs;
   const char *what;
-  cl_mem am = a->storage->mem, bm = b->storage->mem, cm = out->storage->mem;
+  cl_mem am = a->storage->buf, bm = b->storage->buf, cm = out->storage->buf;
   pthread_mutex_lock(&clblast_lock);
   if (g->sb == 0 || nb == 1) { /* one B for all: a single (batch*m, k) x (k, n) product */
     what = f32 ? "CLBlastSgemm" : "CLBlastDgemm";
     if (f32)
       cs = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, nb * m, n, k,
-                        1.0f, am, oa, k, bm, ob, n, 0.0f, cm, oc, n, &d->queue, ev);
+                        1.0f, am, oa, k, bm, ob, n, 0.0f, cm, oc, n, &clt__cl(d)->queue, ev);
     else
       cs = CLBlastDgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, nb * m, n, k,
-                        1.0, am, oa, k, bm, ob, n, 0.0, cm, oc, n, &d->queue, ev);
+                        1.0, am, oa, k, bm, ob, n, 0.0, cm, oc, n, &clt__cl(d)->queue, ev);
   } else {
     what = f32 ? "CLBlastSgemmStridedBatched" : "CLBlastDgemmStridedBatched";
     if (f32)
       cs = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
                                       m, n, k, 1.0f, am, oa, k, (size_t)g->sa, bm, ob, n,
-                                      (size_t)g->sb, 0.0f, cm, oc, n, m * n, nb, &d->queue, ev);
+                                      (size_t)g->sb, 0.0f, cm, oc, n, m * n, nb, &clt__cl(d)->queue,
+                                      ev);
     else
       cs = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
                                       m, n, k, 1.0, am, oa, k, (size_t)g->sa, bm, ob, n,
-                                      (size_t)g->sb, 0.0, cm, oc, n, m * n, nb, &d->queue, ev);
+                                      (size_t)g->sb, 0.0, cm, oc, n, m * n, nb, &clt__cl(d)->queue,
+                                      ev);
   }
   pthread_mutex_unlock(&clblast_lock);
   if (cs != CLBlastSuccess) {
@@ -276,7 +278,7 @@ static clt_status enqueue_kernel(clt_device *d, cl_kernel k, clt_tensor *out, co
                                  const char *fn, cl_event *ev) {
   int ts, wpt;
   tile_shape(d, &ts, &wpt);
-  cl_mem am = a->storage->mem, bm = b->storage->mem, cm = out->storage->mem;
+  cl_mem am = a->storage->buf, bm = b->storage->buf, cm = out->storage->buf;
   if (a->offset || b->offset || out->offset)
     return clt__error(CLT_ERR_INTERNAL, fn, "the matmul kernel takes tensors at offset 0");
   cl_int m = (cl_int)g->m, n = (cl_int)g->n, kk = (cl_int)g->k;
@@ -295,8 +297,8 @@ static clt_status enqueue_kernel(clt_device *d, cl_kernel k, clt_tensor *out, co
   if (err != CL_SUCCESS)
     return clt__error(CLT_ERR_OPENCL, fn, "setting the arguments of the matmul kernel on %s failed",
                       d->name);
-  err =
-      clEnqueueNDRangeKernel(d->queue, k, 3, NULL, global, local, wl->n, wl->n ? wl->ev : NULL, ev);
+  err = clEnqueueNDRangeKernel(clt__cl(d)->queue, k, 3, NULL, global, local, wl->n,
+                               wl->n ? wl->ev : NULL, ev);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueNDRangeKernel", d);
   return CLT_OK;

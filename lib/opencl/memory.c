@@ -1,43 +1,56 @@
 /* opencl/memory.c - OpenCL buffers behind storages: device buffers, pinned host memory (a
  * buffer mapped into the host's address space) and references to foreign buffers. The caching
  * allocator and its accounting are lib/memory.c's. Also the queries that DLPack import makes of a
- * foreign buffer. */
-#include "backend.h"
+ * foreign buffer, and the context of a device, for the same. */
+#include "cl-internal.h"
 
-cl_int clt__cl_buffer_alloc(clt_storage *s) {
+int clt__cl_buffer_alloc(clt_storage *s) {
   cl_int err;
-  s->mem = clCreateBuffer(s->dev->context, CL_MEM_READ_WRITE, s->bytes, NULL, &err);
+  s->buf = clCreateBuffer(clt__cl(s->dev)->context, CL_MEM_READ_WRITE, s->bytes, NULL, &err);
   return err;
 }
 
-cl_int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc) {
+int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc) {
   cl_int err;
-  s->mem =
-      clCreateBuffer(near->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, alloc, NULL, &err);
+  s->buf = clCreateBuffer(clt__cl(near)->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, alloc,
+                          NULL, &err);
   if (err != CL_SUCCESS)
     return err;
-  s->host = clEnqueueMapBuffer(near->queue, s->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, alloc,
-                               0, NULL, NULL, &err);
+  s->host = clEnqueueMapBuffer(clt__cl(near)->queue, s->buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                               alloc, 0, NULL, NULL, &err);
   if (err != CL_SUCCESS) {
-    clReleaseMemObject(s->mem);
-    s->mem = NULL;
+    clReleaseMemObject(s->buf);
+    s->buf = NULL;
     s->host = NULL;
   }
   return err;
 }
 
-cl_int clt__cl_buffer_retain(cl_mem mem) { return clRetainMemObject(mem); }
+bool clt__cl_error_is_oom(int err) {
+  return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+         err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE;
+}
+
+clt_status clt__cl_buffer_retain(clt_device *dev, void *buf, const char *fn) {
+  cl_int err = clRetainMemObject(buf);
+  return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, "clRetainMemObject", dev);
+}
 
 void clt__cl_buffer_free(clt_storage *s) {
   if (s->pin_dev && !s->release) {
     /* A mapped buffer is not freed: if the unmap cannot be enqueued, let the queue drain and
      * try once more (nobody is left to report a failure to). */
-    if (clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL) != CL_SUCCESS) {
-      clFinish(s->pin_dev->queue);
-      clEnqueueUnmapMemObject(s->pin_dev->queue, s->mem, s->host, 0, NULL, NULL);
+    if (clEnqueueUnmapMemObject(clt__cl(s->pin_dev)->queue, s->buf, s->host, 0, NULL, NULL) !=
+        CL_SUCCESS) {
+      clFinish(clt__cl(s->pin_dev)->queue);
+      clEnqueueUnmapMemObject(clt__cl(s->pin_dev)->queue, s->buf, s->host, 0, NULL, NULL);
     }
   }
-  clReleaseMemObject(s->mem); /* OpenCL keeps it until its commands finish */
+  clReleaseMemObject(s->buf); /* OpenCL keeps it until its commands finish */
+}
+
+cl_context clt__cl_device_context(const clt_device *dev) {
+  return dev->backend == &clt__opencl_backend ? clt__cl(dev)->context : NULL;
 }
 
 cl_int clt__cl_buffer_context(cl_mem mem, cl_context *ctx) {

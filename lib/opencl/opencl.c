@@ -1,6 +1,6 @@
 /* opencl/opencl.c - the OpenCL backend's table, fill, upload and the launch sequence
  * (clt__cl_submit), which every command on a device's queue goes through. */
-#include "backend.h"
+#include "cl-internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -47,8 +47,8 @@ const char *clt__cl_base_options(const clt_device *dev, bool need_fp64) {
 clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
                            const char *fn, cl_event *ev) {
   cl_int err =
-      clEnqueueNDRangeKernel(dev->queue, k, 1, NULL, &l->global, l->local ? &l->local : NULL, wl->n,
-                             wl->n ? wl->ev : NULL, ev);
+      clEnqueueNDRangeKernel(clt__cl(dev)->queue, k, 1, NULL, &l->global,
+                             l->local ? &l->local : NULL, wl->n, wl->n ? wl->ev : NULL, ev);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueNDRangeKernel", dev);
   return CLT_OK;
@@ -117,9 +117,9 @@ typedef struct fill_args {
 static clt_status enqueue_fill(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
                                cl_event *ev) {
   const fill_args *a = ctx;
-  cl_int err =
-      clEnqueueFillBuffer(d->queue, a->out->storage->mem, a->pattern, clt_dtype_size(a->out->dtype),
-                          a->out->offset, a->out->nbytes, wl->n, wl->n ? wl->ev : NULL, ev);
+  cl_int err = clEnqueueFillBuffer(clt__cl(d)->queue, a->out->storage->buf, a->pattern,
+                                   clt_dtype_size(a->out->dtype), a->out->offset, a->out->nbytes,
+                                   wl->n, wl->n ? wl->ev : NULL, ev);
   return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, "clEnqueueFillBuffer", d);
 }
 
@@ -136,8 +136,9 @@ typedef struct upload_args {
 static clt_status enqueue_upload(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
                                  cl_event *ev) {
   const upload_args *a = ctx;
-  cl_int err = clEnqueueWriteBuffer(d->queue, a->out->storage->mem, CL_FALSE, a->out->offset,
-                                    a->out->nbytes, a->src, wl->n, wl->n ? wl->ev : NULL, ev);
+  cl_int err =
+      clEnqueueWriteBuffer(clt__cl(d)->queue, a->out->storage->buf, CL_FALSE, a->out->offset,
+                           a->out->nbytes, a->src, wl->n, wl->n ? wl->ev : NULL, ev);
   return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, "clEnqueueWriteBuffer", d);
 }
 
@@ -176,8 +177,12 @@ const struct clt_backend clt__opencl_backend = {
     .event_release = clt__cl_event_release,
     .buffer_alloc = clt__cl_buffer_alloc,
     .pinned_alloc = clt__cl_pinned_alloc,
+    .error_name = clt__cl_error_name,
+    .error_is_oom = clt__cl_error_is_oom,
     .buffer_retain = clt__cl_buffer_retain,
     .buffer_free = clt__cl_buffer_free,
+    .storage_wait = clt__cl_storage_wait,
+    .storage_drop = clt__cl_storage_drop,
     .discover = clt__cl_discover,
     .synchronize = clt__cl_synchronize,
 };

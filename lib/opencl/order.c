@@ -1,7 +1,8 @@
 /* opencl/order.c - the events that order work on a storage across queues and contexts: what a
  * command must wait for before it reads or writes a storage, what it leaves behind for the next
- * one (clt_storage's write_ev and read_ev), and waiting for them on the host. */
-#include "clt-internal.h"
+ * one (clt_storage's write_ev and read_ev, which hold a cl_event each, and write_q and read_q,
+ * which hold its cl_command_queue), and waiting for them on the host. */
+#include "cl-internal.h"
 
 #include <string.h>
 
@@ -118,10 +119,10 @@ clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const
   clt_status st = CLT_OK;
   for (int i = 0; i < nreads && st == CLT_OK; i++)
     if (reads[i])
-      st = waitlist_add_q(wl, reads[i], false, d->queue, d->context, fn);
+      st = waitlist_add_q(wl, reads[i], false, clt__cl(d)->queue, clt__cl(d)->context, fn);
   for (int i = 0; i < nwrites && st == CLT_OK; i++)
     if (writes[i])
-      st = waitlist_add_q(wl, writes[i], true, d->queue, d->context, fn);
+      st = waitlist_add_q(wl, writes[i], true, clt__cl(d)->queue, clt__cl(d)->context, fn);
   if (st != CLT_OK)
     clt__waitlist_clear(wl);
   return st;
@@ -131,10 +132,10 @@ void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, in
                        clt_storage *const *writes, int nwrites) {
   for (int i = 0; i < nreads; i++)
     if (reads[i])
-      clt__storage_note(reads[i], ev, d->queue, false);
+      clt__storage_note(reads[i], ev, clt__cl(d)->queue, false);
   for (int i = 0; i < nwrites; i++)
     if (writes[i])
-      clt__storage_note(writes[i], ev, d->queue, true);
+      clt__storage_note(writes[i], ev, clt__cl(d)->queue, true);
 }
 
 clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn) {
@@ -151,6 +152,8 @@ void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool wri
   cl_event stale = NULL;
   pthread_mutex_lock(&s->lock);
   clRetainEvent(ev);
+  if (!atomic_load_explicit(&s->order, memory_order_relaxed))
+    atomic_store_explicit(&s->order, &clt__opencl_backend, memory_order_release);
   if (writing) {
     /* The write waited for every earlier access, so it alone now orders what follows. */
     if (s->write_ev)
@@ -167,8 +170,8 @@ void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool wri
     if (i == CLT__MAX_READERS) {
       /* More reading queues than slots: retire the oldest after it finishes. */
       stale = s->read_ev[0];
-      memmove(&s->read_ev[0], &s->read_ev[1], (CLT__MAX_READERS - 1) * sizeof(cl_event));
-      memmove(&s->read_q[0], &s->read_q[1], (CLT__MAX_READERS - 1) * sizeof(cl_command_queue));
+      memmove(&s->read_ev[0], &s->read_ev[1], (CLT__MAX_READERS - 1) * sizeof s->read_ev[0]);
+      memmove(&s->read_q[0], &s->read_q[1], (CLT__MAX_READERS - 1) * sizeof s->read_q[0]);
       i = CLT__MAX_READERS - 1;
       s->nreads--;
     }
@@ -215,7 +218,7 @@ static clt_status wait_events(cl_event *evs, int n, const char *fn, const clt_de
   return st;
 }
 
-clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
+clt_status clt__cl_storage_wait(clt_storage *s, bool writing, const char *fn) {
   cl_event evs[CLT__MAX_READERS + 1];
   int n = collect(s, writing, NULL, evs);
   return n ? wait_events(evs, n, fn, s->dev) : CLT_OK;
@@ -236,12 +239,15 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
   return clt__wait_command(ev, dev, fn, "the command (CLT_SYNC=1)");
 }
 
-void clt__storage_events_drop(clt_storage *s, bool wait) {
+void clt__cl_storage_drop(clt_storage *s, bool wait) {
   if (wait) {
-    if (s->write_ev)
-      clWaitForEvents(1, &s->write_ev);
-    for (int i = 0; i < s->nreads; i++)
-      clWaitForEvents(1, &s->read_ev[i]);
+    cl_event ev;
+    if ((ev = s->write_ev) != NULL)
+      clWaitForEvents(1, &ev);
+    for (int i = 0; i < s->nreads; i++) {
+      ev = s->read_ev[i];
+      clWaitForEvents(1, &ev);
+    }
   }
   if (s->write_ev)
     clReleaseEvent(s->write_ev);

@@ -2,7 +2,7 @@
  * $CLT_KERNEL_PATH), built lazily once per (device, family, defines), cached in memory and, as
  * program binaries, on disk so that a second process starts warm. */
 #define _POSIX_C_SOURCE 200809L
-#include "clt-internal.h"
+#include "cl-internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -336,8 +336,8 @@ static bool cache_key_for(clt_device *dev, const char *opts, const char *const s
   if (!dir)
     return false;
   char platform_version[256] = "";
-  clGetPlatformInfo(dev->platform, CL_PLATFORM_VERSION, sizeof platform_version, platform_version,
-                    NULL);
+  clGetPlatformInfo(clt__cl(dev)->platform, CL_PLATFORM_VERSION, sizeof platform_version,
+                    platform_version, NULL);
   platform_version[sizeof platform_version - 1] = '\0';
   char format[16];
   snprintf(format, sizeof format, "%u", CACHE_FORMAT);
@@ -414,14 +414,15 @@ static cl_program cache_load(clt_device *dev, const cache_key *k, const char *op
   const unsigned char *bin = buf + sizeof h;
   size_t bin_len = (size_t)len;
   cl_int bin_status = CL_SUCCESS, err;
-  p = clCreateProgramWithBinary(dev->context, 1, &dev->id, &bin_len, &bin, &bin_status, &err);
+  p = clCreateProgramWithBinary(clt__cl(dev)->context, 1, &clt__cl(dev)->id, &bin_len, &bin,
+                                &bin_status, &err);
   if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
     if (p)
       clReleaseProgram(p);
     p = NULL;
     goto out;
   }
-  if (clBuildProgram(p, 1, &dev->id, opts, NULL, NULL) != CL_SUCCESS) {
+  if (clBuildProgram(p, 1, &clt__cl(dev)->id, opts, NULL, NULL) != CL_SUCCESS) {
     clReleaseProgram(p);
     p = NULL;
     goto out;
@@ -464,7 +465,7 @@ static void cache_store(clt_device *dev, const cache_key *k, cl_program p) {
       clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, ndev * sizeof *sizes, sizes, NULL) != CL_SUCCESS)
     goto out;
   cl_uint at = 0;
-  while (at < ndev && ids[at] != dev->id)
+  while (at < ndev && ids[at] != clt__cl(dev)->id)
     at++;
   if (at == ndev || sizes[at] == 0 || !(bin = malloc(sizes[at])))
     goto out;
@@ -564,21 +565,21 @@ static clt_status build(clt_device *dev, const char *family, const char *defines
     return CLT_OK;
   }
   cl_int err;
-  p = clCreateProgramWithSource(dev->context, 3, srcs, NULL, &err);
+  p = clCreateProgramWithSource(clt__cl(dev)->context, 3, srcs, NULL, &err);
   free(common);
   free(body);
   if (err != CL_SUCCESS) {
     free(opts);
     return clt__cl_error(err, fn, "clCreateProgramWithSource", dev);
   }
-  err = clBuildProgram(p, 1, &dev->id, opts, NULL, NULL);
+  err = clBuildProgram(p, 1, &clt__cl(dev)->id, opts, NULL, NULL);
   if (err != CL_SUCCESS) {
     size_t log_size = 0;
-    clGetProgramBuildInfo(p, dev->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
+    clGetProgramBuildInfo(p, clt__cl(dev)->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
     char *log = malloc(log_size + 1);
     if (log) {
       log[0] = '\0';
-      clGetProgramBuildInfo(p, dev->id, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
+      clGetProgramBuildInfo(p, clt__cl(dev)->id, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
       log[log_size] = '\0';
     }
     clt__error(
@@ -598,16 +599,17 @@ static clt_status build(clt_device *dev, const char *family, const char *defines
 }
 
 /* The entry for (family, defines) with its program built, building it if no thread has. The
- * build runs without dev->programs_lock, so that launches of kernels already built, and builds of
- * other programs, go on meanwhile; threads that want the same program wait for it on
- * dev->programs_built. A failed build leaves the entry without a program: the next caller
- * builds again (and gets its own error, build log included). Called and returns with
- * dev->programs_lock held. */
+ * build runs without the device's programs_lock, so that launches of kernels already built, and
+ * builds of other programs, go on meanwhile; threads that want the same program wait for it on
+ * programs_built. A failed build leaves the entry without a program: the next caller builds
+ * again (and gets its own error, build log included). Called and returns with programs_lock
+ * held. */
 static clt_status built_entry(clt_device *dev, const char *family, const char *defines,
                               const char *fn, program_entry **out) {
-  if (!dev->programs && !(dev->programs = calloc(1, sizeof *dev->programs)))
+  struct clt_cl_device *c = clt__cl(dev);
+  if (!c->programs && !(c->programs = calloc(1, sizeof *c->programs)))
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  program_entry *e = dev->programs->head;
+  program_entry *e = c->programs->head;
   while (e && (strcmp(e->family, family) != 0 || strcmp(e->defines, defines) != 0))
     e = e->next;
   if (!e) {
@@ -618,20 +620,20 @@ static clt_status built_entry(clt_device *dev, const char *family, const char *d
       free(e);
       return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     }
-    e->next = dev->programs->head;
-    dev->programs->head = e; /* entries stay until exit, so e stays valid while unlocked */
+    e->next = c->programs->head;
+    c->programs->head = e; /* entries stay until exit, so e stays valid while unlocked */
   }
   while (e->building)
-    pthread_cond_wait(&dev->programs_built, &dev->programs_lock);
+    pthread_cond_wait(&c->programs_built, &c->programs_lock);
   if (!e->program) {
     e->building = true;
-    pthread_mutex_unlock(&dev->programs_lock);
+    pthread_mutex_unlock(&c->programs_lock);
     cl_program p = NULL;
     clt_status st = build(dev, family, defines, fn, &p);
-    pthread_mutex_lock(&dev->programs_lock);
+    pthread_mutex_lock(&c->programs_lock);
     e->program = p;
     e->building = false;
-    pthread_cond_broadcast(&dev->programs_built);
+    pthread_cond_broadcast(&c->programs_built);
     if (st != CLT_OK)
       return st;
   }
@@ -642,7 +644,7 @@ static clt_status built_entry(clt_device *dev, const char *family, const char *d
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out) {
   program_entry *e = NULL;
-  pthread_mutex_lock(&dev->programs_lock);
+  pthread_mutex_lock(&clt__cl(dev)->programs_lock);
   clt_status st = built_entry(dev, family, defines, fn, &e);
   if (st != CLT_OK)
     goto done;
@@ -669,16 +671,19 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
   }
   *out = k->kernel;
 done:
-  pthread_mutex_unlock(&dev->programs_lock);
+  pthread_mutex_unlock(&clt__cl(dev)->programs_lock);
   return st;
 }
 
 int clt__program_count(clt_device *dev) {
+  if (dev->backend != &clt__opencl_backend)
+    return 0; /* the host builds no programs */
+  struct clt_cl_device *c = clt__cl(dev);
   int n = 0; /* built programs only: an entry whose build failed holds none */
-  pthread_mutex_lock(&dev->programs_lock);
-  for (program_entry *e = dev->programs ? dev->programs->head : NULL; e; e = e->next)
+  pthread_mutex_lock(&c->programs_lock);
+  for (program_entry *e = c->programs ? c->programs->head : NULL; e; e = e->next)
     n += e->program != NULL;
-  pthread_mutex_unlock(&dev->programs_lock);
+  pthread_mutex_unlock(&c->programs_lock);
   return n;
 }
 

@@ -1,5 +1,5 @@
 /* opencl/random.c - launches kernels/random.cl. */
-#include "backend.h"
+#include "cl-internal.h"
 
 #include <stdio.h>
 
@@ -17,7 +17,7 @@ clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, 
   /* One work-item per counter (or chunk of counters); each counter fills 4 f32 or 2 f64. */
   clt_launch l = clt__cl_launch_1d(d, (int64_t)clt__random_counters(out->dtype, out->numel));
   cl_ulong n = (cl_ulong)out->numel, step = l.chunk, s = seed, o = offset;
-  clt_cl_arg args[5] = {{sizeof(cl_mem), &out->storage->mem},
+  clt_cl_arg args[5] = {{sizeof(cl_mem), &out->storage->buf},
                         {sizeof n, &n},
                         {sizeof step, &step},
                         {sizeof s, &s},

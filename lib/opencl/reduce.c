@@ -1,7 +1,7 @@
 /* opencl/reduce.c - launches kernels/reduce.cl: whole-tensor reductions in two passes (partials
  * per work-group, then one work-group combines them), reductions along a dimension with one
  * work-item per result element. */
-#include "backend.h"
+#include "cl-internal.h"
 
 #include <stdio.h>
 
@@ -52,15 +52,15 @@ static clt_status enqueue_whole(clt_device *d, clt_waitlist *wl, void *ctx, cons
   cl_int err = clSetKernelArg(w->kpartial, 0, sizeof(cl_mem), &w->in_mem);
   err |= clSetKernelArg(w->kpartial, 1, sizeof w->n, &w->n);
   err |= clSetKernelArg(w->kpartial, 2, sizeof w->step, &w->step);
-  err |= clSetKernelArg(w->kpartial, 3, sizeof(cl_mem), &w->partial->mem);
+  err |= clSetKernelArg(w->kpartial, 3, sizeof(cl_mem), &w->partial->buf);
   err |= clSetKernelArg(w->kpartial, 4, sizeof(cl_mem), &w->pidx);
   err |= clSetKernelArg(w->kpartial, 5, w->l->local * w->acc_size, NULL);
   err |= clSetKernelArg(w->kpartial, 6, w->l->local * 8, NULL);
-  err |= clSetKernelArg(w->kfinal, 0, sizeof(cl_mem), &w->partial->mem);
+  err |= clSetKernelArg(w->kfinal, 0, sizeof(cl_mem), &w->partial->buf);
   err |= clSetKernelArg(w->kfinal, 1, sizeof(cl_mem), &w->pidx);
   err |= clSetKernelArg(w->kfinal, 2, sizeof w->groups, &w->groups);
   err |= clSetKernelArg(w->kfinal, 3, sizeof w->count, &w->count);
-  err |= clSetKernelArg(w->kfinal, 4, sizeof(cl_mem), &w->out->mem);
+  err |= clSetKernelArg(w->kfinal, 4, sizeof(cl_mem), &w->out->buf);
   err |= clSetKernelArg(w->kfinal, 5, w->final_local * w->acc_size, NULL);
   err |= clSetKernelArg(w->kfinal, 6, w->final_local * 8, NULL);
   if (err != CL_SUCCESS)
@@ -81,9 +81,9 @@ static clt_status enqueue_whole(clt_device *d, clt_waitlist *wl, void *ctx, cons
     clt__note_command(last, d, NULL, 0, scratch, 2);
   }
   if (w->ev1)
-    clt__storage_note(w->in, w->ev1, d->queue, false);
+    clt__storage_note(w->in, w->ev1, clt__cl(d)->queue, false);
   if (w->ev2)
-    clt__storage_note(w->out, w->ev2, d->queue, true);
+    clt__storage_note(w->out, w->ev2, clt__cl(d)->queue, true);
   return st;
 }
 
@@ -113,7 +113,7 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
     return st;
 
   clt_storage *reads[1] = {in->storage}, *writes[1] = {out->storage};
-  cl_mem in_mem = in->storage->mem;
+  cl_mem in_mem = in->storage->buf;
 
   if (!whole) {
     cl_ulong outer = (cl_ulong)red->outer, r = (cl_ulong)red->r, inner = (cl_ulong)red->inner;
@@ -124,9 +124,9 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
                     .local = local,
                     .chunk = 0};
     if (!in_mem) /* nothing to read (r = 0): the output stands in */
-      in_mem = out->storage->mem;
+      in_mem = out->storage->buf;
     clt_cl_arg args[] = {{sizeof(cl_mem), &in_mem},
-                         {sizeof(cl_mem), &out->storage->mem},
+                         {sizeof(cl_mem), &out->storage->buf},
                          {sizeof outer, &outer},
                          {sizeof r, &r},
                          {sizeof inner, &inner}};
@@ -146,7 +146,7 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
     final_local = 1; /* a handful of partials: one work-item combines them in order */
   clt_launch lf = {.global = final_local, .local = final_local, .chunk = 0};
   if (!in_mem) /* an empty tensor has no buffer: the partial buffer stands in, unread */
-    in_mem = partial->mem;
+    in_mem = partial->buf;
   clt_storage *partial_idx = NULL; /* the partials' indices (argmax) */
   if ((st = clt__storage_alloc(d, (size_t)groups * 8, fn, &partial_idx)) != CLT_OK) {
     clt__storage_release(partial);
@@ -162,7 +162,7 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
                  .partial = partial,
                  .partial_idx = partial_idx,
                  .in_mem = in_mem,
-                 .pidx = partial_idx->mem,
+                 .pidx = partial_idx->buf,
                  .n = (cl_ulong)in->numel,
                  .step = l.chunk,
                  .count = (cl_ulong)red->r,

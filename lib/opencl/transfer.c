@@ -1,6 +1,6 @@
 /* opencl/transfer.c - copies between host memory and OpenCL buffers, and between buffers of one
  * context, each one command through clt__cl_submit. */
-#include "backend.h"
+#include "cl-internal.h"
 
 typedef struct copy_args {
   clt_tensor *dst;
@@ -20,14 +20,14 @@ static clt_status enqueue_copy(clt_device *q, clt_waitlist *wl, void *ctx, const
   const cl_event *wait = wl->n ? wl->ev : NULL;
   cl_int err;
   if (a->kind == H2D)
-    err = clEnqueueWriteBuffer(q->queue, ds->mem, CL_FALSE, a->dst->offset, n,
+    err = clEnqueueWriteBuffer(clt__cl(q)->queue, ds->buf, CL_FALSE, a->dst->offset, n,
                                clt__host_ptr(a->src), wl->n, wait, ev);
   else if (a->kind == D2H)
-    err = clEnqueueReadBuffer(q->queue, ss->mem, CL_FALSE, a->src->offset, n, clt__host_ptr(a->dst),
-                              wl->n, wait, ev);
+    err = clEnqueueReadBuffer(clt__cl(q)->queue, ss->buf, CL_FALSE, a->src->offset, n,
+                              clt__host_ptr(a->dst), wl->n, wait, ev);
   else
-    err = clEnqueueCopyBuffer(q->queue, ss->mem, ds->mem, a->src->offset, a->dst->offset, n, wl->n,
-                              wait, ev);
+    err = clEnqueueCopyBuffer(clt__cl(q)->queue, ss->buf, ds->buf, a->src->offset, a->dst->offset,
+                              n, wl->n, wait, ev);
   return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, copy_what[a->kind], q);
 }
 
@@ -55,7 +55,7 @@ typedef struct read_args {
 static clt_status enqueue_read(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
                                cl_event *ev) {
   const read_args *a = ctx;
-  cl_int err = clEnqueueReadBuffer(d->queue, a->t->storage->mem, CL_FALSE, a->t->offset,
+  cl_int err = clEnqueueReadBuffer(clt__cl(d)->queue, a->t->storage->buf, CL_FALSE, a->t->offset,
                                    a->t->nbytes, a->dst, wl->n, wl->n ? wl->ev : NULL, ev);
   return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, "clEnqueueReadBuffer", d);
 }

@@ -1,5 +1,5 @@
 /* opencl/transpose.c - launches kernels/transpose.cl. */
-#include "backend.h"
+#include "cl-internal.h"
 
 #include <stdio.h>
 
@@ -19,7 +19,7 @@ clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_tr
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong v[6] = {(cl_ulong)out->numel, l.chunk,         (cl_ulong)g->n0,
                    (cl_ulong)g->mid,     (cl_ulong)g->n1, (cl_ulong)g->inner};
-  clt_cl_arg args[8] = {{sizeof(cl_mem), &out->storage->mem}, {sizeof(cl_mem), &in->storage->mem}};
+  clt_cl_arg args[8] = {{sizeof(cl_mem), &out->storage->buf}, {sizeof(cl_mem), &in->storage->buf}};
   for (int i = 0; i < 6; i++)
     args[2 + i] = (clt_cl_arg){sizeof(cl_ulong), &v[i]};
   return clt__cl_run(d, k, &l, args, 8, &in->storage, 1, &out->storage, 1, fn);

@@ -1,5 +1,6 @@
-/* fault.c - the wrappers that count OpenCL and allocation calls and fail the armed one (see
- * fault.h). Compiled to nothing unless configure ran with --enable-fault-injection. */
+/* opencl/fault.c - the wrappers that count OpenCL and allocation calls and fail the armed one
+ * (see lib/fault.h and lib/opencl/cl-fault.h). Compiled to nothing unless configure ran with
+ * --enable-fault-injection. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "config.h"
 
@@ -16,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fault.h"
+#include "cl-fault.h"
 
 static const char *const kind_names[CLT__FAULT_KINDS] = {"alloc", "enqueue", "build", "host",
                                                          "any"};
@@ -202,8 +203,10 @@ static void delay_init(void) {
   char *end = NULL;
   long v = e && *e ? strtol(e, &end, 10) : 0;
   if (e && *e && (*end != '\0' || v < 0 || v > 10000000)) {
-    fprintf(stderr, "clt: warning: CLT_FAULT_DELAY_US='%s' is not a number of microseconds "
-                    "from 0 to 10000000; no delay\n", e);
+    fprintf(stderr,
+            "clt: warning: CLT_FAULT_DELAY_US='%s' is not a number of microseconds "
+            "from 0 to 10000000; no delay\n",
+            e);
     return;
   }
   pthread_t t;

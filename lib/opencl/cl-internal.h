@@ -1,0 +1,171 @@
+/* cl-internal.h - the OpenCL backend's own declarations, for the files of lib/opencl/ alone: the
+ * OpenCL state of a device (struct clt_cl_device), OpenCL errors, the events on storages, the
+ * program cache and the launch sequence. Nothing outside lib/opencl/ includes it (lib/io/dlpack.c
+ * has the narrow lib/opencl/foreign.h, libclt_mpi lib/clt-internal-mpi.h); the rest of the library
+ * sees a device as its struct clt_device and a storage's buffer and events as opaque handles
+ * (lib/clt-internal.h). */
+#ifndef CLT_CL_INTERNAL_H
+#define CLT_CL_INTERNAL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include "backend.h"
+#include "cl-fault.h" /* injected faults of OpenCL calls: nothing unless --enable-fault-injection */
+#include "foreign.h"  /* clt__cl_error_name, the queries of foreign buffers */
+
+/* ---- devices (device.c) ----------------------------------------------------------------- */
+
+struct clt_program_cache; /* program.c */
+
+/* An OpenCL device: the struct clt_device that the registry and the dispatcher see, then the
+ * OpenCL objects behind it. clt__cl_discover allocates these; every clt_device whose backend is
+ * clt__opencl_backend is the `base` of one, and clt__cl() gets back to it. */
+struct clt_cl_device {
+  clt_device base; /* first: a clt_device * of an OpenCL device points at one of these */
+  cl_platform_id platform;
+  cl_device_id id;
+  cl_context context;     /* shared by the devices of one platform */
+  cl_command_queue queue; /* in-order, profiling enabled */
+  /* The program cache (program.c): the list under programs_lock; a program being built by one
+   * thread is waited for on programs_built by the others (builds run outside the lock). */
+  pthread_mutex_t programs_lock;
+  pthread_cond_t programs_built;
+  struct clt_program_cache *programs;
+};
+
+/* The OpenCL state of d, an OpenCL device (never the host). */
+static inline struct clt_cl_device *clt__cl(const clt_device *d) {
+  return (struct clt_cl_device *)d;
+}
+
+/* ---- errors (error.c) ------------------------------------------------------------------- */
+
+/* Maps an OpenCL error to a status and sets the message "<fn>: <what> failed on <dev>: NAME". */
+clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt_device *dev);
+
+/* ---- events on storage (order.c) -------------------------------------------------------- */
+
+/* A list of events to wait for before a command enqueued on one queue. */
+typedef struct clt_waitlist {
+  cl_event ev[2 * CLT__MAX_READERS + 4];
+  cl_uint n;
+} clt_waitlist;
+
+/* Adds what a command on queue q (in context ctx) must wait for before it reads s (its last
+ * write) or writes s (its last write and all reads). Events of other contexts are bridged with
+ * user events. The waitlist holds references: release with clt__waitlist_clear. */
+clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
+                             const char *fn);
+void clt__waitlist_clear(clt_waitlist *wl);
+/* Records that the command ev on queue q read (writing=false) or wrote s. Call it with the lock
+ * of q's device held, taken before the enqueue of ev. */
+void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool writing);
+/* The backend's storage_wait and storage_drop (lib/backend.h). */
+clt_status clt__cl_storage_wait(clt_storage *s, bool writing, const char *fn);
+void clt__cl_storage_drop(clt_storage *s, bool wait);
+/* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
+ * (both lists may hold NULL entries, which are skipped). Events of d's own queue are left out:
+ * the queue is in order, so they come first anyway, and a short list is a cheaper launch. On
+ * failure the list is cleared. */
+clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
+                             clt_storage *const *writes, int nwrites, const char *fn);
+/* Records the command ev just enqueued on d's queue as a read of `reads` and a write of
+ * `writes`. Call it with d->lock held, the lock taken before the enqueue (see clt_device.lock). */
+void clt__note_command(cl_event ev, clt_device *d, clt_storage *const *reads, int nreads,
+                       clt_storage *const *writes, int nwrites);
+/* After unlocking: waits for ev under CLT_SYNC=1 (reporting its failure), then releases ev. */
+clt_status clt__command_done(cl_event ev, clt_device *d, const char *fn);
+/* Keeps s alive until ev completes (for host memory used by an asynchronous copy). */
+clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn);
+/* Waits for ev; an error naming `what` if waiting fails or the command failed. */
+clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what);
+/* Waits on ev if CLT_SYNC=1 and reports its failure. */
+clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
+
+/* ---- programs (program.c) --------------------------------------------------------------- */
+
+/* The kernel `kernel` of kernels/<family>.cl built for dev, the source preceded by defines (lines
+ * such as "#define T float\n": the dtype and op macros travel in the source, not as -D options,
+ * since drivers split option strings differently). Cached per (device, family, defines); threads
+ * asking for a program another thread is building wait for that build. The kernel is owned by the
+ * cache and shared: hold dev->lock from setting its arguments until the enqueue (and the notes)
+ * are done. */
+clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
+                           const char *kernel, const char *fn, cl_kernel *out);
+void clt__program_cache_free(struct clt_program_cache *c);
+
+/* ---- the backend's functions (opencl.c and the files named after them) ----------------- */
+
+clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                               clt_dtype compute, const clt_bcast *bc);
+clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+clt_status clt__cl_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                               const char *fn);
+clt_status clt__cl_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
+                          const clt_matmul_desc *g, const char *fn);
+clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
+/* Builds the tiled matmul kernel for dt on d without running it (the backend's warm hook: the
+ * path clt_matmul takes may not use it, CLT_MATMUL=kernel does). */
+clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
+clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
+                             const char *fn);
+clt_status clt__cl_copy(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
+clt_status clt__cl_read(const clt_tensor *t, void *dst, const char *fn);
+clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out);
+clt_status clt__cl_event_wait(clt_device *dev, void *ev, const char *fn);
+clt_status clt__cl_event_elapsed(clt_device *dev, void *start, void *end, const char *fn,
+                                 double *ms);
+void clt__cl_event_release(void *ev);
+int clt__cl_buffer_alloc(clt_storage *s);
+int clt__cl_pinned_alloc(clt_device *near, clt_storage *s, size_t alloc);
+bool clt__cl_error_is_oom(int err);
+clt_status clt__cl_buffer_retain(clt_device *dev, void *buf, const char *fn);
+void clt__cl_buffer_free(clt_storage *s);
+void clt__cl_discover(clt_device ***out, int *count);
+clt_status clt__cl_synchronize(clt_device *dev, const char *fn);
+/* Launch geometry for a loop over n elements: CPU devices get one contiguous chunk per
+ * work-item (a few per compute unit), GPUs a grid-stride loop over coalesced elements. */
+typedef struct clt_launch {
+  size_t global, local; /* local 0: let the driver choose */
+  cl_ulong chunk;       /* elements per work-item (chunked), or the stride (grid-stride) */
+} clt_launch;
+clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n);
+/* The defines every program gets on dev: "#define CLT_CHUNKED 1" (CPU devices) or 0, and
+ * "#define CLT_FP64" when the program uses double. */
+const char *clt__cl_base_options(const clt_device *dev, bool need_fp64);
+/* Enqueues kernel k over the launch on dev's queue after the waitlist; returns its event. */
+clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
+                           const char *fn, cl_event *ev);
+
+/* Enqueues one command on d's queue after the events in wl, which it must not change, and sets
+ * *ev to the command's event (left NULL on failure, or set if the command was enqueued and the
+ * failure came after). Called with d->lock held: it may set the arguments of cached kernels.
+ * A function that enqueues more than one command (the whole-tensor reduction) may instead note
+ * the storages itself, each against its own command's event, and leave *ev NULL. */
+typedef clt_status (*clt_cl_enqueue_fn)(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                        cl_event *ev);
+/* A command on d's queue that reads the storages `reads` and writes `writes` (NULL entries are
+ * skipped), the one sequence every launch follows: the wait list (clt__waitlist_for); d->lock;
+ * enqueue(d, wl, ctx, fn, &ev); on success the notes (clt__note_command); unlock; then
+ * clt__command_done, or, when keep is not NULL, *keep = ev for the caller to wait for and
+ * release. On failure nothing is noted and the error of the failing step is returned. When
+ * enqueue leaves ev NULL and succeeds, it has taken the notes itself: nothing is noted or
+ * finished here, and *keep is NULL. */
+clt_status clt__cl_submit(clt_device *d, clt_storage *const *reads, int nreads,
+                          clt_storage *const *writes, int nwrites, clt_cl_enqueue_fn enqueue,
+                          void *ctx, const char *fn, cl_event *keep);
+/* A kernel argument: size bytes at value, or local memory of size bytes when value is NULL. */
+typedef struct clt_cl_arg {
+  size_t size;
+  const void *value;
+} clt_cl_arg;
+/* Runs the 1-d kernel k (from clt__get_kernel) over l with the nargs arguments args, through
+ * clt__cl_submit; a failure to set the arguments is reported with the kernel's name. */
+clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const clt_cl_arg *args,
+                       int nargs, clt_storage *const *reads, int nreads, clt_storage *const *writes,
+                       int nwrites, const char *fn);
+
+#endif /* CLT_CL_INTERNAL_H */
