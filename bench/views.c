@@ -1,7 +1,7 @@
 /* views.c - what views cost: ops on narrowed and transposed views against the same ops on
  * contiguous tensors, clt_contiguous and clt_cat against a raw copy of the same bytes.
  *
- *   $ POCL_DEVICES="pthread pthread" ./bench/views [--reps N] [--kv]
+ *   $ POCL_DEVICES="pthread pthread" ./bench/views [--reps N] [--kv] [--why]
  *
  * Measures, in one run, with the cases of each section interleaved (one run of each case per
  * round, rotating which goes first, so that a noisy neighbour slows them alike), medians over N
@@ -11,14 +11,20 @@
  *       contiguous views at an offset), against the add of two contiguous 4096 x 4096
  *       tensors; on cl:0 and on cpu (issue 13: >= 0.95x);
  *   (b) add of the transposed 4096 x 4096 f32 view (clt_transpose) and a contiguous one,
- *       against the contiguous add; on cl:0 and on cpu (>= 0.5x);
+ *       against the contiguous add; on cl:0 and on cpu (>= 0.5x); and, for comparison, the
+ *       same add through a clt_contiguous copy of the view first;
  *   (c) clt_contiguous of that transposed view (64 MiB) against a raw copy of 64 MiB:
  *       clEnqueueCopyBuffer on a context and queue of our own (the first device of the first
  *       platform) for cl:0, memcpy for cpu (>= 0.5x);
  *   (d) clt_cat on cl:0 of 8 tensors of 2M f32 along dim 0, and of 8 (2048 x 1024) tensors
  *       along dim 1, against the same raw 64 MiB clEnqueueCopyBuffer (>= 0.8x).
+ * (c) on cl:0 and (d) also time a raw float4 copy kernel in clt's launch shape (issue 13 speaks
+ * of "a raw copy kernel's bandwidth"); on PoCL it is sometimes faster, sometimes slower than
+ * clEnqueueCopyBuffer.
  * Inputs hold position-dependent values, and every clt result is checked once, at sampled
  * positions, against values computed on the host, so that no case can measure the wrong work.
+ * --why adds raw variants of the strided copy: clt's index split per element, a walk along rows,
+ * 32 x 32 tiles, on the raw cl:0 device; element by element and tiled on the host.
  * GB/s are 10^9 bytes per second of bytes read plus written: add moves 12 B per element, a copy
  * 8 B. --kv adds "key value" lines (milliseconds) for bench/run.
  */
@@ -161,6 +167,15 @@ static void run_add_transposed(void *p) {
   CLT_CHECK(clt_add(b->s->xt, b->s->y, &b->result));
   CLT_CHECK(clt_device_synchronize(b->s->dev));
 }
+/* (b), the other way: a contiguous copy of the transposed operand first, then the fast add */
+static void run_add_via_copy(void *p) {
+  bench *b = p;
+  clt_tensor *c;
+  CLT_CHECK(clt_contiguous(b->s->xt, &c));
+  CLT_CHECK(clt_add(c, b->s->y, &b->result));
+  clt_tensor_release(c);
+  CLT_CHECK(clt_device_synchronize(b->s->dev));
+}
 static void run_contiguous(void *p) {
   bench *b = p;
   CLT_CHECK(clt_contiguous(b->s->xt, &b->result));
@@ -183,8 +198,7 @@ static void run_raw_copy(void *p) {
 }
 static void run_raw_copy_kernel(void *p) {
   bench *b = p;
-  CL_CHECK(
-      clEnqueueNDRangeKernel(b->q, b->k_copy, 1, NULL, &b->copy_global, NULL, 0, NULL, NULL));
+  CL_CHECK(clEnqueueNDRangeKernel(b->q, b->k_copy, 1, NULL, &b->copy_global, NULL, 0, NULL, NULL));
   CL_CHECK(clFinish(b->q));
 }
 /* --why on the host: the transposed copy, one thread, element by element and in 32 x 32 tiles */
@@ -254,12 +268,12 @@ WHY_RUN_(2)
 WHY_RUN_(3)
 WHY_RUN_(4)
 static void (*const why_runs[WHY_VARIANTS])(void *) = {run_why0, run_why1, run_why2, run_why3,
-                                                        run_why4};
+                                                       run_why4};
 
 /* Checks the last --why kernel's copy (transposed or not) at sampled positions. */
 static void verify_why(bench *b, int transposed, const char *what) {
-  CL_CHECK(clEnqueueReadBuffer(b->q, b->rdst, CL_TRUE, 0, NUMEL * sizeof(float), b->check, 0,
-                               NULL, NULL));
+  CL_CHECK(clEnqueueReadBuffer(b->q, b->rdst, CL_TRUE, 0, NUMEL * sizeof(float), b->check, 0, NULL,
+                               NULL));
   for (size_t k = 0; k < NUMEL; k += 4099) {
     size_t i = k / N, j = k % N;
     float want = transposed ? b->hx[j * N + i] : b->hx[k];
@@ -342,11 +356,11 @@ static void raw_setup(bench *b) {
   CL_CHECK(err);
   b->rdst = clCreateBuffer(b->ctx, CL_MEM_READ_WRITE, NUMEL * sizeof(float), NULL, &err);
   CL_CHECK(err);
-  CL_CHECK(clEnqueueWriteBuffer(b->q, b->rsrc, CL_TRUE, 0, NUMEL * sizeof(float), b->hx, 0, NULL,
-                                NULL));
+  CL_CHECK(
+      clEnqueueWriteBuffer(b->q, b->rsrc, CL_TRUE, 0, NUMEL * sizeof(float), b->hx, 0, NULL, NULL));
   float zero = 0;
-  CL_CHECK(clEnqueueFillBuffer(b->q, b->rdst, &zero, sizeof zero, 0, NUMEL * sizeof(float), 0,
-                               NULL, NULL));
+  CL_CHECK(clEnqueueFillBuffer(b->q, b->rdst, &zero, sizeof zero, 0, NUMEL * sizeof(float), 0, NULL,
+                               NULL));
   CL_CHECK(clFinish(b->q));
   /* clt's launch shape on CPU devices (lib/opencl/opencl.c): 4 chunks per compute unit */
   cl_uint cu = 1;
@@ -383,11 +397,15 @@ static void raw_teardown(bench *b) {
 /* The expected value of element (i, j) of a result, i < rows, j < cols. */
 typedef float (*expect_fn)(const bench *b, size_t i, size_t j);
 
-static float e_add(const bench *b, size_t i, size_t j) { return b->hx[i * N + j] + b->hy[i * N + j]; }
+static float e_add(const bench *b, size_t i, size_t j) {
+  return b->hx[i * N + j] + b->hy[i * N + j];
+}
 static float e_narrow(const bench *b, size_t i, size_t j) {
   return b->hp[(i + 1) * N + j] + b->hq[(i + 1) * N + j];
 }
-static float e_tadd(const bench *b, size_t i, size_t j) { return b->hx[j * N + i] + b->hy[i * N + j]; }
+static float e_tadd(const bench *b, size_t i, size_t j) {
+  return b->hx[j * N + i] + b->hy[i * N + j];
+}
 static float e_transposed(const bench *b, size_t i, size_t j) { return b->hx[j * N + i]; }
 static float e_cat0(const bench *b, size_t i, size_t j) { return b->hx[i * N + j]; }
 /* dim 1: part k = j / 1024 holds hx[k * 2M + i * 1024 + (j % 1024)] */
@@ -446,8 +464,8 @@ static void verify_side(bench *b, side *s, const char *dev) {
 
 /* The raw copies must have copied hx. */
 static void verify_raw(bench *b) {
-  CL_CHECK(clEnqueueReadBuffer(b->q, b->rdst, CL_TRUE, 0, NUMEL * sizeof(float), b->check, 0,
-                               NULL, NULL));
+  CL_CHECK(clEnqueueReadBuffer(b->q, b->rdst, CL_TRUE, 0, NUMEL * sizeof(float), b->check, 0, NULL,
+                               NULL));
   if (memcmp(b->check, b->hx, NUMEL * sizeof(float)) != 0)
     die("raw clEnqueueCopyBuffer: the copy differs from its source");
   if (memcmp(b->mdst, b->msrc, NUMEL * sizeof(float)) != 0)
@@ -526,7 +544,7 @@ int main(int argc, char **argv) {
   double n = (double)NUMEL;
   side *sides[2] = {&b.cl, &b.cpu};
   const char *names[2] = {"cl:0", "cpu"};
-  double narrow[2][2], tadd[2][2], contig[2][3], cat[4];
+  double narrow[2][2], tadd[2][3], contig[2][3], cat[4];
 
   for (int d = 0; d < 2; d++) {
     char title[128];
@@ -540,13 +558,16 @@ int main(int argc, char **argv) {
     row("rows 1..4096 of (4098 x 4096) tensors (contiguous views)", narrow[d][1], 12 * n,
         narrow[d][0], ">= 0.95");
     /* (b) */
-    bench_case b_cases[2] = {{run_add_contig, release_result},
-                             {run_add_transposed, release_result}};
-    time_section(b_cases, 2, &b, tadd[d]);
+    bench_case b_cases[3] = {{run_add_contig, release_result},
+                             {run_add_transposed, release_result},
+                             {run_add_via_copy, release_result}};
+    time_section(b_cases, 3, &b, tadd[d]);
     snprintf(title, sizeof title, "(b) add of a transposed view, 4096 x 4096 f32 on %s", names[d]);
     header(title, "vs contig");
     row("contiguous tensors", tadd[d][0], 12 * n, tadd[d][0], "");
     row("clt_transpose(x) + contiguous y", tadd[d][1], 12 * n, tadd[d][0], ">= 0.5");
+    row("  the same through clt_contiguous(clt_transpose(x)) first", tadd[d][2], 12 * n, tadd[d][0],
+        "");
     /* (c) */
     /* on cl:0, a raw copy kernel too (issue 13 speaks of "a raw copy kernel's bandwidth") */
     bench_case c_cases[3] = {{d == 0 ? run_raw_copy : run_memcpy, NULL},
@@ -603,8 +624,9 @@ int main(int argc, char **argv) {
       const char *k = d == 0 ? "cl" : "cpu";
       printf("kv views_add_%s_contig_ms %.4f\nkv views_add_%s_narrow_ms %.4f\n", k,
              narrow[d][0] * 1e3, k, narrow[d][1] * 1e3);
-      printf("kv views_tadd_%s_contig_ms %.4f\nkv views_tadd_%s_transposed_ms %.4f\n", k,
-             tadd[d][0] * 1e3, k, tadd[d][1] * 1e3);
+      printf("kv views_tadd_%s_contig_ms %.4f\nkv views_tadd_%s_transposed_ms %.4f\n"
+             "kv views_tadd_%s_via_copy_ms %.4f\n",
+             k, tadd[d][0] * 1e3, k, tadd[d][1] * 1e3, k, tadd[d][2] * 1e3);
       printf("kv views_contiguous_%s_%s_ms %.4f\nkv views_contiguous_%s_clt_ms %.4f\n", k,
              d == 0 ? "raw_copy" : "memcpy", contig[d][0] * 1e3, k, contig[d][1] * 1e3);
     }
