@@ -55,10 +55,11 @@ typedef struct bench_case {
   void (*after)(void *ctx);
 } bench_case;
 
+static double times[MAX_CASES][MAX_REPS]; /* the last section's times, round by round */
+
 /* Times the n cases of a section interleaved, round after round, rotating which goes first;
  * writes the median seconds of one run() of case i to med[i]. */
 static void time_section(const bench_case *c, int n, void *ctx, double *med) {
-  static double t[MAX_CASES][MAX_REPS];
   for (int r = 0; r < WARMUP + reps; r++) {
     for (int k = 0; k < n; k++) {
       int i = (k + r) % n;
@@ -68,11 +69,24 @@ static void time_section(const bench_case *c, int n, void *ctx, double *med) {
       if (c[i].after != NULL)
         c[i].after(ctx);
       if (r >= WARMUP)
-        t[i][r - WARMUP] = t1 - t0;
+        times[i][r - WARMUP] = t1 - t0;
     }
   }
-  for (int i = 0; i < n; i++)
-    med[i] = median(t[i], reps);
+  for (int i = 0; i < n; i++) {
+    double v[MAX_REPS]; /* median() sorts: keep times in round order for paired() */
+    memcpy(v, times[i], sizeof v);
+    med[i] = median(v, reps);
+  }
+}
+
+/* The median over the last section's rounds of case ref's time over case i's: the ratio of two
+ * cases measured back to back, which a slow drift of the machine's load moves less than the
+ * ratio of their medians. */
+static double paired(int ref, int i) {
+  double q[MAX_REPS];
+  for (int r = 0; r < reps; r++)
+    q[r] = times[ref][r] / times[i][r];
+  return median(q, reps);
 }
 
 /* ---- state --------------------------------------------------------------------------------- */
@@ -544,7 +558,7 @@ int main(int argc, char **argv) {
   double n = (double)NUMEL;
   side *sides[2] = {&b.cl, &b.cpu};
   const char *names[2] = {"cl:0", "cpu"};
-  double narrow[2][2], tadd[2][3], contig[2][3], cat[4];
+  double narrow[2][2], tadd[2][3], contig[2][3], cat[4], narrow_paired[2];
 
   for (int d = 0; d < 2; d++) {
     char title[128];
@@ -552,11 +566,13 @@ int main(int argc, char **argv) {
     /* (a) */
     bench_case a_cases[2] = {{run_add_contig, release_result}, {run_add_narrow, release_result}};
     time_section(a_cases, 2, &b, narrow[d]);
+    narrow_paired[d] = paired(0, 1);
     snprintf(title, sizeof title, "(a) add of narrowed views, 4096 x 4096 f32 on %s", names[d]);
     header(title, "vs contig");
     row("contiguous tensors", narrow[d][0], 12 * n, narrow[d][0], "");
     row("rows 1..4096 of (4098 x 4096) tensors (contiguous views)", narrow[d][1], 12 * n,
         narrow[d][0], ">= 0.95");
+    printf("  %-56s %9s %8s %8.2f\n", "  median of the per-round ratios", "", "", narrow_paired[d]);
     /* (b) */
     bench_case b_cases[3] = {{run_add_contig, release_result},
                              {run_add_transposed, release_result},
@@ -599,44 +615,6 @@ int main(int argc, char **argv) {
   row("clt_cat, 8 x 2M along dim 0", cat[1], 8 * n, cat[0], ">= 0.8");
   row("clt_cat, 8 x (2048 x 1024) along dim 1", cat[2], 8 * n, cat[0], ">= 0.8");
 
-  /* The results must be right. */
-  verify_raw(&b);
-  run_raw_copy_kernel(&b);
-  verify_raw(&b);
-  verify_side(&b, &b.cl, "cl:0");
-  verify_side(&b, &b.cpu, "cpu");
-  printf("\nchecked: every clt result above at 4098 positions, and both raw copies in full\n");
-
-  printf("\nsummary (time of the reference over clt's; targets from issue 13):\n"
-         "  narrowed add    cl:0 %.2fx  cpu %.2fx  (>= 0.95)\n"
-         "  transposed add  cl:0 %.2fx  cpu %.2fx  (>= 0.5)\n"
-         "  contiguous(t)   cl:0 %.2fx (raw copy kernel: %.2fx)  cpu %.2fx  (>= 0.5 of a raw "
-         "copy)\n"
-         "  cat, cl:0       dim 0 %.2fx  dim 1 %.2fx (raw copy kernel: %.2fx, %.2fx)  (>= 0.8 of "
-         "a raw copy)\n",
-         narrow[0][0] / narrow[0][1], narrow[1][0] / narrow[1][1], tadd[0][0] / tadd[0][1],
-         tadd[1][0] / tadd[1][1], contig[0][0] / contig[0][1], contig[0][2] / contig[0][1],
-         contig[1][0] / contig[1][1], cat[0] / cat[1], cat[0] / cat[2], cat[3] / cat[1],
-         cat[3] / cat[2]);
-  if (kv) {
-    printf("\n");
-    for (int d = 0; d < 2; d++) {
-      const char *k = d == 0 ? "cl" : "cpu";
-      printf("kv views_add_%s_contig_ms %.4f\nkv views_add_%s_narrow_ms %.4f\n", k,
-             narrow[d][0] * 1e3, k, narrow[d][1] * 1e3);
-      printf("kv views_tadd_%s_contig_ms %.4f\nkv views_tadd_%s_transposed_ms %.4f\n"
-             "kv views_tadd_%s_via_copy_ms %.4f\n",
-             k, tadd[d][0] * 1e3, k, tadd[d][1] * 1e3, k, tadd[d][2] * 1e3);
-      printf("kv views_contiguous_%s_%s_ms %.4f\nkv views_contiguous_%s_clt_ms %.4f\n", k,
-             d == 0 ? "raw_copy" : "memcpy", contig[d][0] * 1e3, k, contig[d][1] * 1e3);
-    }
-    printf("kv views_contiguous_cl_raw_kernel_ms %.4f\nkv views_cat_cl_raw_kernel_ms %.4f\n",
-           contig[0][2] * 1e3, cat[3] * 1e3);
-    printf("kv views_cat_cl_raw_copy_ms %.4f\nkv views_cat0_cl_clt_ms %.4f\n"
-           "kv views_cat1_cl_clt_ms %.4f\n",
-           cat[0] * 1e3, cat[1] * 1e3, cat[2] * 1e3);
-  }
-
   if (why) {
     /* What the misses cost: the strided copy of clt's kernel against the same copy without an
      * index split per element, and with tiles; on the host, one thread, element by element
@@ -669,6 +647,45 @@ int main(int argc, char **argv) {
           die("the host transposed copy (%d) is wrong at %zu", v, k);
     }
     memcpy(b.mdst, b.msrc, NUMEL * sizeof(float));
+  }
+
+  /* The results must be right. */
+  run_raw_copy(&b);
+  verify_raw(&b);
+  run_raw_copy_kernel(&b);
+  verify_raw(&b);
+  verify_side(&b, &b.cl, "cl:0");
+  verify_side(&b, &b.cpu, "cpu");
+  printf("\nchecked: every clt result above at 4098 positions, and both raw copies in full\n");
+
+  printf("\nsummary (time of the reference over clt's; targets from issue 13):\n"
+         "  narrowed add    cl:0 %.2fx  cpu %.2fx  (>= 0.95; per-round ratios: %.2fx, %.2fx)\n"
+         "  transposed add  cl:0 %.2fx  cpu %.2fx  (>= 0.5)\n"
+         "  contiguous(t)   cl:0 %.2fx (raw copy kernel: %.2fx)  cpu %.2fx  (>= 0.5 of a raw "
+         "copy)\n"
+         "  cat, cl:0       dim 0 %.2fx  dim 1 %.2fx (raw copy kernel: %.2fx, %.2fx)  (>= 0.8 of "
+         "a raw copy)\n",
+         narrow[0][0] / narrow[0][1], narrow[1][0] / narrow[1][1], narrow_paired[0],
+         narrow_paired[1], tadd[0][0] / tadd[0][1], tadd[1][0] / tadd[1][1],
+         contig[0][0] / contig[0][1], contig[0][2] / contig[0][1], contig[1][0] / contig[1][1],
+         cat[0] / cat[1], cat[0] / cat[2], cat[3] / cat[1], cat[3] / cat[2]);
+  if (kv) {
+    printf("\n");
+    for (int d = 0; d < 2; d++) {
+      const char *k = d == 0 ? "cl" : "cpu";
+      printf("kv views_add_%s_contig_ms %.4f\nkv views_add_%s_narrow_ms %.4f\n", k,
+             narrow[d][0] * 1e3, k, narrow[d][1] * 1e3);
+      printf("kv views_tadd_%s_contig_ms %.4f\nkv views_tadd_%s_transposed_ms %.4f\n"
+             "kv views_tadd_%s_via_copy_ms %.4f\n",
+             k, tadd[d][0] * 1e3, k, tadd[d][1] * 1e3, k, tadd[d][2] * 1e3);
+      printf("kv views_contiguous_%s_%s_ms %.4f\nkv views_contiguous_%s_clt_ms %.4f\n", k,
+             d == 0 ? "raw_copy" : "memcpy", contig[d][0] * 1e3, k, contig[d][1] * 1e3);
+    }
+    printf("kv views_contiguous_cl_raw_kernel_ms %.4f\nkv views_cat_cl_raw_kernel_ms %.4f\n",
+           contig[0][2] * 1e3, cat[3] * 1e3);
+    printf("kv views_cat_cl_raw_copy_ms %.4f\nkv views_cat0_cl_clt_ms %.4f\n"
+           "kv views_cat1_cl_clt_ms %.4f\n",
+           cat[0] * 1e3, cat[1] * 1e3, cat[2] * 1e3);
   }
 
   side_teardown(&b.cl);
