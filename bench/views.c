@@ -24,9 +24,9 @@
  * Inputs hold position-dependent values, and every clt result is checked once, at sampled
  * positions, against values computed on the host, so that no case can measure the wrong work.
  * --why adds raw variants of the strided copy: clt's index split per element, a walk along rows,
- * 32 x 32 tiles, on the raw cl:0 device; element by element and tiled on the host.
- * GB/s are 10^9 bytes per second of bytes read plus written: add moves 12 B per element, a copy
- * 8 B. --kv adds "key value" lines (milliseconds) for bench/run.
+ * 64 x 64 tiles (and of 4 x 4 float4 blocks), on the raw cl:0 device; element by element and tiled
+ * on the host. GB/s are 10^9 bytes per second of bytes read plus written: add moves 12 B per
+ * element, a copy 8 B. --kv adds "key value" lines (milliseconds) for bench/run.
  */
 #define _POSIX_C_SOURCE 200809L
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -112,7 +112,7 @@ typedef struct bench {
   cl_context ctx;
   cl_command_queue q;
   cl_mem rsrc, rdst;
-  cl_kernel k_copy, k_div, k_rows, k_tiled;
+  cl_kernel k_copy, k_div, k_rows, k_tiled, k_tiled4;
   cl_uint cu; /* compute units */
   size_t copy_global;
   cl_ulong copy_chunk4;
@@ -123,7 +123,9 @@ typedef struct bench {
 /* The raw kernels: a float4 copy (one contiguous chunk per work-item, the shape clt uses on CPU
  * devices), and three ways of copying a 2-D strided source (rows x cols at strides sr, sc) into
  * a contiguous destination, for --why: an index split into coordinates per element (what clt's
- * strided kernel does), a walk along rows (coordinates once per row), and 32 x 32 tiles. */
+ * strided kernel does on GPUs, and did on CPU devices), a walk along rows (coordinates once per
+ * row, what it does on CPU devices), and 64 x 64 tiles, of
+ * elements or of 4 x 4 blocks transposed in float4 registers. */
 static const char *raw_kernels =
     "__kernel void copy_f32_chunk(__global const float4 *restrict a,\n"
     "                             __global float4 *restrict c, ulong n4, ulong chunk4) {\n"
@@ -153,11 +155,27 @@ static const char *raw_kernels =
     "__kernel void copy2d_tiled(__global const float *restrict a, __global float *restrict c,\n"
     "                           long rows, long cols, long sr, long sc, ulong chunk) {\n"
     "  long r0 = (long)(get_global_id(0) * chunk), r1 = min(r0 + (long)chunk, rows);\n"
-    "  for (long rt = r0; rt < r1; rt += 32)\n"
-    "    for (long jt = 0; jt < cols; jt += 32)\n"
-    "      for (long j = jt; j < min(jt + 32, cols); j++)\n"
-    "        for (long r = rt; r < min(rt + 32, r1); r++)\n"
+    "  for (long rt = r0; rt < r1; rt += 64)\n"
+    "    for (long jt = 0; jt < cols; jt += 64)\n"
+    "      for (long r = rt; r < min(rt + 64, r1); r++)\n"
+    "        for (long j = jt; j < min(jt + 64, cols); j++)\n"
     "          c[r * cols + j] = a[r * sr + j * sc];\n"
+    "}\n"
+    "__kernel void copy2d_tiled4(__global const float *restrict a, __global float *restrict c,\n"
+    "                            long rows, long cols, long sr, long sc, ulong chunk) {\n"
+    "  /* sr == 1 and rows, cols multiples of 4: 4 x 4 blocks transposed in registers */\n"
+    "  long r0 = (long)(get_global_id(0) * chunk), r1 = min(r0 + (long)chunk, rows);\n"
+    "  for (long rt = r0; rt < r1; rt += 64)\n"
+    "    for (long jt = 0; jt < cols; jt += 64)\n"
+    "      for (long r = rt; r < min(rt + 64, r1); r += 4)\n"
+    "        for (long j = jt; j < min(jt + 64, cols); j += 4) {\n"
+    "          float4 c0 = vload4(0, a + r + j * sc), c1 = vload4(0, a + r + (j + 1) * sc);\n"
+    "          float4 c2 = vload4(0, a + r + (j + 2) * sc), c3 = vload4(0, a + r + (j + 3) * sc);\n"
+    "          vstore4((float4)(c0.x, c1.x, c2.x, c3.x), 0, c + r * cols + j);\n"
+    "          vstore4((float4)(c0.y, c1.y, c2.y, c3.y), 0, c + (r + 1) * cols + j);\n"
+    "          vstore4((float4)(c0.z, c1.z, c2.z, c3.z), 0, c + (r + 2) * cols + j);\n"
+    "          vstore4((float4)(c0.w, c1.w, c2.w, c3.w), 0, c + (r + 3) * cols + j);\n"
+    "        }\n"
     "}\n";
 
 static void release_result(void *p) {
@@ -215,7 +233,8 @@ static void run_raw_copy_kernel(void *p) {
   CL_CHECK(clEnqueueNDRangeKernel(b->q, b->k_copy, 1, NULL, &b->copy_global, NULL, 0, NULL, NULL));
   CL_CHECK(clFinish(b->q));
 }
-/* --why on the host: the transposed copy, one thread, element by element and in 32 x 32 tiles */
+/* --why on the host: the transposed copy, one thread, element by element and in 64 x 64 tiles
+ * (as lib/host/elementwise.c copies) */
 static void run_host_naive(void *p) {
   bench *b = p;
   for (int64_t r = 0; r < N; r++)
@@ -225,10 +244,10 @@ static void run_host_naive(void *p) {
 }
 static void run_host_tiled(void *p) {
   bench *b = p;
-  for (int64_t rt = 0; rt < N; rt += 32)
-    for (int64_t jt = 0; jt < N; jt += 32)
-      for (int64_t j = jt; j < jt + 32; j++)
-        for (int64_t r = rt; r < rt + 32; r++)
+  for (int64_t rt = 0; rt < N; rt += 64)
+    for (int64_t jt = 0; jt < N; jt += 64)
+      for (int64_t r = rt; r < rt + 64; r++)
+        for (int64_t j = jt; j < jt + 64; j++)
           b->mdst[r * N + j] = b->msrc[r * b->why_sr + j * b->why_sc];
   __asm__ volatile("" : : "r"(b->mdst) : "memory");
 }
@@ -242,27 +261,31 @@ static void run_memcpy(void *p) {
 /* --why on cl:0: variant v of the 2-D copy (kernel, source strides) */
 typedef struct why_variant {
   const char *label;
-  int kernel; /* 0: per-element index split, 1: rows, 2: tiles */
+  int kernel; /* 0: per-element index split, 1: rows, 2: tiles, 3: tiles of 4 x 4 blocks */
   int transposed;
 } why_variant;
 
 static const why_variant why_variants[] = {
     {"raw, index split per element, contiguous source", 0, 0},
-    {"raw, index split per element, transposed source (as clt)", 0, 1},
+    {"raw, index split per element, transposed source", 0, 1},
     {"raw, walk along rows, contiguous source", 1, 0},
     {"raw, walk along rows, transposed source", 1, 1},
-    {"raw, 32 x 32 tiles, transposed source", 2, 1},
+    {"raw, 64 x 64 tiles, transposed source", 2, 1},
+    {"raw, 64 x 64 tiles of 4 x 4 float4 blocks, transposed", 3, 1},
 };
 enum { WHY_VARIANTS = sizeof why_variants / sizeof why_variants[0] };
 
 static void run_why(bench *b, int v) {
   const why_variant *w = &why_variants[v];
-  cl_kernel k = w->kernel == 0 ? b->k_div : w->kernel == 1 ? b->k_rows : b->k_tiled;
+  cl_kernel k = w->kernel == 0   ? b->k_div
+                : w->kernel == 1 ? b->k_rows
+                : w->kernel == 2 ? b->k_tiled
+                                 : b->k_tiled4;
   cl_long rows = N, cols = N, sr = w->transposed ? 1 : N, sc = w->transposed ? N : 1;
   cl_ulong items = (cl_ulong)b->cu * 4;
   cl_ulong total = w->kernel == 0 ? (cl_ulong)NUMEL : (cl_ulong)N; /* elements or rows */
   cl_ulong chunk = (total + items - 1) / items;
-  chunk = (chunk + 31) / 32 * 32; /* whole tiles */
+  chunk = (chunk + 63) / 64 * 64; /* whole tiles */
   size_t global = (size_t)((total + chunk - 1) / chunk);
   CL_CHECK(clSetKernelArg(k, 0, sizeof(cl_mem), &b->rsrc));
   CL_CHECK(clSetKernelArg(k, 1, sizeof(cl_mem), &b->rdst));
@@ -281,8 +304,9 @@ WHY_RUN_(1)
 WHY_RUN_(2)
 WHY_RUN_(3)
 WHY_RUN_(4)
-static void (*const why_runs[WHY_VARIANTS])(void *) = {run_why0, run_why1, run_why2, run_why3,
-                                                       run_why4};
+WHY_RUN_(5)
+static void (*const why_runs[WHY_VARIANTS])(void *) = {run_why0, run_why1, run_why2,
+                                                       run_why3, run_why4, run_why5};
 
 /* Checks the last --why kernel's copy (transposed or not) at sampled positions. */
 static void verify_why(bench *b, int transposed, const char *what) {
@@ -365,6 +389,7 @@ static void raw_setup(bench *b) {
   b->k_div = raw_kernel(prog, "copy2d_div");
   b->k_rows = raw_kernel(prog, "copy2d_rows");
   b->k_tiled = raw_kernel(prog, "copy2d_tiled");
+  b->k_tiled4 = raw_kernel(prog, "copy2d_tiled4");
   clReleaseProgram(prog);
   b->rsrc = clCreateBuffer(b->ctx, CL_MEM_READ_WRITE, NUMEL * sizeof(float), NULL, &err);
   CL_CHECK(err);
@@ -395,7 +420,7 @@ static void raw_setup(bench *b) {
 }
 
 static void raw_teardown(bench *b) {
-  cl_kernel k[] = {b->k_copy, b->k_div, b->k_rows, b->k_tiled};
+  cl_kernel k[] = {b->k_copy, b->k_div, b->k_rows, b->k_tiled, b->k_tiled4};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
     clReleaseKernel(k[i]);
   clReleaseMemObject(b->rsrc);
@@ -639,7 +664,7 @@ int main(int argc, char **argv) {
     header("(why) transposed copy of 4096 x 4096 f32 on the host, one thread", "vs memcpy");
     row("memcpy", h[0], 8 * n, h[0], "");
     row("element by element, in destination order", h[1], 8 * n, h[0], "");
-    row("32 x 32 tiles", h[2], 8 * n, h[0], "");
+    row("64 x 64 tiles", h[2], 8 * n, h[0], "");
     for (int v = 1; v < 3; v++) {
       h_cases[v].run(&b);
       for (size_t k = 0; k < NUMEL; k += 4099)
