@@ -168,6 +168,7 @@ const struct clt_backend clt__opencl_backend = {
     .matmul = clt__cl_matmul,
     .matmul_path = clt__cl_matmul_path,
     .transpose = clt__cl_transpose,
+    .index_select = clt__cl_index_select,
     .warm = clt__cl_matmul_build,
     .copy = clt__cl_copy,
     .read = clt__cl_read,
