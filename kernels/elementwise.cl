@@ -191,7 +191,7 @@ __kernel void CLT_CAT(NAME, _strided)(__global TO *restrict out,
     long io = g.off[0], i0 = g.off[1], i1 = g.off[2], i2 = g.off[3];
     for (int d = ndim - 1; d >= 0; d--) {
       ulong q = rem / (ulong)g.shape[d];
-      long c = (long)(rem - q * (ulong)g.shape[d]); /* not %: see kernels/transpose.cl */
+      long c = (long)(rem - q * (ulong)g.shape[d]); /* not %: see kernels/index.cl */
       rem = q;
       io += c * g.so[d];
       i0 += c * g.s0[d];

@@ -4,7 +4,9 @@
  *
  * Defines, set by lib/opencl/index.c: NAME (index_select_x32_i64), T (uchar, ushort, uint or
  * ulong), TI (int or long). The indices were checked to lie in [0, size) before the launch; both
- * tensors are contiguous. Remainders are written as x - (x / n) * n (see kernels/transpose.cl).
+ * tensors are contiguous. Remainders are written as x - (x / n) * n: for x / n next to x % n,
+ * clang emits an LLVM `freeze`, which Oclgrind's uninitialized-value checker cannot run
+ * ("Unsupported instruction: freeze"); the division is the same either way.
  */
 __kernel void NAME(__global T *restrict out, __global const T *restrict in,
                    __global const TI *restrict idx, ulong numel, ulong step, ulong k, ulong size,

@@ -102,12 +102,6 @@ typedef struct clt_matmul_desc {
   int64_t sa, sb; /* batch strides of a and b in elements; the result's is m * n */
 } clt_matmul_desc;
 
-/* A transpose prepared by the dispatcher: the input viewed as (outer, n0, mid, n1, inner) and
- * the result as (outer, n1, mid, n0, inner), both contiguous. */
-typedef struct clt_transpose_desc {
-  int64_t outer, n0, mid, n1, inner;
-} clt_transpose_desc;
-
 /* An index_select prepared by the dispatcher: the input viewed as (outer, size, inner), the
  * result as (outer, k, inner), both contiguous; the k indices (i32 or i64, contiguous) were
  * checked to lie in [0, size). */
@@ -147,9 +141,6 @@ struct clt_backend {
                        const clt_matmul_desc *g, const char *fn);
   /* The path matmul takes on dev, or an error (a forced path dev lacks). */
   clt_status (*matmul_path)(clt_device *dev, const char *fn, clt_matmul_kind *out);
-  /* out = in with two dimensions swapped (numel > 0); element bytes only matter. */
-  clt_status (*transpose)(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
-                          const char *fn);
   /* out = in gathered along its middle dimension at the indices idx, as described (numel > 0). */
   clt_status (*index_select)(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                              const clt_index_desc *g, const char *fn);
@@ -262,8 +253,6 @@ clt_status clt__host_matmul(clt_tensor *out, const clt_tensor *a, const clt_tens
 clt_status clt__host_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
 clt_status clt__host_index_select(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                                   const clt_index_desc *g, const char *fn);
-clt_status clt__host_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
-                               const char *fn);
 /* The products g describes on host memory (a, b, c: the operands' first elements), with CBLAS
  * when built with it, else blocked loops. Used by the host backend and by the OpenCL
  * native-kernel path, which runs it in a CPU device's queue. */

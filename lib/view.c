@@ -2,8 +2,8 @@
  * a tensor's storage without copying (narrow, select, slice, permute, transpose, expand,
  * unsqueeze, squeeze, view, reshape), the strides and offset accessors, and the functions that
  * copy views into new tensors (contiguous, clone, cat, stack, index_select), on the tensors' own
- * device: through clt__copy_into (lib/dispatch.c), the elementwise copy, or the backend's transpose
- * and gather. */
+ * device: through clt__copy_into (lib/dispatch.c), the elementwise copy, or the backend's
+ * gather. */
 #include "backend.h"
 
 #include <stdlib.h>
@@ -425,58 +425,17 @@ clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor
 
 /* ---- copies ----------------------------------------------------------------------------- */
 
-/* Whether t shows a dense tensor (clt__is_dense) with two dimensions swapped, as clt_transpose
- * gives: then *base is that tensor (a view) and g the geometry of the backend's transpose, whose
- * tiled kernels copy it faster than the strided elementwise copy. */
-static bool transpose_of_dense(clt_tensor *t, const char *fn, clt_transpose_desc *g,
-                               clt_tensor **base) {
-  for (int d0 = 0; d0 < t->ndim; d0++)
-    for (int d1 = d0 + 1; d1 < t->ndim; d1++) {
-      if (t->shape[d0] == 1 || t->shape[d1] == 1)
-        continue;
-      int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
-      memcpy(shape, t->shape, sizeof shape);
-      memcpy(strides, t->strides, sizeof strides);
-      shape[d0] = t->shape[d1];
-      shape[d1] = t->shape[d0];
-      strides[d0] = t->strides[d1];
-      strides[d1] = t->strides[d0];
-      if (!clt__strides_contiguous(t->ndim, shape, strides))
-        continue;
-      if (clt__tensor_view(t, t->ndim, shape, strides, clt__elem_offset(t), fn, base) != CLT_OK)
-        return false;
-      if (!clt__is_dense(*base)) {
-        clt_tensor_release(*base);
-        return false;
-      }
-      *g = (clt_transpose_desc){1, shape[d0], 1, shape[d1], 1};
-      for (int i = 0; i < t->ndim; i++)
-        if (i < d0)
-          g->outer *= shape[i];
-        else if (i > d0 && i < d1)
-          g->mid *= shape[i];
-        else if (i > d1)
-          g->inner *= shape[i];
-      return true;
-    }
-  return false;
-}
-
 clt_status clt_clone(clt_tensor *t, clt_tensor **out) {
   static const char fn[] = "clt_clone";
   clt_status s;
-  clt_tensor *r, *base;
+  clt_tensor *r;
   if ((s = check_args(t, out, fn)) != CLT_OK ||
       (s = clt__tensor_new(t->dtype, t->ndim, t->shape, t->storage->dev, fn, &r)) != CLT_OK)
     return s;
-  clt_transpose_desc g;
-  if (r->numel > 0 && transpose_of_dense(t, fn, &g, &base)) {
-    s = t->storage->dev->backend->transpose(r, base, &g, fn);
-    clt_tensor_release(base);
-  } else if (r->numel > 0) {
-    s = clt__copy_into(r, t, fn);
-  }
-  if (s != CLT_OK) {
+  /* The elementwise copy, also for a transposed tensor: its strided forms (rows walked per chunk
+   * on CPU devices, tiles on the host) beat the dedicated transpose kernels that clt used to have
+   * (bench/views). */
+  if (r->numel > 0 && (s = clt__copy_into(r, t, fn)) != CLT_OK) {
     clt_tensor_release(r);
     return s;
   }

@@ -42,17 +42,6 @@ static clt_status warm_step(warm_state *w, clt_status s, clt_tensor *r) {
       return s_;                                                                                   \
   } while (0)
 
-/* clt_transpose is a view: its copy is what builds the transpose program. */
-static clt_status transposed_copy(clt_tensor *a, clt_tensor **out) {
-  clt_tensor *t;
-  clt_status s = clt_transpose(a, 0, 1, &t);
-  if (s == CLT_OK) {
-    s = clt_contiguous(t, out);
-    clt_tensor_release(t);
-  }
-  return s;
-}
-
 /* clt_index_select of a's first row, with an index of dtype idt. */
 static clt_status gather(clt_tensor *a, clt_dtype idt, clt_tensor **out) {
   clt_tensor *i;
@@ -89,7 +78,6 @@ static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_ten
   for (int to = CLT_F32; to < CLT_DTYPE_COUNT; to++)
     if (to != CLT_F64 || fp64)
       WARM(clt_cast(a, (clt_dtype)to, &r_));
-  WARM(transposed_copy(a, &r_));
   WARM(gather(a, CLT_I64, &r_));
   WARM(gather(a, CLT_I32, &r_));
   if (dt == CLT_F32 || dt == CLT_F64) {

@@ -477,7 +477,11 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   for (int k = 0; k < n && st == CLT_OK; k++) {
     use[k] = in[k];
     clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
-    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want))
+    /* read across its rows (a transposed view): the row loops would touch a new cache line,
+     * often a new page, per element; the tiled gather is several times faster (bench/views) */
+    bool across = !in[k]->contiguous && in[k]->ndim > 0 && in[k]->numel >= (1 << 14) &&
+                  in[k]->strides[in[k]->ndim - 1] > 1;
+    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want && !across))
       continue;
     if ((st = gather(in[k], fn, &g[k])) != CLT_OK)
       break;

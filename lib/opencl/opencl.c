@@ -167,7 +167,6 @@ const struct clt_backend clt__opencl_backend = {
     .fill_random = clt__cl_fill_random,
     .matmul = clt__cl_matmul,
     .matmul_path = clt__cl_matmul_path,
-    .transpose = clt__cl_transpose,
     .index_select = clt__cl_index_select,
     .warm = clt__cl_matmul_build,
     .copy = clt__cl_copy,
