@@ -651,6 +651,16 @@ CLT_API clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, cl
  *  clt_full converts). Errors: as clt_copy into t. */
 CLT_API clt_status clt_fill_(clt_tensor *t, double value);
 
+/** A new tensor with t's slices along dim at the positions index holds, in its order (repeats
+ *  allowed): torch.index_select. index is a 1-D (or 0-d) i64 or i32 tensor on t's device whose
+ *  values lie in 0..size-1 of that dimension. The values are checked before the gather: for an
+ *  index on an OpenCL device that means waiting for it and reading back its smallest and largest
+ *  value (two numbers, counted as one explicit transfer each).
+ *  Errors: CLT_ERR_DEVICE_MISMATCH (index elsewhere), CLT_ERR_DTYPE (index not i32 or i64),
+ *  CLT_ERR_INVALID_ARGUMENT (NULL, dim out of range, index of 2 or more dimensions, a value out
+ *  of range: the message gives the value and the range). */
+CLT_API clt_status clt_index_select(clt_tensor *t, int dim, clt_tensor *index, clt_tensor **out);
+
 /** The tensors, all on one device and of one dtype, joined along the existing dimension dim
  *  (torch.cat): their other dimensions must be equal. n >= 1. A new contiguous tensor. */
 CLT_API clt_status clt_cat(int n, clt_tensor *const *tensors, int dim, clt_tensor **out);

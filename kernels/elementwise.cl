@@ -91,6 +91,31 @@ __kernel void NAME(__global TO *restrict out, __global const TA *restrict a,
 }
 #endif
 
+/* One element of the strided kernel: the result's element at io from the operands' at i0, i1,
+ * i2 (a ternary's operands are k, a, b; a binary's a, b; a unary's a). */
+#if ARITY == 1
+#define CLT_STRIDED_ONE(io, i0, i1, i2)                                                            \
+  do {                                                                                             \
+    TC x = (TC)(TP)LOAD_A(a, i0);                                                                  \
+    STORE_AT(out, io, OP(x, x, x));                                                                \
+  } while (0)
+#elif ARITY == 2
+#define CLT_STRIDED_ONE(io, i0, i1, i2)                                                            \
+  do {                                                                                             \
+    TC x = (TC)(TP)LOAD_A(a, i0);                                                                  \
+    TC y = (TC)(TP)LOAD_B(b, i1);                                                                  \
+    STORE_AT(out, io, OP(x, y, y));                                                                \
+  } while (0)
+#else
+#define CLT_STRIDED_ONE(io, i0, i1, i2)                                                            \
+  do {                                                                                             \
+    TKC x = (TKC)(TKP)LOAD_K(k, i0);                                                               \
+    TC y = (TC)(TP)LOAD_A(a, i1);                                                                  \
+    TC z = (TC)(TP)LOAD_B(b, i2);                                                                  \
+    STORE_AT(out, io, OP(x, y, z));                                                                \
+  } while (0)
+#endif
+
 /* Any strides (views) and broadcasting, over up to 8 dimensions: element i of the result, as a
  * C-order index (c_0, ..., c_ndim-1) of g.shape, is at off + sum c_d * stride_d in the result and
  * in each operand. A ternary's operands are k, a, b (strides s0, s1, s2), a binary's a, b, a
@@ -104,30 +129,76 @@ __kernel void CLT_CAT(NAME, _strided)(__global TO *restrict out,
                                       __global const TB *restrict b,
 #endif
                                       ulong n, ulong step, int ndim, clt_strided_t g) {
+#if CLT_CHUNKED
+  /* CPU devices: this work-item's chunk of the result, in C order, is split into coordinates
+   * once, at its first element, and then walked row by row (along the last dimension), the
+   * coordinates carried like an odometer between rows. Splitting every element's index (below)
+   * costs two 64-bit divisions per element and dimension: 5 times a plain copy (bench/views
+   * --why). */
+  ulong i = (ulong)get_global_id(0) * step, end = min(i + step, n);
+  if (i >= end)
+    return;
+  long io = g.off[0], i0 = g.off[1], i1 = g.off[2], i2 = g.off[3];
+  if (ndim == 0) {
+    CLT_STRIDED_ONE(io, i0, i1, i2);
+    return;
+  }
+  long c[8];
+  ulong rem = i;
+  for (int d = ndim - 1; d >= 0; d--) {
+    ulong q = rem / (ulong)g.shape[d];
+    c[d] = (long)(rem - q * (ulong)g.shape[d]);
+    rem = q;
+    io += c[d] * g.so[d];
+    i0 += c[d] * g.s0[d];
+    i1 += c[d] * g.s1[d];
+    i2 += c[d] * g.s2[d];
+  }
+  const int last = ndim - 1;
+  const long len = g.shape[last], so = g.so[last], s0 = g.s0[last], s1 = g.s1[last],
+             s2 = g.s2[last];
+  for (;;) {
+    long m = min((ulong)(len - c[last]), end - i); /* the rest of this row in the chunk */
+    for (long j = 0; j < m; j++)
+      CLT_STRIDED_ONE(io + j * so, i0 + j * s0, i1 + j * s1, i2 + j * s2);
+    i += (ulong)m;
+    if (i >= end)
+      return;
+    /* the next row: the last coordinate back to 0, a carry into the ones before it */
+    io -= c[last] * so;
+    i0 -= c[last] * s0;
+    i1 -= c[last] * s1;
+    i2 -= c[last] * s2;
+    c[last] = 0;
+    for (int d = last - 1; d >= 0; d--) {
+      io += g.so[d];
+      i0 += g.s0[d];
+      i1 += g.s1[d];
+      i2 += g.s2[d];
+      if (++c[d] < g.shape[d])
+        break;
+      io -= c[d] * g.so[d];
+      i0 -= c[d] * g.s0[d];
+      i1 -= c[d] * g.s1[d];
+      i2 -= c[d] * g.s2[d];
+      c[d] = 0;
+    }
+  }
+#else
+  /* GPUs: a grid-stride loop, each element's index split into coordinates */
   CLT_FOR_EACH(i, n, step) {
     ulong rem = i;
     long io = g.off[0], i0 = g.off[1], i1 = g.off[2], i2 = g.off[3];
     for (int d = ndim - 1; d >= 0; d--) {
       ulong q = rem / (ulong)g.shape[d];
-      long c = (long)(rem - q * (ulong)g.shape[d]); /* not %: see kernels/transpose.cl */
+      long c = (long)(rem - q * (ulong)g.shape[d]); /* not %: see kernels/index.cl */
       rem = q;
       io += c * g.so[d];
       i0 += c * g.s0[d];
       i1 += c * g.s1[d];
       i2 += c * g.s2[d];
     }
-#if ARITY == 1
-    TC x = (TC)(TP)LOAD_A(a, i0);
-    STORE_AT(out, io, OP(x, x, x));
-#elif ARITY == 2
-    TC x = (TC)(TP)LOAD_A(a, i0);
-    TC y = (TC)(TP)LOAD_B(b, i1);
-    STORE_AT(out, io, OP(x, y, y));
-#else
-    TKC x = (TKC)(TKP)LOAD_K(k, i0);
-    TC y = (TC)(TP)LOAD_A(a, i1);
-    TC z = (TC)(TP)LOAD_B(b, i2);
-    STORE_AT(out, io, OP(x, y, z));
-#endif
+    CLT_STRIDED_ONE(io, i0, i1, i2);
   }
+#endif
 }

@@ -102,11 +102,12 @@ typedef struct clt_matmul_desc {
   int64_t sa, sb; /* batch strides of a and b in elements; the result's is m * n */
 } clt_matmul_desc;
 
-/* A transpose prepared by the dispatcher: the input viewed as (outer, n0, mid, n1, inner) and
- * the result as (outer, n1, mid, n0, inner), both contiguous. */
-typedef struct clt_transpose_desc {
-  int64_t outer, n0, mid, n1, inner;
-} clt_transpose_desc;
+/* An index_select prepared by the dispatcher: the input viewed as (outer, size, inner), the
+ * result as (outer, k, inner), both contiguous; the k indices (i32 or i64, contiguous) were
+ * checked to lie in [0, size). */
+typedef struct clt_index_desc {
+  int64_t outer, size, k, inner;
+} clt_index_desc;
 
 /* The ways clt_matmul can run on a device (clt_matmul_path names them). */
 typedef enum clt_matmul_kind {
@@ -140,9 +141,9 @@ struct clt_backend {
                        const clt_matmul_desc *g, const char *fn);
   /* The path matmul takes on dev, or an error (a forced path dev lacks). */
   clt_status (*matmul_path)(clt_device *dev, const char *fn, clt_matmul_kind *out);
-  /* out = in with two dimensions swapped (numel > 0); element bytes only matter. */
-  clt_status (*transpose)(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
-                          const char *fn);
+  /* out = in gathered along its middle dimension at the indices idx, as described (numel > 0). */
+  clt_status (*index_select)(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
+                             const clt_index_desc *g, const char *fn);
   /* (optional) Builds, for dtype dt on dev, the programs that running every operation once does
    * not build (clt_kernel_cache_warm calls it after those runs for f32 and f64): the OpenCL
    * backend's tiled matmul kernel, which only CLT_MATMUL=kernel takes on some devices. */
@@ -250,8 +251,8 @@ clt_status clt__host_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset
 clt_status clt__host_matmul(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
                             const clt_matmul_desc *g, const char *fn);
 clt_status clt__host_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
-clt_status clt__host_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
-                               const char *fn);
+clt_status clt__host_index_select(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
+                                  const clt_index_desc *g, const char *fn);
 /* The products g describes on host memory (a, b, c: the operands' first elements), with CBLAS
  * when built with it, else blocked loops. Used by the host backend and by the OpenCL
  * native-kernel path, which runs it in a CPU device's queue. */

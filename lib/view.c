@@ -1,8 +1,9 @@
 /* view.c - views (docs/views.md): the functions that give another shape, strides and offset over
  * a tensor's storage without copying (narrow, select, slice, permute, transpose, expand,
  * unsqueeze, squeeze, view, reshape), the strides and offset accessors, and the functions that
- * copy views into new tensors (contiguous, clone, cat, stack). Every copy goes through
- * clt__copy_into (lib/dispatch.c), the elementwise copy, so it runs on the tensors' device. */
+ * copy views into new tensors (contiguous, clone, cat, stack, index_select), on the tensors' own
+ * device: through clt__copy_into (lib/dispatch.c), the elementwise copy, or the backend's
+ * gather. */
 #include "backend.h"
 
 #include <stdlib.h>
@@ -424,58 +425,17 @@ clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor
 
 /* ---- copies ----------------------------------------------------------------------------- */
 
-/* Whether t shows a dense tensor (clt__is_dense) with two dimensions swapped, as clt_transpose
- * gives: then *base is that tensor (a view) and g the geometry of the backend's transpose, whose
- * tiled kernels copy it faster than the strided elementwise copy. */
-static bool transpose_of_dense(clt_tensor *t, const char *fn, clt_transpose_desc *g,
-                               clt_tensor **base) {
-  for (int d0 = 0; d0 < t->ndim; d0++)
-    for (int d1 = d0 + 1; d1 < t->ndim; d1++) {
-      if (t->shape[d0] == 1 || t->shape[d1] == 1)
-        continue;
-      int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
-      memcpy(shape, t->shape, sizeof shape);
-      memcpy(strides, t->strides, sizeof strides);
-      shape[d0] = t->shape[d1];
-      shape[d1] = t->shape[d0];
-      strides[d0] = t->strides[d1];
-      strides[d1] = t->strides[d0];
-      if (!clt__strides_contiguous(t->ndim, shape, strides))
-        continue;
-      if (clt__tensor_view(t, t->ndim, shape, strides, clt__elem_offset(t), fn, base) != CLT_OK)
-        return false;
-      if (!clt__is_dense(*base)) {
-        clt_tensor_release(*base);
-        return false;
-      }
-      *g = (clt_transpose_desc){1, shape[d0], 1, shape[d1], 1};
-      for (int i = 0; i < t->ndim; i++)
-        if (i < d0)
-          g->outer *= shape[i];
-        else if (i > d0 && i < d1)
-          g->mid *= shape[i];
-        else if (i > d1)
-          g->inner *= shape[i];
-      return true;
-    }
-  return false;
-}
-
 clt_status clt_clone(clt_tensor *t, clt_tensor **out) {
   static const char fn[] = "clt_clone";
   clt_status s;
-  clt_tensor *r, *base;
+  clt_tensor *r;
   if ((s = check_args(t, out, fn)) != CLT_OK ||
       (s = clt__tensor_new(t->dtype, t->ndim, t->shape, t->storage->dev, fn, &r)) != CLT_OK)
     return s;
-  clt_transpose_desc g;
-  if (r->numel > 0 && transpose_of_dense(t, fn, &g, &base)) {
-    s = t->storage->dev->backend->transpose(r, base, &g, fn);
-    clt_tensor_release(base);
-  } else if (r->numel > 0) {
-    s = clt__copy_into(r, t, fn);
-  }
-  if (s != CLT_OK) {
+  /* The elementwise copy, also for a transposed tensor: its strided forms (rows walked per chunk
+   * on CPU devices, tiles on the host) beat the dedicated transpose kernels that clt used to have
+   * (bench/views). */
+  if (r->numel > 0 && (s = clt__copy_into(r, t, fn)) != CLT_OK) {
     clt_tensor_release(r);
     return s;
   }
@@ -611,5 +571,70 @@ clt_status clt_stack(int n, clt_tensor *const *tensors, int dim, clt_tensor **ou
   free(u);
   if (s != CLT_OK)
     return clt__error(s, fn, "%s", clt_last_error());
+  return CLT_OK;
+}
+
+clt_status clt_index_select(clt_tensor *t, int dim, clt_tensor *index, clt_tensor **out) {
+  static const char fn[] = "clt_index_select";
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK || (s = clt__check_tensor(index, fn, "index")) != CLT_OK)
+    return s;
+  if (index->storage->dev != t->storage->dev)
+    return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                      "expected t and index on the same device, but found %s (t) and %s "
+                      "(index); copy index with clt_to()",
+                      t->storage->dev->name, index->storage->dev->name);
+  if (index->dtype != CLT_I64 && index->dtype != CLT_I32)
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "index is %s; it must be an i64 or i32 tensor (cast it with clt_cast)",
+                      clt_dtype_name(index->dtype));
+  if (index->ndim > 1)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "index has %d dimensions; it must be 1-D (or 0-d): flatten it with "
+                      "clt_reshape first",
+                      index->ndim);
+  if ((s = need_dims(t, fn)) != CLT_OK || (s = norm_dim(&dim, t->ndim, fn, "dim")) != CLT_OK)
+    return s;
+  clt_index_desc g = {1, t->shape[dim], index->numel, 1};
+  if (g.k > 0) { /* every value in 0..size-1, read back as the documentation says */
+    clt_tensor *lo = NULL, *hi = NULL;
+    int64_t vlo = 0, vhi = 0;
+    if ((s = clt_min(index, &lo)) == CLT_OK && (s = clt_max(index, &hi)) == CLT_OK &&
+        (s = clt_item_i64(lo, &vlo)) == CLT_OK)
+      s = clt_item_i64(hi, &vhi);
+    clt_tensor_release(lo);
+    clt_tensor_release(hi);
+    if (s != CLT_OK)
+      return clt__error(s, fn, "checking the index values: %s", clt_last_error());
+    if (vlo < 0 || vhi >= g.size)
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "index holds %lld, out of range for dimension %d of size %lld (expected "
+                        "0..%lld)",
+                        (long long)(vlo < 0 ? vlo : vhi), dim, (long long)g.size,
+                        (long long)g.size - 1);
+  }
+  int64_t shape[CLT_MAX_DIMS];
+  memcpy(shape, t->shape, sizeof shape);
+  shape[dim] = g.k;
+  if ((s = check_numel(t->ndim, shape, t->dtype, fn)) != CLT_OK)
+    return s;
+  clt_tensor *r, *dt = NULL, *di = NULL;
+  if ((s = clt__tensor_new(t->dtype, t->ndim, shape, t->storage->dev, fn, &r)) != CLT_OK)
+    return s;
+  if (r->numel > 0) {
+    for (int i = 0; i < dim; i++)
+      g.outer *= t->shape[i];
+    for (int i = dim + 1; i < t->ndim; i++)
+      g.inner *= t->shape[i];
+    if ((s = clt__dense(t, fn, &dt)) == CLT_OK && (s = clt__dense(index, fn, &di)) == CLT_OK)
+      s = t->storage->dev->backend->index_select(r, dt, di, &g, fn);
+  }
+  clt_tensor_release(dt);
+  clt_tensor_release(di);
+  if (s != CLT_OK) {
+    clt_tensor_release(r);
+    return s;
+  }
+  *out = r;
   return CLT_OK;
 }

@@ -42,6 +42,17 @@ static clt_status warm_step(warm_state *w, clt_status s, clt_tensor *r) {
       return s_;                                                                                   \
   } while (0)
 
+/* clt_index_select of a's first row, with an index of dtype idt. */
+static clt_status gather(clt_tensor *a, clt_dtype idt, clt_tensor **out) {
+  clt_tensor *i;
+  clt_status s = clt_zeros(idt, 1, (int64_t[]){1}, clt_tensor_device(a), &i);
+  if (s == CLT_OK) {
+    s = clt_index_select(a, 0, i, out);
+    clt_tensor_release(i);
+  }
+  return s;
+}
+
 /* The steps for one dtype; a is a (2, 2) tensor of ones, cond a bool one (NULL when counting).
  * Every elementwise operation of the table (include/clt_ops.h) is one step. */
 static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_tensor *cond) {
@@ -67,7 +78,8 @@ static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_ten
   for (int to = CLT_F32; to < CLT_DTYPE_COUNT; to++)
     if (to != CLT_F64 || fp64)
       WARM(clt_cast(a, (clt_dtype)to, &r_));
-  WARM(clt_transpose(a, 0, 1, &r_));
+  WARM(gather(a, CLT_I64, &r_));
+  WARM(gather(a, CLT_I32, &r_));
   if (dt == CLT_F32 || dt == CLT_F64) {
     WARM(clt_rand(dt, 2, clt_tensor_shape(a), w->dev, &r_));
     WARM(clt_randn(dt, 2, clt_tensor_shape(a), w->dev, &r_));

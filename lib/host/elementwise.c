@@ -359,7 +359,46 @@ static void copy_rows(char *dst, const int64_t *ds, const char *src, const int64
   }
 }
 
-/* dst[i] = src[i] for every index i of shape, each at its own strides (elements of es bytes). */
+/* Copies the rows [lo, hi) of a 2-D strided copy whose source is read across its rows (the
+ * source's stride along a row is not 1: a transposed view), in tiles of COPY_TILE x COPY_TILE
+ * elements, so that the source rows a tile reads stay in the cache and the TLB; row by row, each
+ * element of a row is another source row (and page). */
+#define COPY_TILE 64
+static void copy_tiles(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
+                       int64_t cols, size_t es, int64_t lo, int64_t hi) {
+  for (int64_t rt = lo; rt < hi; rt += COPY_TILE) {
+    int64_t re = rt + COPY_TILE < hi ? rt + COPY_TILE : hi;
+    for (int64_t jt = 0; jt < cols; jt += COPY_TILE) {
+      int64_t je = jt + COPY_TILE < cols ? jt + COPY_TILE : cols;
+      for (int64_t r = rt; r < re; r++) {
+        char *o = dst + (size_t)(r * ds[0]) * es;
+        const char *p = src + (size_t)(r * ss[0]) * es;
+#define COPY_TILE_ROW_(T)                                                                          \
+  for (int64_t j = jt; j < je; j++)                                                                \
+    ((T *)o)[j * ds[1]] = ((const T *)p)[j * ss[1]];
+        switch (es) {
+        case 1:
+          COPY_TILE_ROW_(uint8_t)
+          break;
+        case 2:
+          COPY_TILE_ROW_(uint16_t)
+          break;
+        case 4:
+          COPY_TILE_ROW_(uint32_t)
+          break;
+        default:
+          COPY_TILE_ROW_(uint64_t)
+          break;
+        }
+#undef COPY_TILE_ROW_
+      }
+    }
+  }
+}
+
+/* dst[i] = src[i] for every index i of shape, each at its own strides (elements of es bytes).
+ * The rows are shared among the threads by the element count (a 4096 x 4096 copy has only 4096
+ * rows, fewer than CLT__PAR_MIN). */
 static void strided_copy(void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
                          const int64_t *shape, int nd, size_t es) {
   clt_bcast b = {.ndim = nd};
@@ -378,7 +417,24 @@ static void strided_copy(void *dst, const int64_t *dstr, const void *src, const 
     memcpy(dst, src, (size_t)numel * es);
     return;
   }
-  CLT__FOR_PARTS(rows, lo, hi, copy_rows(dst, b.so, src, b.s[0], b.shape, b.ndim, es, lo, hi));
+  bool tiles = b.ndim == 2 && b.s[0][1] != 1 && b.s[0][0] < b.s[0][1];
+  int64_t parts = clt__host_parts(numel);
+  if (parts > rows)
+    parts = rows;
+#define COPY_PART_(lo, hi)                                                                         \
+  (tiles ? copy_tiles(dst, b.so, src, b.s[0], inner, es, lo, hi)                                   \
+         : copy_rows(dst, b.so, src, b.s[0], b.shape, b.ndim, es, lo, hi))
+  if (parts <= 1) {
+    COPY_PART_(0, rows);
+    return;
+  }
+  CLT__PARALLEL_FOR
+  for (int64_t k = 0; k < parts; k++) {
+    int64_t lo, hi;
+    clt__part(rows, parts, k, &lo, &hi);
+    COPY_PART_(lo, hi);
+  }
+#undef COPY_PART_
 }
 
 /* A contiguous host copy of the view t (which lives on the host). */
@@ -405,6 +461,13 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     st = clt__storage_host_wait(out->storage, true, fn);
   if (st != CLT_OK)
     return st;
+  /* A copy (a cast to the same dtype: clt_contiguous, clt_clone, clt_cat, clt_copy) goes from
+   * the operand's strides to the result's in one pass, not through a gathered copy. */
+  if (op->kind == CLT__OP_cast && in[0]->dtype == out->dtype) {
+    strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(in[0]), in[0]->strides,
+                 out->shape, out->ndim, clt_dtype_size(out->dtype));
+    return CLT_OK;
+  }
   /* Operands the loops cannot read through their strides (a unary op's or a cast's, or one that
    * is converted first) are gathered into contiguous copies; a result that is not contiguous is
    * computed contiguous, then scattered. */
@@ -414,7 +477,11 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   for (int k = 0; k < n && st == CLT_OK; k++) {
     use[k] = in[k];
     clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
-    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want))
+    /* read across its rows (a transposed view): the row loops would touch a new cache line,
+     * often a new page, per element; the tiled gather is several times faster (bench/views) */
+    bool across = !in[k]->contiguous && in[k]->ndim > 0 && in[k]->numel >= (1 << 14) &&
+                  in[k]->strides[in[k]->ndim - 1] > 1;
+    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want && !across))
       continue;
     if ((st = gather(in[k], fn, &g[k])) != CLT_OK)
       break;

@@ -58,5 +58,5 @@ const struct clt_backend clt__host_backend = {
     .fill_random = clt__host_fill_random,
     .matmul = clt__host_matmul,
     .matmul_path = clt__host_matmul_path,
-    .transpose = clt__host_transpose,
+    .index_select = clt__host_index_select,
 };

@@ -110,8 +110,8 @@ clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind 
 /* Builds the tiled matmul kernel for dt on d without running it (the backend's warm hook: the
  * path clt_matmul takes may not use it, CLT_MATMUL=kernel does). */
 clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
-clt_status clt__cl_transpose(clt_tensor *out, const clt_tensor *in, const clt_transpose_desc *g,
-                             const char *fn);
+clt_status clt__cl_index_select(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
+                                const clt_index_desc *g, const char *fn);
 clt_status clt__cl_copy(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
 clt_status clt__cl_read(const clt_tensor *t, void *dst, const char *fn);
 clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out);
