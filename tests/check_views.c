@@ -1466,6 +1466,101 @@ static void stack_on(clt_device *dev, clt_dtype dt) {
 START_TEST(test_stack) { each_device_dtype("test_stack", stack_on); }
 END_TEST
 
+/* ---- index_select ----------------------------------------------------------------------- */
+
+static void index_select_on(clt_device *dev, clt_dtype dt) {
+  double base[24], want[48];
+  clt_tensor *t = seq(dt, 2, (int64_t[]){4, 6}, dev, base);
+  clt_tensor *r = NULL, *tr = NULL;
+  /* Rows 3, 0, 3, 1 (a repeat), an i64 index. */
+  int64_t i64[4] = {3, 0, 3, 1};
+  clt_tensor *ix = cu_tensor(i64, CLT_I64, 1, (int64_t[]){4}, dev);
+  V(clt_index_select(t, 0, ix, &r), r);
+  expect_fresh(r, 2, (int64_t[]){4, 6}, "index_select(t, 0, {3, 0, 3, 1})");
+  for (int k = 0; k < 4; k++)
+    for (int j = 0; j < 6; j++)
+      want[k * 6 + j] = base[i64[k] * 6 + j];
+  expect_values(r, want, 24, "index_select(t, 0, {3, 0, 3, 1})");
+  CU_OK(clt_fill_(r, 0)); /* a copy: t keeps its values */
+  expect_values(t, base, 24, "t after fill_ of index_select(t, ...)");
+  rel(r);
+  /* Along dim 1 of the transpose, an i32 index: out[i][k] = t[idx[k]][i]. */
+  int32_t i32[2] = {3, 1};
+  clt_tensor *ix32 = cu_tensor(i32, CLT_I32, 1, (int64_t[]){2}, dev);
+  V(clt_transpose(t, 0, 1, &tr), tr);
+  V(clt_index_select(tr, 1, ix32, &r), r);
+  expect_fresh(r, 2, (int64_t[]){6, 2}, "index_select(t.T, 1, {3, 1})");
+  for (int i = 0; i < 6; i++)
+    for (int k = 0; k < 2; k++)
+      want[i * 2 + k] = base[i32[k] * 6 + i];
+  expect_values(r, want, 12, "index_select(t.T, 1, {3, 1})");
+  rel(r);
+  /* The index itself a strided view: {5, 9, 2, 9, 0}[::2] = {5, 2, 0}, along dim -1. */
+  int64_t iv[5] = {5, 9, 2, 9, 0};
+  clt_tensor *ib = cu_tensor(iv, CLT_I64, 1, (int64_t[]){5}, dev), *is = NULL;
+  V(clt_slice(ib, 0, 0, CLT_SLICE_END, 2, &is), is);
+  V(clt_index_select(t, -1, is, &r), r);
+  expect_fresh(r, 2, (int64_t[]){4, 3}, "index_select(t, -1, {5, 2, 0} as a view)");
+  for (int i = 0; i < 4; i++)
+    for (int k = 0; k < 3; k++)
+      want[i * 3 + k] = base[i * 6 + iv[2 * k]];
+  expect_values(r, want, 12, "index_select(t, -1, {5, 2, 0} as a view)");
+  rel(r);
+  /* A 0-d index keeps the dimension, with size 1 (torch.index_select). */
+  clt_tensor *i0 = NULL;
+  V(clt_select(ib, 0, 2, &i0), i0); /* 2 */
+  V(clt_index_select(t, 1, i0, &r), r);
+  expect_fresh(r, 2, (int64_t[]){4, 1}, "index_select(t, 1, 0-d 2)");
+  for (int i = 0; i < 4; i++)
+    want[i] = base[i * 6 + 2];
+  expect_values(r, want, 4, "index_select(t, 1, 0-d 2)");
+  rel(r);
+
+  /* Errors: *out untouched. */
+  clt_tensor *out = CU_SENTINEL;
+  int64_t bad[2] = {1, 4};
+  clt_tensor *ixb = cu_tensor(bad, CLT_I64, 1, (int64_t[]){2}, dev);
+  CU_FAILS(clt_index_select(t, 0, ixb, &out), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+  mentions("index_select value 4 of dimension 0 of size 4", 2, "4", "3");
+  int64_t neg[1] = {-1};
+  clt_tensor *ixn = cu_tensor(neg, CLT_I64, 1, (int64_t[]){1}, dev);
+  CU_FAILS(clt_index_select(t, 0, ixn, &out), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+  mentions("index_select value -1", 1, "-1");
+  clt_tensor *ixf = seq(CLT_F32, 1, (int64_t[]){2}, dev, NULL);
+  CU_FAILS(clt_index_select(t, 0, ixf, &out), CLT_ERR_DTYPE, "clt_index_select");
+  clt_tensor *ix2 = cu_tensor(i64, CLT_I64, 2, (int64_t[]){2, 2}, dev);
+  CU_FAILS(clt_index_select(t, 0, ix2, &out), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+  CU_FAILS(clt_index_select(t, 2, ix, &out), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+  mentions("index_select dim 2 of a 2-D tensor", 2, "-2", "1");
+  CU_FAILS(clt_index_select(NULL, 0, ix, &out), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+  CU_FAILS(clt_index_select(t, 0, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+  CU_FAILS(clt_index_select(t, 0, ix, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  clt_device *other = devs[0] == dev ? (ndev > 1 ? devs[1] : dev) : devs[0];
+  if (other != dev) {
+    clt_tensor *ixo = cu_tensor(i64, CLT_I64, 1, (int64_t[]){4}, other);
+    CU_FAILS(clt_index_select(t, 0, ixo, &out), CLT_ERR_DEVICE_MISMATCH, "clt_index_select");
+    mentions("index on another device", 2, cu_dev_name(dev), cu_dev_name(other));
+    rel(ixo);
+  }
+  ck_assert_msg(out == CU_SENTINEL, "index_select: out was changed on an error (%s)", ctx);
+  rel(t);
+  rel(tr);
+  rel(ix);
+  rel(ix32);
+  rel(ib);
+  rel(is);
+  rel(i0);
+  rel(ixb);
+  rel(ixn);
+  rel(ixf);
+  rel(ix2);
+}
+
+START_TEST(test_index_select) { each_device_dtype("test_index_select", index_select_on); }
+END_TEST
+
 /* ---- in-place ops and _out forms on views --------------------------------------------------- */
 
 static void inplace_on_views_on(clt_device *dev, clt_dtype dt) {
@@ -2865,6 +2960,7 @@ Suite *views_suite(void) {
   tcase_add_test(tc, test_copy_partial_overlap);
   ONE_CASE("cat", test_cat);
   ONE_CASE("stack", test_stack);
+  ONE_CASE("index_select", test_index_select);
   ONE_CASE("inplace_on_views", test_inplace_on_views);
   tcase_add_test(tc, test_inplace_self_transposed);
   ONE_CASE("out_on_views", test_out_on_views);
