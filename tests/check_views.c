@@ -1,6 +1,6 @@
 /* check_views.c - strided views (issue 13): narrow, select, slice, permute, transpose, expand,
  * unsqueeze, squeeze, view, reshape, contiguous, clone, fill_, clt_copy into views, cat, stack,
- * and every kind of op, transfer, read and print on views, on every device.
+ * index_select, and every kind of op, transfer, read and print on views, on every device.
  *
  * Written apart from the implementation, to check it: every expected layout (shape, strides,
  * offset) and every expected value is computed here in plain C loops over the index math of the
