@@ -79,6 +79,9 @@ static void no_memory(const char *what) {
   fprintf(stderr, "clt: warning: out of host memory while listing %s; skipping them\n", what);
 }
 
+/* The devices discovered, kept until exit (the registry's list points into this array). */
+static struct clt_cl_device *opened;
+
 void clt__cl_discover(clt_device ***out, int *count) {
   *out = NULL;
   *count = 0;
@@ -173,6 +176,13 @@ void clt__cl_discover(clt_device ***out, int *count) {
     free(ids);
   }
   free(plats);
+  if (n == 0) { /* none could be opened (the warnings said why) */
+    free(devs);
+    free(list);
+    *out = NULL;
+    return;
+  }
+  opened = devs; /* the list may point past a first device that could not be opened */
 }
 
 clt_status clt__cl_synchronize(clt_device *d, const char *fn) {
