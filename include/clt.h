@@ -562,7 +562,10 @@ CLT_API clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tenso
  *  dtype and lives on their device. k = 0 gives zeros. f32 products accumulate in f32 (BLAS
  *  order), so results differ between devices by rounding only; f16 and bf16 operands are
  *  multiplied as f32 copies and the result rounded once. How it is computed depends on the
- *  device (see clt_matmul_path). The caller releases *out.
+ *  device (see clt_matmul_path). Views whose matrices BLAS can address (a row or column slice,
+ *  a transpose: one of the last two strides 1) are multiplied in place through leading
+ *  dimensions and transpose flags on the blas, native and clblast paths; other views, and every
+ *  view on the kernel path, as contiguous copies. The caller releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
  *  CLT_ERR_SHAPE_MISMATCH (not 2-D/3-D, inner dimensions or batch sizes differ; the message
  *  names both shapes), CLT_ERR_UNSUPPORTED (a path forced by CLT_MATMUL that this device or
@@ -661,11 +664,12 @@ CLT_API clt_status clt_fill_(clt_tensor *t, double value);
  *  of range: the message gives the value and the range). */
 CLT_API clt_status clt_index_select(clt_tensor *t, int dim, clt_tensor *index, clt_tensor **out);
 
-/** The tensors, all on one device and of one dtype, joined along the existing dimension dim
- *  (torch.cat): their other dimensions must be equal. n >= 1. A new contiguous tensor. */
+/** The tensors, all on one device, joined along the existing dimension dim (torch.cat): their
+ *  other dimensions must be equal, and their dtypes are promoted to one as clt_add promotes
+ *  (f32 with i32 gives f32). n >= 1. A new contiguous tensor. */
 CLT_API clt_status clt_cat(int n, clt_tensor *const *tensors, int dim, clt_tensor **out);
-/** The tensors, all on one device, of one dtype and one shape, joined along a new dimension dim
- *  (0..ndim; torch.stack). n >= 1. A new contiguous tensor. */
+/** The tensors, all on one device and of one shape, joined along a new dimension dim (0..ndim;
+ *  torch.stack); dtypes are promoted as by clt_cat. n >= 1. A new contiguous tensor. */
 CLT_API clt_status clt_stack(int n, clt_tensor *const *tensors, int dim, clt_tensor **out);
 
 /** The dtype a binary operation on a and b gives (see above), or CLT_ERR_DTYPE. op is the

@@ -39,9 +39,9 @@
 extern "C" {
 #endif
 
-/** Exports t, without a copy, as a DLPack tensor: compact and row-major (strides NULL), data
- *  pointing at t's memory (host tensors: the pointer clt_tensor_data(t) gives; OpenCL tensors: the
- *  cl_mem, with byte_offset the tensor's offset in it). Before returning, the call waits for the
+/** Exports t, without a copy, as a DLPack tensor with t's shape and strides (in elements; a view
+ *  is exported as the view it is), data pointing at t's memory (host tensors: its first element;
+ *  OpenCL tensors: the cl_mem, with byte_offset the tensor's offset in it). Before returning, the call waits for the
  *  device commands pending on t's memory (writes, and reads, since the consumer may write), so
  *  the consumer sees finished data without knowing clt's queues; the consumer's own writes must
  *  be finished before clt uses t again. *out holds a reference to t (so its memory, and for
@@ -55,8 +55,8 @@ CLT_API clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
 /** Imports m, without a copy, as a new tensor. kDLCPU tensors become host tensors over m's memory
  *  (data + byte_offset, aligned to the item size); kDLOpenCL tensors become tensors of the OpenCL
  *  device cl:N (N = device_id), whose context must be the one the cl_mem (data) belongs to
- *  (byte_offset must be 0; clt retains the cl_mem). Only compact row-major layouts are taken: strides NULL, or
- *  equal to C-contiguous strides (dimensions of size 1 may have any stride). On success clt owns
+ *  (byte_offset a whole number of elements; clt retains the cl_mem). Strides (in elements, none
+ *  negative) make the tensor a view (docs/views.md); NULL means C order. On success clt owns
  *  m: m->deleter(m) (if not NULL) is called exactly once, when the last tensor sharing this memory
  *  (views made by clt_reshape included) is released and the device commands using it have
  *  finished. It may run on any thread: the one that releases the last tensor, or, for host
@@ -65,8 +65,8 @@ CLT_API clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out);
  *  releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, ndim outside 0..8, negative or overflowing shape, NULL
  *  data with elements, a cl_mem smaller than the tensor), CLT_ERR_DTYPE (a dtype clt lacks, such
- *  as float16 or vector lanes), CLT_ERR_UNSUPPORTED (a device type other than kDLCPU and
- *  kDLOpenCL, strided or misaligned memory, a byte_offset on OpenCL, f64 without fp64),
+ *  as float8 or vector lanes), CLT_ERR_UNSUPPORTED (a device type other than kDLCPU and
+ *  kDLOpenCL, a negative stride, misaligned memory or byte_offset, f64 without fp64),
  *  CLT_ERR_DEVICE_NOT_FOUND (no cl:N for N = device_id, or its context is not the cl_mem's),
  *  CLT_ERR_OPENCL, CLT_ERR_OUT_OF_MEMORY. */
 CLT_API clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out);

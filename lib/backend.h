@@ -95,11 +95,17 @@ typedef struct clt_reduce {
   int64_t outer, r, inner;
 } clt_reduce;
 
-/* A matmul prepared by the dispatcher: batch products of (m,k) x (k,n), all row-major and
- * contiguous; each operand's element stride between batch entries (0: one matrix for all). */
+/* A matmul prepared by the dispatcher: batch products of (m,k) x (k,n) into a contiguous result
+ * (row-major, m * n apart). Each operand, from its tensor's offset, is a matrix in BLAS's terms:
+ * row-major with leading dimension ld (element (i, j) at i * ld + j), or when t is set, its
+ * transpose stored row-major (element (i, j) at j * ld + i): views such as a column slice or a
+ * transposed tensor multiply in place. Each operand's element stride between batch entries is s
+ * (0: one matrix for all). The kernel path (CLT__MM_KERNEL) gets contiguous operands only. */
 typedef struct clt_matmul_desc {
   int64_t batch, m, k, n;
-  int64_t sa, sb; /* batch strides of a and b in elements; the result's is m * n */
+  int64_t sa, sb;   /* batch strides of a and b in elements; the result's is m * n */
+  int64_t lda, ldb; /* leading dimensions in elements */
+  bool ta, tb;      /* a or b stored transposed */
 } clt_matmul_desc;
 
 /* An index_select prepared by the dispatcher: the input viewed as (outer, size, inner), the

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The table of elementwise operations, one entry per row of include/clt_ops.h. */
@@ -202,9 +203,59 @@ static void byte_span(const clt_tensor *t, size_t *lo, size_t *hi) {
   *hi = t->offset + ((size_t)last + 1) * clt_dtype_size(t->dtype);
 }
 
-/* Whether writing the result into dst elementwise could change operand k before it is read:
- * they share memory, and operand k's element i is not dst's element i (an operand that is the
- * destination itself, read and written at the same place, is fine: a += b). */
+/* Calls each(i, ctx) with the storage index (in elements) of every element of t, in C order. */
+static void each_element(const clt_tensor *t, void (*each)(int64_t i, void *ctx), void *ctx) {
+  int64_t idx[CLT_MAX_DIMS] = {0}, at = clt__elem_offset(t);
+  for (int64_t n = 0; n < t->numel; n++) {
+    each(at, ctx);
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      at += t->strides[d];
+      if (++idx[d] < t->shape[d])
+        break;
+      at -= idx[d] * t->strides[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+typedef struct marks {
+  int64_t lo, hi; /* the storage indices the bitmap covers, inclusive */
+  unsigned char *bits;
+  bool hit;
+} marks;
+
+static void mark(int64_t i, void *ctx) {
+  marks *m = ctx;
+  if (i >= m->lo && i <= m->hi)
+    m->bits[(i - m->lo) >> 3] |= (unsigned char)(1u << ((i - m->lo) & 7));
+}
+
+static void probe(int64_t i, void *ctx) {
+  marks *m = ctx;
+  if (i >= m->lo && i <= m->hi && (m->bits[(i - m->lo) >> 3] >> ((i - m->lo) & 7) & 1))
+    m->hit = true;
+}
+
+/* Whether two views of one storage, whose spans [alo, ahi] and [blo, bhi] (elements, inclusive)
+ * intersect, share an element: marked in a bitmap of the intersection, from the index math only
+ * (no data is read). Beyond 2^26 elements either way the answer is yes (not known). */
+static bool share_element(const clt_tensor *a, const clt_tensor *b, int64_t lo, int64_t hi) {
+  const int64_t limit = (int64_t)1 << 26;
+  if (hi - lo >= limit || a->numel > limit || b->numel > limit)
+    return true;
+  marks m = {lo, hi, calloc((size_t)((hi - lo) / 8 + 1), 1), false};
+  if (!m.bits)
+    return true;
+  each_element(a, mark, &m);
+  each_element(b, probe, &m);
+  free(m.bits);
+  return m.hit;
+}
+
+/* Whether writing the result into dst elementwise could change operand k before it is read: an
+ * element of dst is an element of operand k but not at the same index of the result (an operand
+ * that is the destination itself, read and written at the same place, is fine: a += b; so are
+ * views of one storage that share no element, such as t[:, ::2] and t[:, 1::2]). */
 static bool overlaps(const clt_tensor *dst, const clt_tensor *t, const clt_bcast *bc, int k) {
   if (dst->storage != t->storage || dst->numel == 0 || t->numel == 0)
     return false;
@@ -213,12 +264,15 @@ static bool overlaps(const clt_tensor *dst, const clt_tensor *t, const clt_bcast
   byte_span(t, &tl, &th);
   if (dh <= tl || th <= dl)
     return false;
-  if (t->offset != dst->offset || t->dtype != dst->dtype)
+  if (t->dtype != dst->dtype)
     return true;
-  for (int d = 0; d < bc->ndim; d++)
-    if (bc->shape[d] > 1 && bc->s[k][d] != dst->strides[d])
-      return true;
-  return false;
+  bool same = t->offset == dst->offset;
+  for (int d = 0; d < bc->ndim && same; d++)
+    same = bc->shape[d] <= 1 || bc->s[k][d] == dst->strides[d];
+  if (same)
+    return false;
+  size_t es = clt_dtype_size(dst->dtype), lo = dl > tl ? dl : tl, hi = dh < th ? dh : th;
+  return share_element(dst, t, (int64_t)(lo / es), (int64_t)(hi / es) - 1);
 }
 
 static const char *const arg_names[3][3] = {{"t"}, {"a", "b"}, {"cond", "a", "b"}};
@@ -265,7 +319,7 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
   clt_tensor *r;
   if (dst) {
     /* in place (clt_add_(a, b), or clt_add_out(a, b, a)): the messages speak of a */
-    const char *dst_name = dst == in[0] ? "a" : "out";
+    const char *dst_name = op->kind == CLT__OP_cast ? "dst" : dst == in[0] ? "a" : "out";
     char want[256], got[256];
     clt__format_shape(want, sizeof want, bc.ndim, bc.shape);
     clt__format_shape(got, sizeof got, dst->ndim, dst->shape);
@@ -282,17 +336,17 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
                         "the tensor it was expanded from, or into a clt_clone of it",
                         dst_name);
     /* An operand may be the destination itself (each element is read, then written, at the same
-     * place: a += b). One that overlaps it otherwise (a shifted or transposed view of the same
-     * memory) would read elements already written: the result is computed apart, then copied
-     * in, so it is what it would be without the overlap (NumPy's rule). */
+     * place: a += b). One that shares some elements with it otherwise (a shifted or transposed
+     * view of the same memory) would read elements already written, in an order no one
+     * promises: refused, as PyTorch refuses it. */
     for (int k = 0; k < n; k++)
-      if (overlaps(dst, in[k], &bc, k)) {
-        clt_tensor *tmp = NULL;
-        if ((s = elementwise(fn, op, in, given, NULL, &tmp)) == CLT_OK)
-          s = clt__copy_into(dst, tmp, fn);
-        clt_tensor_release(tmp);
-        return s;
-      }
+      if (overlaps(dst, in[k], &bc, k))
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "%s and %s share some elements but not all (a shifted or transposed "
+                          "view of the same memory): the result would depend on the order of the "
+                          "writes; clone %s first (clt_clone)",
+                          dst_name, op->kind == CLT__OP_cast ? "src" : arg_names[n - 1][k],
+                          op->kind == CLT__OP_cast ? "src" : arg_names[n - 1][k]);
     r = dst;
   } else if ((s = clt__tensor_new(rt, bc.ndim, bc.shape, dev, fn, &r)) != CLT_OK) {
     return s;
@@ -604,6 +658,46 @@ static clt_status shape_error(const char *fn, const clt_tensor *a, const clt_ten
                     "cannot multiply %s (argument 1) by %s (argument 2): %s", sa, sb, why);
 }
 
+/* How BLAS can address the (rows, cols) matrices of t (its last two dimensions; 2-D or 3-D) in
+ * place: row-major with leading dimension *ld (element (i, j) at i * ld + j), or transposed
+ * (at j * ld + i) when *trans; false where neither holds (an expanded or doubly strided view). */
+static bool blas_layout(const clt_tensor *t, int64_t rows, int64_t cols, int64_t *ld,
+                        bool *trans) {
+  int64_t s0 = t->strides[t->ndim - 2], s1 = t->strides[t->ndim - 1];
+  if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= cols)) {
+    *ld = rows == 1 ? cols : s0;
+    *trans = false;
+  } else if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= rows)) {
+    *ld = cols == 1 ? rows : s1;
+    *trans = true;
+  } else {
+    return false;
+  }
+  if (*ld < 1)
+    *ld = 1;
+  return *ld <= INT32_MAX;
+}
+
+/* The operand t of a matmul as the backend takes it (*use, one reference): t itself where views
+ * is set and BLAS can address it, else a contiguous copy; its leading dimension, transposition
+ * and batch stride (0 for a 2-D operand or a batch of one). */
+static clt_status matmul_operand(clt_tensor *t, int64_t rows, int64_t cols, bool views,
+                                 const char *fn, clt_tensor **use, int64_t *ld, bool *trans,
+                                 int64_t *bstride) {
+  clt_status s;
+  if (views && blas_layout(t, rows, cols, ld, trans) &&
+      (t->ndim == 2 || t->shape[0] == 1 || t->strides[0] > 0)) {
+    *use = clt_tensor_retain(t);
+  } else {
+    if ((s = clt__dense(t, fn, use)) != CLT_OK)
+      return s;
+    *ld = cols;
+    *trans = false;
+  }
+  *bstride = t->ndim == 3 && t->shape[0] > 1 ? (*use)->strides[0] : 0;
+  return CLT_OK;
+}
+
 clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
   static const char fn[] = "clt_matmul";
   clt_status s;
@@ -645,23 +739,11 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
              (long long)bb);
     return shape_error(fn, a, b, why);
   }
-  if (!clt__is_dense(a) || !clt__is_dense(b)) {
-    /* views: multiply contiguous copies (the checks above hold for them too) */
-    clt_tensor *da = NULL, *db = NULL;
-    if ((s = clt__dense(a, fn, &da)) == CLT_OK && (s = clt__dense(b, fn, &db)) == CLT_OK)
-      s = clt_matmul(da, db, out);
-    clt_tensor_release(da);
-    clt_tensor_release(db);
-    return s;
-  }
   g.batch = ba >= 0 ? ba : bb >= 0 ? bb : 1;
   int64_t rows;
   if (__builtin_mul_overflow(g.batch, g.m, &rows) || rows > INT32_MAX || g.n > INT32_MAX ||
       g.k > INT32_MAX)
     return shape_error(fn, a, b, "BLAS takes dimensions up to 2^31-1 (batch * m counts as one)");
-  /* m fits too unless the batch is empty (a result without elements, strides unused). */
-  g.sa = ba >= 0 && g.batch > 0 ? g.m * g.k : 0;
-  g.sb = bb >= 0 ? g.k * g.n : 0;
   if (clt__dtype_is_half(a->dtype)) {
     /* f16 and bf16 multiply in f32 (the products and sums), rounded once at the end */
     clt_tensor *fa = NULL, *fb = NULL, *fr = NULL, *r = NULL;
@@ -681,20 +763,24 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
   clt_matmul_kind kind;
   if ((s = dev->backend->matmul_path(dev, fn, &kind)) != CLT_OK)
     return s;
-  clt_tensor *r;
+  clt_tensor *r, *ua = NULL, *ub = NULL;
   if ((s = clt__tensor_new(a->dtype, nd, nd == 3 ? shape : shape + 1, dev, fn, &r)) != CLT_OK)
     return s;
-  if (r->numel > 0) {
-    if (g.k == 0) {
-      static const unsigned char zero[8] = {0};
-      s = dev->backend->fill(r, zero, fn);
-    } else {
-      s = dev->backend->matmul(r, a, b, &g, fn);
-    }
-    if (s != CLT_OK) {
-      clt_tensor_release(r);
-      return s;
-    }
+  if (r->numel > 0 && g.k == 0) {
+    static const unsigned char zero[8] = {0};
+    s = dev->backend->fill(r, zero, fn);
+  } else if (r->numel > 0) {
+    /* views multiply in place where BLAS can address them (not on the kernel path) */
+    bool views = kind != CLT__MM_KERNEL;
+    if ((s = matmul_operand(a, g.m, g.k, views, fn, &ua, &g.lda, &g.ta, &g.sa)) == CLT_OK &&
+        (s = matmul_operand(b, g.k, g.n, views, fn, &ub, &g.ldb, &g.tb, &g.sb)) == CLT_OK)
+      s = dev->backend->matmul(r, ua, ub, &g, fn);
+  }
+  clt_tensor_release(ua);
+  clt_tensor_release(ub);
+  if (s != CLT_OK) {
+    clt_tensor_release(r);
+    return s;
   }
   *out = r;
   return CLT_OK;

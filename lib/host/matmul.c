@@ -11,11 +11,13 @@
 
 #ifndef HAVE_CBLAS
 /* C = A x B in blocks of BM x BK x BN, the innermost loop running along rows of B and C so that
- * it vectorizes; a row of C accumulates in place (C is zeroed first). */
+ * it vectorizes; a row of C accumulates in place (C is zeroed first). A stored transposed is
+ * read at p * lda + i; B stored transposed at j * ldb + p (its inner loop then strides). */
 enum { BM = 64, BK = 128, BN = 256 };
 #define BLOCKED_GEMM(name, T)                                                                      \
-  static void name(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,           \
-                   int64_t ldb, T *c, int64_t ldc) {                                               \
+  static void name(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,     \
+                   const T *b, int64_t ldb, T *c, int64_t ldc) {                                   \
+    int64_t ar = ta ? 1 : lda, ac = ta ? lda : 1, br = tb ? 1 : ldb, bc = tb ? ldb : 1;            \
     for (int64_t i = 0; i < m; i++)                                                                \
       memset(c + i * ldc, 0, (size_t)n * sizeof(T));                                               \
     for (int64_t i0 = 0; i0 < m; i0 += BM)                                                         \
@@ -26,10 +28,14 @@ enum { BM = 64, BK = 128, BN = 256 };
           for (int64_t i = i0; i < i1; i++) {                                                      \
             T *restrict crow = c + i * ldc;                                                        \
             for (int64_t p = p0; p < p1; p++) {                                                    \
-              T av = a[i * lda + p];                                                               \
-              const T *restrict brow = b + p * ldb;                                                \
-              for (int64_t j = j0; j < j1; j++)                                                    \
-                crow[j] += av * brow[j];                                                           \
+              T av = a[i * ar + p * ac];                                                           \
+              const T *restrict brow = b + p * br;                                                 \
+              if (bc == 1)                                                                         \
+                for (int64_t j = j0; j < j1; j++)                                                  \
+                  crow[j] += av * brow[j];                                                         \
+              else                                                                                 \
+                for (int64_t j = j0; j < j1; j++)                                                  \
+                  crow[j] += av * brow[j * bc];                                                    \
             }                                                                                      \
           }                                                                                        \
         }                                                                                          \
@@ -38,20 +44,21 @@ BLOCKED_GEMM(gemm_f32, float)
 BLOCKED_GEMM(gemm_f64, double)
 #endif
 
-static void gemm(clt_dtype dt, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                 const void *b, int64_t ldb, void *c, int64_t ldc) {
+static void gemm(clt_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                 int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
 #ifdef HAVE_CBLAS
+  enum CBLAS_TRANSPOSE xa = ta ? CblasTrans : CblasNoTrans, xb = tb ? CblasTrans : CblasNoTrans;
   if (dt == CLT_F32)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a,
-                (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+    cblas_sgemm(CblasRowMajor, xa, xb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f,
+                c, (int)ldc);
   else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, a, (int)lda,
-                b, (int)ldb, 0.0, c, (int)ldc);
+    cblas_dgemm(CblasRowMajor, xa, xb, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b, (int)ldb, 0.0,
+                c, (int)ldc);
 #else
   if (dt == CLT_F32)
-    gemm_f32(m, n, k, a, lda, b, ldb, c, ldc);
+    gemm_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
   else
-    gemm_f64(m, n, k, a, lda, b, ldb, c, ldc);
+    gemm_f64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 #endif
 }
 
@@ -60,13 +67,15 @@ void clt__host_matmul_run(clt_dtype dt, const clt_matmul_desc *g, const void *a,
   size_t es = clt_dtype_size(dt);
   const char *pa = a, *pb = b;
   char *pc = c;
-  if (g->sb == 0) { /* one B for every batch entry: a single (batch*m, k) x (k, n) product */
-    gemm(dt, g->batch * g->m, g->n, g->k, pa, g->k, pb, g->n, pc, g->n);
+  /* one B for every batch entry, and A's matrices one below the other: a single (batch*m, k) x
+   * (k, n) product */
+  if (g->sb == 0 && !g->ta && (g->batch == 1 || g->sa == g->m * g->lda)) {
+    gemm(dt, false, g->tb, g->batch * g->m, g->n, g->k, pa, g->lda, pb, g->ldb, pc, g->n);
     return;
   }
   for (int64_t i = 0; i < g->batch; i++)
-    gemm(dt, g->m, g->n, g->k, pa + (size_t)(i * g->sa) * es, g->k, pb + (size_t)(i * g->sb) * es,
-         g->n, pc + (size_t)(i * g->m * g->n) * es, g->n);
+    gemm(dt, g->ta, g->tb, g->m, g->n, g->k, pa + (size_t)(i * g->sa) * es, g->lda,
+         pb + (size_t)(i * g->sb) * es, g->ldb, pc + (size_t)(i * g->m * g->n) * es, g->n);
 }
 
 clt_status clt__host_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out) {

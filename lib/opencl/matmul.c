@@ -200,27 +200,29 @@ static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tens
   CLBlastStatusCode cs;
   const char *what;
   cl_mem am = a->storage->buf, bm = b->storage->buf, cm = out->storage->buf;
+  size_t lda = (size_t)g->lda, ldb = (size_t)g->ldb;
+  CLBlastTranspose xa = g->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                   xb = g->tb ? CLBlastTransposeYes : CLBlastTransposeNo;
   pthread_mutex_lock(&clblast_lock);
-  if (g->sb == 0 || nb == 1) { /* one B for all: a single (batch*m, k) x (k, n) product */
+  if (nb == 1 || (g->sb == 0 && !g->ta && g->sa == g->m * g->lda)) {
+    /* one B for all, A's matrices one below the other: a single (batch*m, k) x (k, n) product */
     what = f32 ? "CLBlastSgemm" : "CLBlastDgemm";
     if (f32)
-      cs = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, nb * m, n, k,
-                        1.0f, am, oa, k, bm, ob, n, 0.0f, cm, oc, n, &clt__cl(d)->queue, ev);
+      cs = CLBlastSgemm(CLBlastLayoutRowMajor, xa, xb, nb * m, n, k, 1.0f, am, oa, lda, bm, ob, ldb,
+                        0.0f, cm, oc, n, &clt__cl(d)->queue, ev);
     else
-      cs = CLBlastDgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, nb * m, n, k,
-                        1.0, am, oa, k, bm, ob, n, 0.0, cm, oc, n, &clt__cl(d)->queue, ev);
+      cs = CLBlastDgemm(CLBlastLayoutRowMajor, xa, xb, nb * m, n, k, 1.0, am, oa, lda, bm, ob, ldb,
+                        0.0, cm, oc, n, &clt__cl(d)->queue, ev);
   } else {
     what = f32 ? "CLBlastSgemmStridedBatched" : "CLBlastDgemmStridedBatched";
     if (f32)
-      cs = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-                                      m, n, k, 1.0f, am, oa, k, (size_t)g->sa, bm, ob, n,
-                                      (size_t)g->sb, 0.0f, cm, oc, n, m * n, nb, &clt__cl(d)->queue,
-                                      ev);
+      cs = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, xa, xb, m, n, k, 1.0f, am, oa, lda,
+                                      (size_t)g->sa, bm, ob, ldb, (size_t)g->sb, 0.0f, cm, oc, n,
+                                      m * n, nb, &clt__cl(d)->queue, ev);
     else
-      cs = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo,
-                                      m, n, k, 1.0, am, oa, k, (size_t)g->sa, bm, ob, n,
-                                      (size_t)g->sb, 0.0, cm, oc, n, m * n, nb, &clt__cl(d)->queue,
-                                      ev);
+      cs = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, xa, xb, m, n, k, 1.0, am, oa, lda,
+                                      (size_t)g->sa, bm, ob, ldb, (size_t)g->sb, 0.0, cm, oc, n,
+                                      m * n, nb, &clt__cl(d)->queue, ev);
   }
   pthread_mutex_unlock(&clblast_lock);
   if (cs != CLBlastSuccess) {
