@@ -209,6 +209,8 @@ bool clt__strides_contiguous(int ndim, const int64_t *shape, const int64_t *stri
 }
 
 bool clt__has_internal_overlap(const clt_tensor *t) {
+  if (t->numel == 0) /* no element to share (its strides may even have overflowed to 0) */
+    return false;
   for (int i = 0; i < t->ndim; i++)
     if (t->strides[i] == 0 && t->shape[i] > 1)
       return true;

@@ -1248,9 +1248,9 @@ END_TEST
 /* A destination and a source over the same elements in another order: t += t.T, and
  * clt_copy(t, t.T) on a square t. Reading and writing the same memory in different orders, a
  * kernel would give a result that depends on the order it visits the elements in. clt must give
- * the answer computed from the old values (NumPy's rule, what "computed apart" promises) or a
- * clear CLT_ERR_INVALID_ARGUMENT with t unchanged (the issue: "the result PyTorch gives or a
- * clear error"); never a mixture. 8 x 8, so that work-groups on the devices interleave. */
+ * the answer computed from the old values or a clear CLT_ERR_INVALID_ARGUMENT with t unchanged
+ * (the issue: "the result PyTorch gives or a clear error"; clt refuses, as PyTorch does); never a
+ * mixture. 8 x 8, so that work-groups on the devices interleave. */
 static void self_transposed_on(clt_device *dev, clt_dtype dt) {
   double base[64], want[64];
   clt_tensor *t = seq(dt, 2, (int64_t[]){8, 8}, dev, base), *tt = NULL;
