@@ -195,10 +195,11 @@ clt_status clt__tensor_view(clt_tensor *t, int ndim, const int64_t *shape, const
 }
 
 bool clt__strides_contiguous(int ndim, const int64_t *shape, const int64_t *strides) {
-  int64_t want = 1;
-  for (int i = ndim - 1; i >= 0; i--) {
+  for (int i = 0; i < ndim; i++)
     if (shape[i] == 0)
-      return true;
+      return true; /* no elements (and the product of the others may not fit) */
+  int64_t want = 1; /* the products below fit: so does the element count */
+  for (int i = ndim - 1; i >= 0; i--) {
     if (shape[i] == 1)
       continue;
     if (strides[i] != want)

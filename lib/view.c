@@ -32,6 +32,12 @@ static clt_status norm_dim(int *dim, int nd, const char *fn, const char *what) {
   return CLT_OK;
 }
 
+/* t's offset moved by index steps of stride, in elements. A tensor without elements gives its
+ * own offset: its views have none either, and its strides times its sizes may not fit. */
+static int64_t moved(const clt_tensor *t, int64_t index, int64_t stride) {
+  return t->numel == 0 ? clt__elem_offset(t) : clt__elem_offset(t) + index * stride;
+}
+
 /* Refuses a 0-d tensor for a function that indexes a dimension. */
 static clt_status need_dims(const clt_tensor *t, const char *fn) {
   if (t->ndim == 0)
@@ -85,7 +91,7 @@ clt_status clt_narrow(clt_tensor *t, int dim, int64_t start, int64_t length, clt
   memcpy(shape, t->shape, sizeof shape);
   shape[dim] = length;
   return clt__tensor_view(t, t->ndim, shape, t->strides,
-                          clt__elem_offset(t) + start * t->strides[dim], fn, out);
+                          moved(t, start, t->strides[dim]), fn, out);
 }
 
 clt_status clt_select(clt_tensor *t, int dim, int64_t index, clt_tensor **out) {
@@ -110,8 +116,7 @@ clt_status clt_select(clt_tensor *t, int dim, int64_t index, clt_tensor **out) {
       shape[nd] = t->shape[i];
       strides[nd++] = t->strides[i];
     }
-  return clt__tensor_view(t, nd, shape, strides, clt__elem_offset(t) + index * t->strides[dim], fn,
-                          out);
+  return clt__tensor_view(t, nd, shape, strides, moved(t, index, t->strides[dim]), fn, out);
 }
 
 /* Python's rule for a slice bound: negative counts from the end, then clamped to 0..size. */
@@ -141,11 +146,11 @@ clt_status clt_slice(clt_tensor *t, int dim, int64_t start, int64_t stop, int64_
   memcpy(strides, t->strides, sizeof strides);
   shape[dim] = stop > start ? (stop - start - 1) / step + 1 : 0;
   /* the stride of a dimension of size 0 or 1 is never used: keep it from overflowing */
-  if (shape[dim] > 1)
-    strides[dim] *= step;
+  if (shape[dim] > 1 && __builtin_mul_overflow(strides[dim], step, &strides[dim]))
+    strides[dim] = 0; /* only in a tensor without elements, whose strides are unused */
   return clt__tensor_view(t, t->ndim, shape, strides,
-                          clt__elem_offset(t) + (shape[dim] ? start * t->strides[dim] : 0), fn,
-                          out);
+                          shape[dim] ? moved(t, start, t->strides[dim]) : clt__elem_offset(t),
+                          fn, out);
 }
 
 /* ---- views that reorder or add dimensions ---------------------------------------------- */
@@ -261,7 +266,9 @@ clt_status clt_unsqueeze(clt_tensor *t, int dim, clt_tensor **out) {
   for (int i = 0, k = 0; i <= t->ndim; i++) {
     if (i == dim) {
       shape[i] = 1;
-      strides[i] = dim < t->ndim ? t->shape[dim] * t->strides[dim] : 1;
+      strides[i] = 1; /* any stride serves a dimension of size 1: C order's where it fits */
+      if (dim < t->ndim && __builtin_mul_overflow(t->shape[dim], t->strides[dim], &strides[i]))
+        strides[i] = 0;
     } else {
       shape[i] = t->shape[k];
       strides[i] = t->strides[k++];
