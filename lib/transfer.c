@@ -253,9 +253,12 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src) {
       memcmp(dst->strides, src->strides, sizeof(int64_t) * dst->ndim) == 0)
     return CLT_OK; /* a tensor into itself */
   clt_device *dd = dst->storage->dev, *sd = src->storage->dev;
-  if (dd == sd) /* views, broadcasting and conversion: the elementwise copy */
+  /* the same elements, in C order, in two memories: a plain copy of the bytes */
+  bool plain = same_shape && dst->dtype == src->dtype && dst->contiguous && src->contiguous &&
+               dst->storage != src->storage;
+  if (dd == sd && !plain) /* views, broadcasting and conversion: the elementwise copy */
     return clt__copy_into(dst, src, fn);
-  if (same_shape && dst->dtype == src->dtype && dst->contiguous && src->contiguous) {
+  if (plain) {
     if ((s = copy_bytes(dst, src, fn)) != CLT_OK)
       return s;
     count(sd, dd, src->nbytes, false);
