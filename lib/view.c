@@ -6,6 +6,7 @@
  * gather. */
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -461,9 +462,12 @@ clt_status clt_contiguous(clt_tensor *t, clt_tensor **out) {
   return clt_clone(t, out);
 }
 
-/* The checks cat and stack share: n tensors, none NULL, all on the first one's device; the
- * dtype they promote to. */
-static clt_status check_list(int n, clt_tensor *const *ts, const char *fn, clt_dtype *dt) {
+/* The checks cat and stack share: out not NULL; n tensors, none NULL, all on the first one's
+ * device; the dtype they promote to. */
+static clt_status check_list(int n, clt_tensor *const *ts, clt_tensor **out, const char *fn,
+                             clt_dtype *dt) {
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if (n < 1 || !ts)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s: expected n >= 1 tensors",
                       ts ? "n < 1" : "tensors is NULL");
@@ -484,13 +488,21 @@ static clt_status check_list(int n, clt_tensor *const *ts, const char *fn, clt_d
   return CLT_OK;
 }
 
+/* CLT_ERR_SHAPE_MISMATCH for cat and stack: tensors[i] (t) does not fit tensors[0] (t0). */
+static clt_status list_shape_error(const char *fn, const clt_tensor *t0, int i, const clt_tensor *t,
+                                   const char *why) {
+  char a[256], b[256];
+  clt__format_shape(a, sizeof a, t0->ndim, t0->shape);
+  clt__format_shape(b, sizeof b, t->ndim, t->shape);
+  return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "tensors[0] has shape %s and tensors[%d] %s: %s", a,
+                    i, b, why);
+}
+
 clt_status clt_cat(int n, clt_tensor *const *tensors, int dim, clt_tensor **out) {
   static const char fn[] = "clt_cat";
   clt_dtype dt;
   clt_status s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  if ((s = check_list(n, tensors, fn, &dt)) != CLT_OK)
+  if ((s = check_list(n, tensors, out, fn, &dt)) != CLT_OK)
     return s;
   const clt_tensor *t0 = tensors[0];
   if (t0->ndim == 0)
@@ -507,13 +519,9 @@ clt_status clt_cat(int n, clt_tensor *const *tensors, int dim, clt_tensor **out)
     for (int d = 0; ok && d < t0->ndim; d++)
       ok = d == dim || t->shape[d] == t0->shape[d];
     if (!ok) {
-      char a[256], b[256];
-      clt__format_shape(a, sizeof a, t0->ndim, t0->shape);
-      clt__format_shape(b, sizeof b, t->ndim, t->shape);
-      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
-                        "tensors[0] has shape %s and tensors[%d] %s: every dimension but dim = "
-                        "%d must be equal",
-                        a, i, b, dim);
+      char why[64];
+      snprintf(why, sizeof why, "every dimension but dim = %d must be equal", dim);
+      return list_shape_error(fn, t0, i, t, why);
     }
     if (__builtin_add_overflow(shape[dim], t->shape[dim], &shape[dim]))
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the joined dimension does not fit");
@@ -545,21 +553,13 @@ clt_status clt_stack(int n, clt_tensor *const *tensors, int dim, clt_tensor **ou
   static const char fn[] = "clt_stack";
   clt_dtype dt;
   clt_status s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  if ((s = check_list(n, tensors, fn, &dt)) != CLT_OK)
+  if ((s = check_list(n, tensors, out, fn, &dt)) != CLT_OK)
     return s;
   const clt_tensor *t0 = tensors[0];
   for (int i = 1; i < n; i++) {
     const clt_tensor *t = tensors[i];
-    if (t->ndim != t0->ndim || memcmp(t->shape, t0->shape, sizeof(int64_t) * t0->ndim) != 0) {
-      char a[256], b[256];
-      clt__format_shape(a, sizeof a, t0->ndim, t0->shape);
-      clt__format_shape(b, sizeof b, t->ndim, t->shape);
-      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
-                        "tensors[0] has shape %s and tensors[%d] %s: stack needs one shape", a, i,
-                        b);
-    }
+    if (t->ndim != t0->ndim || memcmp(t->shape, t0->shape, sizeof(int64_t) * t0->ndim) != 0)
+      return list_shape_error(fn, t0, i, t, "stack needs one shape");
   }
   if (t0->ndim == CLT_MAX_DIMS)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,

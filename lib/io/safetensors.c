@@ -671,6 +671,17 @@ static int cmp_meta(const void *a, const void *b) {
   return strcmp(((const meta *)a)->key, ((const meta *)b)->key);
 }
 
+/* Pointers to p's tensors sorted by name, malloc'ed (NULL when out of memory). */
+static tinfo **by_name(const parser *p) {
+  tinfo **v = malloc((p->nt ? p->nt : 1) * sizeof *v);
+  if (!v)
+    return NULL;
+  for (size_t i = 0; i < p->nt; i++)
+    v[i] = &p->t[i];
+  qsort(v, p->nt, sizeof *v, cmp_name);
+  return v;
+}
+
 /* Everything about the tensors that can be checked without their data. */
 static clt_status validate(parser *p, uint64_t data_size) {
   if (p->nt == 0 && data_size > 0)
@@ -701,13 +712,10 @@ static clt_status validate(parser *p, uint64_t data_size) {
           st_dtype_name(t->dt), (unsigned long long)bytes, (unsigned long long)t->begin,
           (unsigned long long)t->end, (unsigned long long)(t->end - t->begin));
   }
-  tinfo **order = malloc((p->nt ? p->nt : 1) * sizeof *order);
+  tinfo **order = by_name(p);
   if (!order)
     return oom(p);
-  for (size_t i = 0; i < p->nt; i++)
-    order[i] = &p->t[i];
   clt_status s = CLT_OK;
-  qsort(order, p->nt, sizeof *order, cmp_name);
   for (size_t i = 1; i < p->nt && s == CLT_OK; i++)
     if (strcmp(order[i - 1]->name, order[i]->name) == 0)
       s = fmt_error(p, order[i]->name, "the name appears twice in the header");
@@ -750,12 +758,9 @@ static clt_status validate(parser *p, uint64_t data_size) {
       return fmt_error(p, NULL, "__metadata__ has the key \"%.200s\" twice", p->m[i].key);
   size_t klen = strlen(CLT__DEVICE_KEY);
   if (p->nm > 0) {
-    tinfo **byname = malloc((p->nt ? p->nt : 1) * sizeof *byname);
+    tinfo **byname = by_name(p);
     if (!byname)
       return oom(p);
-    for (size_t i = 0; i < p->nt; i++)
-      byname[i] = &p->t[i];
-    qsort(byname, p->nt, sizeof *byname, cmp_name);
     for (size_t i = 0; i < p->nm; i++) {
       if (strncmp(p->m[i].key, CLT__DEVICE_KEY, klen) != 0)
         continue;
