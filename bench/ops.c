@@ -31,37 +31,8 @@
 #include <time.h>
 
 #define BENCH_NAME "ops"
+#define BENCH_SECTIONS 4 /* cases in a section, at the most */
 #include "bench.h"
-
-enum { WARMUP = 2, MAX_REPS = 101, MAX_CASES = 4 };
-static int reps = 9;
-
-/* One timed case: run() does the work and waits for it; after() (optional) cleans up outside
- * the timed region (releases the tensor clt_add returned). */
-typedef struct bench_case {
-  void (*run)(void *ctx);
-  void (*after)(void *ctx);
-} bench_case;
-
-/* Times the n cases of a section interleaved, round after round, rotating which goes first;
- * writes the median seconds of one run() of case i to med[i]. */
-static void time_section(const bench_case *c, int n, void *ctx, double *med) {
-  static double t[MAX_CASES][MAX_REPS];
-  for (int r = 0; r < WARMUP + reps; r++) {
-    for (int k = 0; k < n; k++) {
-      int i = (k + r) % n;
-      double t0 = now_s();
-      c[i].run(ctx);
-      double t1 = now_s();
-      if (c[i].after != NULL)
-        c[i].after(ctx);
-      if (r >= WARMUP)
-        t[i][r - WARMUP] = t1 - t0;
-    }
-  }
-  for (int i = 0; i < n; i++)
-    med[i] = median(t[i], reps);
-}
 
 /* ---- state --------------------------------------------------------------------------------- */
 
@@ -200,25 +171,9 @@ static cl_mem raw_buffer(bench *b, size_t elems, float value) {
   return m;
 }
 
-static cl_kernel raw_kernel(cl_program prog, const char *name) {
-  cl_int err;
-  cl_kernel k = clCreateKernel(prog, name, &err);
-  CL_CHECK(err);
-  return k;
-}
-
 static void raw_setup(bench *b) {
   raw_open(&b->cl_dev, &b->ctx, &b->q);
-  cl_int err;
-
-  cl_program prog = clCreateProgramWithSource(b->ctx, 1, &raw_kernels, NULL, &err);
-  CL_CHECK(err);
-  err = clBuildProgram(prog, 1, &b->cl_dev, "", NULL, NULL);
-  if (err != CL_SUCCESS) {
-    char log[4096] = "";
-    clGetProgramBuildInfo(prog, b->cl_dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    die("building the raw kernels failed (%d):\n%s", (int)err, log);
-  }
+  cl_program prog = raw_program(b->ctx, b->cl_dev, raw_kernels, "the raw kernels");
   b->k_chunk = raw_kernel(prog, "add_f32_chunk");
   b->k_stride = raw_kernel(prog, "add_f32_stride");
   b->k_add3 = raw_kernel(prog, "add_f32_one");

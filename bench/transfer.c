@@ -247,18 +247,9 @@ static void raw_setup(bench *b) {
       clEnqueueWriteBuffer(b->cl_q, b->cl_buf, CL_TRUE, 0, b->bytes, b->raw_host, 0, NULL, NULL));
 
   /* (c): the copy kernels and their buffers */
-  cl_program prog = clCreateProgramWithSource(b->cl_ctx, 1, &copy_kernels, NULL, &err);
-  CL_CHECK(err);
-  err = clBuildProgram(prog, 1, &b->cl_dev, "", NULL, NULL);
-  if (err != CL_SUCCESS) {
-    char log[4096] = "";
-    clGetProgramBuildInfo(prog, b->cl_dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    die("building the copy kernels failed (%d):\n%s", (int)err, log);
-  }
-  b->k_chunk = clCreateKernel(prog, "copy_chunk", &err);
-  CL_CHECK(err);
-  b->k_one = clCreateKernel(prog, "copy_one", &err);
-  CL_CHECK(err);
+  cl_program prog = raw_program(b->cl_ctx, b->cl_dev, copy_kernels, "the copy kernels");
+  b->k_chunk = raw_kernel(prog, "copy_chunk");
+  b->k_one = raw_kernel(prog, "copy_one");
   clReleaseProgram(prog);
 
   size_t add_bytes = b->add_n * sizeof(float);

@@ -43,41 +43,8 @@
 #include <time.h>
 
 #define BENCH_NAME "views"
+#define BENCH_SECTIONS 8 /* cases in a section, at the most */
 #include "bench.h"
-
-enum { WARMUP = 2, MAX_REPS = 101, MAX_CASES = 8 };
-static int reps = 9;
-
-/* One timed case: run() does the work and waits for it; after() (optional) cleans up outside
- * the timed region (releases the result). */
-typedef struct bench_case {
-  void (*run)(void *ctx);
-  void (*after)(void *ctx);
-} bench_case;
-
-static double times[MAX_CASES][MAX_REPS]; /* the last section's times, round by round */
-
-/* Times the n cases of a section interleaved, round after round, rotating which goes first;
- * writes the median seconds of one run() of case i to med[i]. */
-static void time_section(const bench_case *c, int n, void *ctx, double *med) {
-  for (int r = 0; r < WARMUP + reps; r++) {
-    for (int k = 0; k < n; k++) {
-      int i = (k + r) % n;
-      double t0 = now_s();
-      c[i].run(ctx);
-      double t1 = now_s();
-      if (c[i].after != NULL)
-        c[i].after(ctx);
-      if (r >= WARMUP)
-        times[i][r - WARMUP] = t1 - t0;
-    }
-  }
-  for (int i = 0; i < n; i++) {
-    double v[MAX_REPS]; /* median() sorts: keep times in round order for paired() */
-    memcpy(v, times[i], sizeof v);
-    med[i] = median(v, reps);
-  }
-}
 
 /* The median over the last section's rounds of case ref's time over case i's: the ratio of two
  * cases measured back to back, which a slow drift of the machine's load moves less than the
@@ -367,24 +334,10 @@ static void side_teardown(side *s) {
   }
 }
 
-static cl_kernel raw_kernel(cl_program prog, const char *name) {
-  cl_int err;
-  cl_kernel k = clCreateKernel(prog, name, &err);
-  CL_CHECK(err);
-  return k;
-}
-
 static void raw_setup(bench *b) {
   raw_open(&b->cl_dev, &b->ctx, &b->q);
   cl_int err;
-  cl_program prog = clCreateProgramWithSource(b->ctx, 1, &raw_kernels, NULL, &err);
-  CL_CHECK(err);
-  err = clBuildProgram(prog, 1, &b->cl_dev, "", NULL, NULL);
-  if (err != CL_SUCCESS) {
-    char log[4096] = "";
-    clGetProgramBuildInfo(prog, b->cl_dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    die("building the raw kernels failed (%d):\n%s", (int)err, log);
-  }
+  cl_program prog = raw_program(b->ctx, b->cl_dev, raw_kernels, "the raw kernels");
   b->k_copy = raw_kernel(prog, "copy_f32_chunk");
   b->k_div = raw_kernel(prog, "copy2d_div");
   b->k_rows = raw_kernel(prog, "copy2d_rows");
