@@ -53,8 +53,9 @@ static void each_device_dtype(const char *test, void (*fn)(clt_device *, clt_dty
     }
 }
 
-/* Element i of the usual test data: 1, 2, 3, ... (integers up to 1000: exact in f16). */
-static double seqv(int64_t i) { return (double)(i % 1000 + 1); }
+/* Element i of the usual test data: 1, 2, 3, ... (integers up to SEQ_PERIOD: exact in f16). */
+enum { SEQ_PERIOD = 1000 };
+static double seqv(int64_t i) { return (double)(i % SEQ_PERIOD + 1); }
 
 /* A tensor of dtype dt on dev holding vals (numel of shape entries), converted with cu_set. */
 static clt_tensor *from_doubles(const double *vals, clt_dtype dt, int ndim, const int64_t *shape,
@@ -68,14 +69,14 @@ static clt_tensor *from_doubles(const double *vals, clt_dtype dt, int ndim, cons
   return t;
 }
 
-/* A tensor whose element i is first + i (first + 0, first + 1, ...); host copy in host if
- * not NULL (at least numel entries). */
-static clt_tensor *ramp(double first, clt_dtype dt, int ndim, const int64_t *shape, clt_device *dev,
-                        double *host) {
+/* A tensor whose element i is first + i % period; its values also into host if not NULL (at
+ * least numel entries). */
+static clt_tensor *ramp_every(double first, int64_t period, clt_dtype dt, int ndim,
+                              const int64_t *shape, clt_device *dev, double *host) {
   int64_t n = cu_numel(ndim, shape);
   double *v = cu_malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
   for (int64_t i = 0; i < n; i++)
-    v[i] = first + (double)i;
+    v[i] = first + (double)(i % period);
   clt_tensor *t = from_doubles(v, dt, ndim, shape, dev);
   if (host)
     memcpy(host, v, (size_t)n * sizeof *v);
@@ -83,18 +84,17 @@ static clt_tensor *ramp(double first, clt_dtype dt, int ndim, const int64_t *sha
   return t;
 }
 
-/* The usual data 1, 2, 3, ... */
+/* A tensor whose element i is first + i (first + 0, first + 1, ...); host copy in host if
+ * not NULL (at least numel entries). */
+static clt_tensor *ramp(double first, clt_dtype dt, int ndim, const int64_t *shape, clt_device *dev,
+                        double *host) {
+  return ramp_every(first, INT64_MAX, dt, ndim, shape, dev, host);
+}
+
+/* The usual data 1, 2, 3, ...: element i is seqv(i). */
 static clt_tensor *seq(clt_dtype dt, int ndim, const int64_t *shape, clt_device *dev,
                        double *host) {
-  int64_t n = cu_numel(ndim, shape);
-  double *v = cu_malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-  for (int64_t i = 0; i < n; i++)
-    v[i] = seqv(i);
-  clt_tensor *t = from_doubles(v, dt, ndim, shape, dev);
-  if (host)
-    memcpy(host, v, (size_t)n * sizeof *v);
-  free(v);
-  return t;
+  return ramp_every(1, SEQ_PERIOD, dt, ndim, shape, dev, host);
 }
 
 /* The elements of the strided view (off, shape, strides) of base, in C order, into out. */
@@ -2568,10 +2568,8 @@ END_TEST
 START_TEST(test_save_views) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
-  const char *tmp = getenv("TMPDIR");
   char dir[256], path[300];
-  snprintf(dir, sizeof dir, "%s/clt-views-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp failed");
+  cu_temp_dir(dir, sizeof dir, "views");
   for (int d = 0; d < ndev; d++)
     for (int k = 0; k < 2; k++) {
       clt_dtype dt = k == 0 ? CLT_F32 : CLT_I32;
