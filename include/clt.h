@@ -656,9 +656,10 @@ CLT_API clt_status clt_fill_(clt_tensor *t, double value);
 
 /** A new tensor with t's slices along dim at the positions index holds, in its order (repeats
  *  allowed): torch.index_select. index is a 1-D (or 0-d) i64 or i32 tensor on t's device whose
- *  values lie in 0..size-1 of that dimension. The values are checked before the gather: for an
- *  index on an OpenCL device that means waiting for it and reading back its smallest and largest
- *  value (two numbers, counted as one explicit transfer each).
+ *  values lie in 0..size-1 of that dimension. The values are checked before the gather, by a
+ *  clt_min and a clt_max of index whose results the call waits for (a host sync, whatever the
+ *  device): on an OpenCL device that is two reductions and two numbers read back, counted as one
+ *  explicit transfer each.
  *  Errors: CLT_ERR_DEVICE_MISMATCH (index elsewhere), CLT_ERR_DTYPE (index not i32 or i64),
  *  CLT_ERR_INVALID_ARGUMENT (NULL, dim out of range, index of 2 or more dimensions, a value out
  *  of range: the message gives the value and the range). */

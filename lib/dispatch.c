@@ -236,9 +236,12 @@ static void probe(int64_t i, void *ctx) {
     m->hit = true;
 }
 
-/* Whether two views of one storage, whose spans [alo, ahi] and [blo, bhi] (elements, inclusive)
- * intersect, share an element: marked in a bitmap of the intersection, from the index math only
- * (no data is read). Beyond 2^26 elements either way the answer is yes (not known). */
+/* Whether views a and b of one storage, whose spans intersect in the storage elements [lo, hi]
+ * (inclusive), share an element: from the index math only (no data is read), a bitmap of one bit
+ * per element of [lo, hi] (8 MiB at the limit), every element of a marked in it and every
+ * element of b probed, on the host, on each call that gets here. Where [lo, hi], a or b holds
+ * more than 2^26 elements, or the bitmap cannot be allocated, the answer is yes without looking:
+ * the write is then refused as a partial overlap even if the views share nothing. */
 static bool share_element(const clt_tensor *a, const clt_tensor *b, int64_t lo, int64_t hi) {
   const int64_t limit = (int64_t)1 << 26;
   if (hi - lo >= limit || a->numel > limit || b->numel > limit)
@@ -255,7 +258,9 @@ static bool share_element(const clt_tensor *a, const clt_tensor *b, int64_t lo, 
 /* Whether writing the result into dst elementwise could change operand k before it is read: an
  * element of dst is an element of operand k but not at the same index of the result (an operand
  * that is the destination itself, read and written at the same place, is fine: a += b; so are
- * views of one storage that share no element, such as t[:, ::2] and t[:, 1::2]). */
+ * views of one storage that share no element, such as t[:, ::2] and t[:, 1::2]). Costs a few
+ * comparisons unless the two byte spans intersect with different layouts; then, for one dtype,
+ * share_element walks both views (its limit applies), and for two dtypes the answer is yes. */
 static bool overlaps(const clt_tensor *dst, const clt_tensor *t, const clt_bcast *bc, int k) {
   if (dst->storage != t->storage || dst->numel == 0 || t->numel == 0)
     return false;
