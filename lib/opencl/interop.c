@@ -33,7 +33,8 @@ clt_status clt__cl_foreign_device(cl_mem mem, clt_device *dev, int device_id, si
     if (clt__cl_device_context(list[i]) == ctx && used < sizeof sharing)
       used += (size_t)snprintf(sharing + used, sizeof sharing - used, "%s%s", used ? ", " : "",
                                list[i]->name);
-  if (!dev && device_id >= 0 && device_id < n)
+  bool by_id = !dev; /* DLPack names the device by its number */
+  if (by_id && device_id >= 0 && device_id < n)
     dev = list[device_id];
   if (!dev || clt__cl_device_context(dev) != ctx) {
     if (!used)
@@ -41,7 +42,7 @@ clt_status clt__cl_foreign_device(cl_mem mem, clt_device *dev, int device_id, si
                         "the cl_mem belongs to an OpenCL context none of clt's devices uses; "
                         "only buffers of clt's own contexts can be imported (create it in the "
                         "context clt_device_cl gives)");
-    if (!dev)
+    if (by_id)
       return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn,
                         "device_id %d does not name a clt device of the cl_mem's context "
                         "(devices of that context: %s)",
