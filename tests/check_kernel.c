@@ -6,6 +6,8 @@
  * cache, clt_from_cl_mem, the acquire / release_to pair around work on the user's own queue,
  * and one kernel launched from several threads. Tests are the user's side: they call OpenCL. */
 #define _POSIX_C_SOURCE 200809L
+#include "config.h"
+
 #include "check_util.h"
 
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -943,6 +945,95 @@ START_TEST(test_kernel_threads) {
 }
 END_TEST
 
+/* ---- injected faults (configure --enable-fault-injection) --------------------------------- */
+
+#ifdef CLT_FAULT_INJECTION
+#include "fault.h"
+
+/* A user kernel built anew (its options are new each run), launched, its output acquired and
+ * released by "user" work, then read by a clt op: under a fault it must fail with a message or
+ * give the right values. */
+static clt_status fault_workload(clt_device *d, int run) {
+  enum { N = 64 };
+  float x[N], want[N], got[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)i - 10;
+    want[i] = 2 * (3 * x[i] + 1);
+  }
+  int64_t shape[1] = {N};
+  clt_tensor *tx = NULL, *ty = NULL, *tz = NULL;
+  clt_kernel *k = NULL;
+  char opts[64];
+  snprintf(opts, sizeof opts, "-DFAULT_RUN=%d", run);
+  float a = 3;
+  int n = N;
+  size_t global = N;
+  cl_event ev = NULL;
+  clt_status st;
+  if ((st = clt_from_host(x, CLT_F32, 1, shape, d, &tx)) != CLT_OK ||
+      (st = clt_ones(CLT_F32, 1, shape, d, &ty)) != CLT_OK ||
+      (st = clt_kernel_create(axpy_src, "axpy", opts, &k)) != CLT_OK ||
+      (st = clt_kernel_set_tensor(k, 0, ty, CLT_READ | CLT_WRITE)) != CLT_OK ||
+      (st = clt_kernel_set_tensor(k, 1, tx, CLT_READ)) != CLT_OK ||
+      (st = clt_kernel_set_scalar(k, 2, &a, sizeof a)) != CLT_OK ||
+      (st = clt_kernel_set_scalar(k, 3, &n, sizeof n)) != CLT_OK ||
+      (st = clt_kernel_launch(k, 1, &global, NULL)) != CLT_OK ||
+      (st = clt_tensor_cl_acquire(ty, CLT_READ, &ev)) != CLT_OK ||
+      (st = clt_tensor_cl_release_to(ty, CLT_READ, ev)) != CLT_OK ||
+      (st = clt_mul_scalar(ty, 2.0, &tz)) != CLT_OK ||
+      (st = clt_tensor_read(tz, got, sizeof got)) != CLT_OK)
+    goto out;
+  for (int i = 0; i < N; i++)
+    ck_assert_msg(got[i] == want[i], "run %d: element %d is %g, expected %g", run, i, got[i],
+                  want[i]);
+out:
+  if (ev)
+    clReleaseEvent(ev);
+  clt_kernel_release(k);
+  clt_tensor_release(tx);
+  clt_tensor_release(ty);
+  clt_tensor_release(tz);
+  return st;
+}
+#endif
+
+START_TEST(test_kernel_faults) {
+#ifndef CLT_FAULT_INJECTION
+  cu_skip("test_kernel_faults", "needs configure --enable-fault-injection");
+#else
+  if (!cu_need_cl("test_kernel_faults", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  static const clt_fault_kind kinds[] = {CLT__FAULT_ENQUEUE, CLT__FAULT_BUILD, CLT__FAULT_ALLOC,
+                                         CLT__FAULT_HOST};
+  int run = 0;
+  long injected_total = 0;
+  for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ki++)
+    for (long n = 1;; n++) {
+      ck_assert_msg(n < 500, "%s: the workload never ran without a fault",
+                    clt__fault_kind_name(kinds[ki]));
+      clt__fault_set(kinds[ki], n, CLT__FAULT_THIS_THREAD);
+      clt_status st = fault_workload(d, ++run);
+      long injected = clt__fault_injected();
+      clt__fault_reset();
+      injected_total += injected;
+      if (injected == 0) {
+        ck_assert_msg(st == CLT_OK, "no fault, yet %s: %s", clt_status_name(st), clt_last_error());
+        break;
+      }
+      if (st != CLT_OK)
+        ck_assert_msg(strncmp(clt_last_error(), "clt_", 4) == 0,
+                      "%s fault %ld: %s without a clt message: %s",
+                      clt__fault_kind_name(kinds[ki]), n, clt_status_name(st), clt_last_error());
+      /* Whatever happened, the next run without faults works. */
+      CU_OK(fault_workload(d, ++run));
+    }
+  ck_assert_msg(injected_total > 0, "no fault was injected");
+  printf("test_kernel_faults: %ld faults injected\n", injected_total);
+#endif
+}
+END_TEST
+
 Suite *kernel_suite(void); /* registered in check_main.c */
 
 Suite *kernel_suite(void) {
@@ -962,6 +1053,7 @@ Suite *kernel_suite(void) {
   tcase_add_test(tc, test_from_cl_mem);
   tcase_add_test(tc, test_acquire_release);
   tcase_add_test(tc, test_kernel_threads);
+  tcase_add_test(tc, test_kernel_faults);
   suite_add_tcase(s, tc);
   return s;
 }
