@@ -97,10 +97,9 @@ int main(void) {
     clReleaseEvent(before[i]);
 
   cl_event done = NULL;
-  CLBlastStatusCode bs =
-      CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, M, N, K, 1.0f, ma,
-                   oa / sizeof(float), K, mb, ob / sizeof(float), N, 0.0f, mc, oc / sizeof(float),
-                   N, &q, &done);
+  CLBlastStatusCode bs = CLBlastSgemm(
+      CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, M, N, K, 1.0f, ma,
+      oa / sizeof(float), K, mb, ob / sizeof(float), N, 0.0f, mc, oc / sizeof(float), N, &q, &done);
   if (bs != CLBlastSuccess) {
     fprintf(stderr, "clblast_direct: CLBlastSgemm failed: status %d\n", (int)bs);
     return 1;

@@ -1101,9 +1101,10 @@ CLT_API clt_status clt_kernel_build(clt_kernel *k, clt_device *dev, int *nargs);
  *  (a narrow, a select) needs CLT_OFFSET in access: the argument index + 1 is then set to the
  *  view's element offset as a ulong, which the kernel adds to the pointer. k retains t until the
  *  argument is set again or k is released. An argument set once stays set.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or t, index < 0, access without CLT_READ or
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or t, index outside 0..65535, access without CLT_READ or
  *  CLT_WRITE or with unknown bits, a non-contiguous view, a view with an offset without
- *  CLT_OFFSET, index + 1 already holding another tensor's offset), CLT_ERR_UNSUPPORTED (t is
+ *  CLT_OFFSET, index holding the offset of a tensor set at index - 1 with CLT_OFFSET, or CLT_OFFSET
+ *  given where index + 1 holds a tensor set with CLT_OFFSET), CLT_ERR_UNSUPPORTED (t is
  *  on the host: a kernel runs on an OpenCL device; move t with clt_to),
  *  CLT_ERR_OUT_OF_MEMORY. */
 CLT_API clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t, int access);
@@ -1111,12 +1112,12 @@ CLT_API clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t
 /** Sets argument index of k to the size bytes at value (copied): a scalar of the kernel's
  *  parameter type (int: 4 bytes, long and ulong: 8, float: 4, double: 8) or a struct. A size
  *  that does not match the parameter is reported by the launch.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or value, index < 0, size 0, index holding another
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or value, index outside 0..65535, size 0, index holding another
  *  tensor's offset), CLT_ERR_OUT_OF_MEMORY. */
 CLT_API clt_status clt_kernel_set_scalar(clt_kernel *k, int index, const void *value, size_t size);
 
 /** Sets argument index of k, a __local pointer, to bytes of local memory per work-group.
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k, index < 0, bytes 0, index holding another
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k, index outside 0..65535, bytes 0, index holding another
  *  tensor's offset), CLT_ERR_OUT_OF_MEMORY. */
 CLT_API clt_status clt_kernel_set_local(clt_kernel *k, int index, size_t bytes);
 

@@ -50,8 +50,8 @@ static int small_n(clt_device *d) { return cu_is_oclgrind(d) ? 256 : 1 << 16; }
 static void assert_values(const clt_tensor *t, const float *want, int n, const char *what) {
   float *got = cu_read(t);
   for (int i = 0; i < n; i++)
-    ck_assert_msg(cu_close(got[i], want[i], 1e-6, 1e-6), "%s: element %d is %g, expected %g",
-                  what, i, got[i], want[i]);
+    ck_assert_msg(cu_close(got[i], want[i], 1e-6, 1e-6), "%s: element %d is %g, expected %g", what,
+                  i, got[i], want[i]);
   free(got);
 }
 
@@ -221,12 +221,11 @@ END_TEST
 /* A clt op writes a, the user kernel reads a and writes b and a (in place), clt ops read both:
  * no synchronize anywhere, so only the events order them. Then the same across two devices. */
 static void ordering(void) {
-  static const char src[] =
-      "__kernel void advance(__global float *a, __global float *b) {\n"
-      "  size_t i = get_global_id(0);\n"
-      "  b[i] = a[i] + 1.0f;\n"
-      "  a[i] = 2.0f * a[i];\n"
-      "}\n";
+  static const char src[] = "__kernel void advance(__global float *a, __global float *b) {\n"
+                            "  size_t i = get_global_id(0);\n"
+                            "  b[i] = a[i] + 1.0f;\n"
+                            "  a[i] = 2.0f * a[i];\n"
+                            "}\n";
   int nd = clt_device_count() > 1 ? 2 : 1;
   for (int di = 0; di < nd; di++) {
     clt_device *d = clt_device_at(di);
@@ -439,8 +438,7 @@ START_TEST(test_kernel_bad_args) {
            "clt_kernel_set_tensor");
   CU_FAILS(clt_kernel_set_tensor(k, 0, t, 64 | CLT_READ), CLT_ERR_INVALID_ARGUMENT,
            "clt_kernel_set_tensor");
-  CU_FAILS(clt_kernel_set_scalar(k, 2, NULL, 4), CLT_ERR_INVALID_ARGUMENT,
-           "clt_kernel_set_scalar");
+  CU_FAILS(clt_kernel_set_scalar(k, 2, NULL, 4), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_set_scalar");
   CU_FAILS(clt_kernel_set_scalar(k, 2, &a, 0), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_set_scalar");
   CU_FAILS(clt_kernel_set_scalar(NULL, 2, &a, 4), CLT_ERR_INVALID_ARGUMENT,
            "clt_kernel_set_scalar");
@@ -467,8 +465,7 @@ START_TEST(test_kernel_bad_args) {
   CU_FAILS(clt_kernel_launch(k, 0, &global, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
   CU_FAILS(clt_kernel_launch(k, 4, &global, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
   CU_FAILS(clt_kernel_launch(k, 1, NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
-  CU_FAILS(clt_kernel_launch(k, 1, &global, &local), CLT_ERR_INVALID_ARGUMENT,
-           "clt_kernel_launch");
+  CU_FAILS(clt_kernel_launch(k, 1, &global, &local), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
   assert_has("does not divide");
   clt_kernel_release(k);
 
@@ -755,9 +752,9 @@ START_TEST(test_acquire_release) {
   gate = clCreateUserEvent(ctx, &err);
   float *got = cu_malloc((size_t)n * sizeof *got);
   cl_event rw[2] = {ready, gate};
-  ck_assert_int_eq(clEnqueueReadBuffer(mine, mem, CL_FALSE, off, (size_t)n * sizeof(float), got,
-                                       2, rw, &done),
-                   CL_SUCCESS);
+  ck_assert_int_eq(
+      clEnqueueReadBuffer(mine, mem, CL_FALSE, off, (size_t)n * sizeof(float), got, 2, rw, &done),
+      CL_SUCCESS);
   CU_OK(clt_tensor_cl_release_to(r, CLT_READ, done));
   CU_OK(clt_fill_(r, 0.0)); /* a write: waits for the user's read */
   ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
@@ -779,9 +776,9 @@ START_TEST(test_acquire_release) {
   CU_OK(clt_tensor_cl_mem(r, &mem, &off));
   for (int i = 0; i < n; i++)
     want[i] = (float)i;
-  ck_assert_int_eq(clEnqueueWriteBuffer(mine, mem, CL_TRUE, off, (size_t)n * sizeof(float), want,
-                                        0, NULL, NULL),
-                   CL_SUCCESS);
+  ck_assert_int_eq(
+      clEnqueueWriteBuffer(mine, mem, CL_TRUE, off, (size_t)n * sizeof(float), want, 0, NULL, NULL),
+      CL_SUCCESS);
   CU_OK(clt_tensor_cl_release_to(r, CLT_WRITE, NULL));
   gate = clCreateUserEvent(ctx, &err);
   CU_OK(clt_tensor_cl_release_to(r, CLT_READ, gate));
@@ -805,7 +802,8 @@ START_TEST(test_acquire_release) {
 }
 END_TEST
 
-/* ---- threads ---------------------------------------------------------------------------------- */
+/* ---- threads ----------------------------------------------------------------------------------
+ */
 
 typedef struct shared_launch {
   clt_kernel *k;
@@ -1023,8 +1021,8 @@ START_TEST(test_kernel_faults) {
       }
       if (st != CLT_OK)
         ck_assert_msg(strncmp(clt_last_error(), "clt_", 4) == 0,
-                      "%s fault %ld: %s without a clt message: %s",
-                      clt__fault_kind_name(kinds[ki]), n, clt_status_name(st), clt_last_error());
+                      "%s fault %ld: %s without a clt message: %s", clt__fault_kind_name(kinds[ki]),
+                      n, clt_status_name(st), clt_last_error());
       /* Whatever happened, the next run without faults works. */
       CU_OK(fault_workload(d, ++run));
     }

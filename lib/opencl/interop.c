@@ -189,8 +189,7 @@ static clt_status enqueue_marker(clt_device *d, clt_waitlist *wl, void *ctx, con
                                  cl_event *ev) {
   (void)ev;
   cl_event *marker = ctx;
-  cl_int err =
-      clEnqueueMarkerWithWaitList(clt__cl(d)->queue, wl->n, wl->n ? wl->ev : NULL, marker);
+  cl_int err = clEnqueueMarkerWithWaitList(clt__cl(d)->queue, wl->n, wl->n ? wl->ev : NULL, marker);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clEnqueueMarkerWithWaitList", d);
   return CLT_OK;

@@ -351,8 +351,8 @@ static clt_status dev_kernel_get(clt_kernel *k, clt_device *dev, const char *fn,
     kern = clCreateKernel(p, k->name, &err);
     if (err == CL_INVALID_KERNEL_NAME)
       st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "the source of %s, built for %s, has no __kernel function named %s",
-                      k->what, dev->name, k->name);
+                      "the source of %s, built for %s, has no __kernel function named %s", k->what,
+                      dev->name, k->name);
     else if (err != CL_SUCCESS)
       st = clt__cl_error(err, fn, "clCreateKernel", dev);
     else if ((err = clGetKernelInfo(kern, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL)) !=
@@ -547,7 +547,8 @@ clt_status clt_kernel_launch(clt_kernel *k, int work_dim, const size_t *global,
   dev_kernel *dk = NULL;
   clt_status st;
   for (;;) {
-    if ((st = launch_device(k, fn, &dev)) != CLT_OK || (st = dev_kernel_get(k, dev, fn, &dk)) != CLT_OK)
+    if ((st = launch_device(k, fn, &dev)) != CLT_OK ||
+        (st = dev_kernel_get(k, dev, fn, &dk)) != CLT_OK)
       break;
     /* The lock was down while a program built: another thread may have set other arguments. */
     clt_device *now = NULL;
@@ -555,11 +556,11 @@ clt_status clt_kernel_launch(clt_kernel *k, int work_dim, const size_t *global,
       break;
   }
   if (st == CLT_OK && (cl_uint)k->nargs > dk->nargs)
-    st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                    "argument %d of kernel %s is set, but the kernel takes %u argument%s "
-                    "(0..%d)",
-                    k->nargs - 1, k->name, dk->nargs, dk->nargs == 1 ? "" : "s",
-                    (int)dk->nargs - 1);
+    st =
+        clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                   "argument %d of kernel %s is set, but the kernel takes %u argument%s "
+                   "(0..%d)",
+                   k->nargs - 1, k->name, dk->nargs, dk->nargs == 1 ? "" : "s", (int)dk->nargs - 1);
   for (cl_uint i = 0; st == CLT_OK && i < dk->nargs; i++)
     if ((int)i >= k->nargs || k->args[i].kind == ARG_UNSET)
       st = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
