@@ -1017,6 +1017,191 @@ CLT_API clt_status clt_kernel_cache_warm(clt_device *dev,
                                          void (*progress)(int done, int total, void *ctx),
                                          void *ctx);
 
+/* ---------------------------------------------------------------------------------------- */
+/* Your own kernels and raw OpenCL handles (docs/interop.md)                                 */
+/*
+ * A kernel of your own runs on clt tensors like any clt operation: on the device of its tensor
+ * arguments (all on one device, else CLT_ERR_DEVICE_MISMATCH), ordered by the tensors' events
+ * (it waits for the writers of what it reads and for the readers and writers of what it
+ * writes; later operations wait for it), with no host synchronization:
+ *
+ *   clt_kernel *k;
+ *   clt_kernel_create("__kernel void axpy(__global float *y, __global const float *x, float a)"
+ *                     "{ size_t i = get_global_id(0); y[i] += a * x[i]; }", "axpy", NULL, &k);
+ *   float a = 2.0f;
+ *   clt_kernel_set_tensor(k, 0, y, CLT_READ | CLT_WRITE);
+ *   clt_kernel_set_tensor(k, 1, x, CLT_READ);
+ *   clt_kernel_set_scalar(k, 2, &a, sizeof a);
+ *   size_t n = 1000;
+ *   clt_kernel_launch(k, 1, &n, NULL);     // asynchronous, like clt_add
+ *   clt_kernel_release(k);
+ *
+ * The raw handles (clt_device_cl, clt_tensor_cl_mem) let you enqueue work of your own (CLBlast,
+ * clFFT, your own queue): bracket it with clt_tensor_cl_acquire, whose event your first command
+ * waits for, and clt_tensor_cl_release_to, which hands clt the event your last command ends
+ * with. The OpenCL types appear here as the struct pointers that <CL/cl.h> names cl_mem,
+ * cl_event, ...; this header does not include <CL/cl.h>.
+ */
+
+/** A user's OpenCL kernel: source, kernel name, build options and an argument list. Opaque,
+ *  refcounted (clt_kernel_retain, clt_kernel_release). Thread-safe: arguments may be set and
+ *  the kernel launched from several threads; each launch uses the arguments set when it is
+ *  called (a launch holds the kernel's lock while it sets them and enqueues). Threads that want
+ *  different arguments at once should create a kernel each: the program is built once per
+ *  device and source whatever the number of kernels. */
+typedef struct clt_kernel clt_kernel;
+
+/** How a kernel (or your own OpenCL work) uses a tensor: CLT_READ, CLT_WRITE, or both; with
+ *  CLT_OFFSET (clt_kernel_set_tensor only), the tensor's element offset is passed as the next
+ *  argument. */
+typedef enum clt_access {
+  CLT_READ = 1,       /**< reads the tensor's memory */
+  CLT_WRITE = 2,      /**< writes it */
+  CLT_READ_WRITE = 3, /**< both */
+  CLT_OFFSET = 4      /**< clt_kernel_set_tensor: pass the view's element offset as a ulong next */
+} clt_access;
+
+/** Creates a kernel from OpenCL C source (copied) and the name of one of its __kernel functions
+ *  (copied); options (may be NULL) are the build options (clBuildProgram's, such as
+ *  "-DN=64 -cl-std=CL1.2"), followed by $CLT_BUILD_OPTIONS when set. Nothing is built here: the
+ *  program is built for a device when the kernel is first launched there (or clt_kernel_build),
+ *  through clt's program cache, in memory (one build per device, source and options, shared by
+ *  every clt_kernel) and on disk (see "Kernel cache"). The caller releases *out with
+ *  clt_kernel_release.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL or empty source or name, NULL out),
+ *  CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_kernel_create(const char *source, const char *name, const char *options,
+                                     clt_kernel **out);
+
+/** clt_kernel_create with the source read from the file at path (read now, once); messages
+ *  name the file. Errors: those of clt_kernel_create, CLT_ERR_IO (the file cannot be read; the
+ *  message names it and the system's reason). */
+CLT_API clt_status clt_kernel_create_file(const char *path, const char *name, const char *options,
+                                          clt_kernel **out);
+
+/** Takes a reference to k; returns k (NULL-safe). */
+CLT_API clt_kernel *clt_kernel_retain(clt_kernel *k);
+
+/** Drops a reference to k; the last one frees it and releases the tensors set as its arguments.
+ *  Launches already enqueued run to completion. NULL-safe. */
+CLT_API void clt_kernel_release(clt_kernel *k);
+
+/** The kernel's function name, owned by k (NULL for NULL). */
+CLT_API const char *clt_kernel_name(const clt_kernel *k);
+
+/** Builds k's program for dev now, instead of at the first launch there, so that a build error
+ *  shows early, and gives the number of arguments the kernel takes in *nargs (may be NULL).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k, dev not a device, or the source has no kernel of
+ *  k's name), CLT_ERR_UNSUPPORTED (dev is the host), CLT_ERR_BUILD (the message names the
+ *  device and holds the build log), CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL. */
+CLT_API clt_status clt_kernel_build(clt_kernel *k, clt_device *dev, int *nargs);
+
+/** Sets argument index of k to tensor t's buffer (a __global or __constant pointer to its first
+ *  element), used as access says (CLT_READ, CLT_WRITE or both: what orders the launch against
+ *  other work on t). t must be contiguous; a view that starts past the beginning of its buffer
+ *  (a narrow, a select) needs CLT_OFFSET in access: the argument index + 1 is then set to the
+ *  view's element offset as a ulong, which the kernel adds to the pointer. k retains t until the
+ *  argument is set again or k is released. An argument set once stays set.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or t, index outside 0..65535, access without CLT_READ or
+ *  CLT_WRITE or with unknown bits, a non-contiguous view, a view with an offset without
+ *  CLT_OFFSET, index holding the offset of a tensor set at index - 1 with CLT_OFFSET, or CLT_OFFSET
+ *  given where index + 1 holds a tensor set with CLT_OFFSET), CLT_ERR_UNSUPPORTED (t is
+ *  on the host: a kernel runs on an OpenCL device; move t with clt_to),
+ *  CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t, int access);
+
+/** Sets argument index of k to the size bytes at value (copied): a scalar of the kernel's
+ *  parameter type (int: 4 bytes, long and ulong: 8, float: 4, double: 8) or a struct. A size
+ *  that does not match the parameter is reported by the launch.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or value, index outside 0..65535, size 0, index holding another
+ *  tensor's offset), CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_kernel_set_scalar(clt_kernel *k, int index, const void *value, size_t size);
+
+/** Sets argument index of k, a __local pointer, to bytes of local memory per work-group.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k, index outside 0..65535, bytes 0, index holding another
+ *  tensor's offset), CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_kernel_set_local(clt_kernel *k, int index, size_t bytes);
+
+/** Enqueues k over a work_dim-dimensional range (1 to 3) of global[d] work-items, in work-groups
+ *  of local[d] (local NULL: the driver chooses), on the device of its tensor arguments, and
+ *  returns without waiting (CLT_SYNC=1 waits, and reports a failure of the kernel here). The
+ *  program is built for that device first if it is not yet. The launch is ordered like clt's own
+ *  operations: after the work that writes what it reads and the work that reads or writes what
+ *  it writes, before later work on those tensors. A range with a zero in it launches nothing.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or global, work_dim outside 1..3, a local size of 0
+ *  or one that does not divide the global size, no tensor argument (the device comes from
+ *  them), an argument the kernel takes that was never set, one set past the kernel's last, or
+ *  one of the wrong kind or size: the message names the kernel, the argument and OpenCL's
+ *  error), CLT_ERR_DEVICE_MISMATCH (tensor arguments on two devices: the message names both
+ *  and their argument indices), CLT_ERR_BUILD (with the device and the build log),
+ *  CLT_ERR_OUT_OF_MEMORY, CLT_ERR_OPENCL (the enqueue failed, such as a work-group too large
+ *  for the kernel on that device). */
+CLT_API clt_status clt_kernel_launch(clt_kernel *k, int work_dim, const size_t *global,
+                                     const size_t *local);
+
+struct _cl_platform_id;
+struct _cl_device_id;
+struct _cl_context;
+struct _cl_command_queue;
+struct _cl_mem;
+struct _cl_event;
+
+/** The OpenCL objects behind dev: its platform, device, context and command queue (the
+ *  in-order, profiling-enabled queue all of clt's work on dev goes to). Any out-pointer may be
+ *  NULL. Nothing is retained: the handles are owned by clt and valid until the process exits;
+ *  retain them (clRetainContext, ...) to keep them past that, never release what you did not
+ *  retain. Work you enqueue on clt's queue runs in order with clt's; work on a queue of your own
+ *  (in this context) needs clt_tensor_cl_acquire and clt_tensor_cl_release_to.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (dev not a device), CLT_ERR_UNSUPPORTED (dev is the host;
+ *  it has no OpenCL objects). */
+CLT_API clt_status clt_device_cl(clt_device *dev, struct _cl_platform_id **platform,
+                                 struct _cl_device_id **device, struct _cl_context **context,
+                                 struct _cl_command_queue **queue);
+
+/** The OpenCL buffer behind the device tensor t, and the byte offset of t's first element in it
+ *  (nonzero for a view such as a narrow; may be NULL). Not retained: valid while t (or another
+ *  tensor of its memory) lives. t's elements lie as clt_tensor_strides says. Touching the
+ *  buffer outside clt needs the ordering of clt_tensor_cl_acquire and clt_tensor_cl_release_to.
+ *  A tensor without elements may have no buffer (*mem NULL).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or mem), CLT_ERR_UNSUPPORTED (t is on the host: use
+ *  clt_tensor_data). */
+CLT_API clt_status clt_tensor_cl_mem(const clt_tensor *t, struct _cl_mem **mem,
+                                     size_t *offset_bytes);
+
+/** Before your own OpenCL commands use t's buffer (access: CLT_READ, CLT_WRITE or both): gives
+ *  in *event an event of t's device's context that completes when the clt work your commands
+ *  must follow has (the writes of t if you read; its reads and writes too if you write). Put it
+ *  in the wait list of your first command on t. Always a valid event (a marker on the device's
+ *  queue, flushed), which the caller releases with clReleaseEvent. Does not block.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or event, bad access), CLT_ERR_UNSUPPORTED (t on
+ *  the host), CLT_ERR_OPENCL. */
+CLT_API clt_status clt_tensor_cl_acquire(clt_tensor *t, int access, struct _cl_event **event);
+
+/** After your own OpenCL commands used t's buffer as access says: hands clt the event your last
+ *  command on t ends with (of any queue, and of any context: events of other contexts are
+ *  bridged), so that later clt work on t waits for it: clt operations that read t wait for your
+ *  write, those that write t wait for your reads and writes. clt retains the event (you still
+ *  release yours) and flushes its queue. event NULL says your work is already complete (you
+ *  waited for it): nothing to record. Your commands must have waited for the event of
+ *  clt_tensor_cl_acquire with the same access, or for later work. Does not block.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t, bad access, event not a valid cl_event),
+ *  CLT_ERR_UNSUPPORTED (t on the host). */
+CLT_API clt_status clt_tensor_cl_release_to(clt_tensor *t, int access, struct _cl_event *event);
+
+/** Wraps an OpenCL buffer made elsewhere as a contiguous tensor of dtype and shape on dev,
+ *  starting at the buffer's first byte. mem must belong to dev's context and hold at least the
+ *  tensor's bytes. clt retains mem and releases its reference when the tensor's memory is freed
+ *  (after clt's commands on it have finished); it never frees the buffer itself, and never
+ *  gives it to its caching allocator. Work of your own on mem is ordered against clt's with
+ *  clt_tensor_cl_acquire and clt_tensor_cl_release_to. The caller releases *out.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL mem (for a tensor with elements) or out, bad dtype,
+ *  ndim or shape, dev not a device, mem not a buffer, mem smaller than the tensor: the message
+ *  gives both sizes), CLT_ERR_UNSUPPORTED (dev is the host; f64 on a device without fp64),
+ *  CLT_ERR_DEVICE_NOT_FOUND (mem is of another context: the message names the devices of its
+ *  context, if clt has any), CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_from_cl_mem(struct _cl_mem *mem, clt_dtype dtype, int ndim,
+                                   const int64_t *shape, clt_device *dev, clt_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

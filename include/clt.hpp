@@ -911,4 +911,82 @@ template <class F> auto attempt(F &&f) -> Result<std::invoke_result_t<F>> {
 #undef CLT_HPP_FREE_INPLACE_2_
 #undef CLT_HPP_FREE_WRAP_INPLACE_2_
 
+
+/* ---- your own kernels (issue 14; docs/interop.md) ------------------------------------------ */
+#include <initializer_list>
+#include <utility>
+
+namespace clt {
+
+/** A user's OpenCL kernel (clt_kernel, include/clt.h): a refcounted handle, copied by reference
+ *  like Tensor. Errors throw clt::Error (with CLT_NO_EXCEPTIONS: recorded, see status()).
+ *
+ *    clt::Kernel k(src, "axpy");
+ *    k.arg(0, y, CLT_READ | CLT_WRITE).arg(1, x, CLT_READ).arg(2, 2.0f).launch({n});
+ */
+class Kernel {
+public:
+  Kernel() noexcept = default;
+  /** clt_kernel_create: source text, kernel name, build options. */
+  Kernel(const std::string &source, const std::string &name, const std::string &options = "") {
+    clt_kernel *k = nullptr;
+    if (detail::check(clt_kernel_create(source.c_str(), name.c_str(), options.c_str(), &k)))
+      k_ = k;
+  }
+  /** clt_kernel_create_file: the source read from path. */
+  static Kernel from_file(const std::string &path, const std::string &name,
+                          const std::string &options = "") {
+    Kernel r;
+    clt_kernel *k = nullptr;
+    if (detail::check(clt_kernel_create_file(path.c_str(), name.c_str(), options.c_str(), &k)))
+      r.k_ = k;
+    return r;
+  }
+  Kernel(const Kernel &o) noexcept : k_(clt_kernel_retain(o.k_)) {}
+  Kernel(Kernel &&o) noexcept : k_(o.k_) { o.k_ = nullptr; }
+  Kernel &operator=(Kernel o) noexcept {
+    std::swap(k_, o.k_);
+    return *this;
+  }
+  ~Kernel() { clt_kernel_release(k_); }
+  /** The C handle, still owned by this object. */
+  clt_kernel *get() const noexcept { return k_; }
+  explicit operator bool() const noexcept { return k_ != nullptr; }
+  std::string name() const { return k_ ? clt_kernel_name(k_) : ""; }
+
+  /** clt_kernel_set_tensor: t's buffer, used as access says (CLT_READ, CLT_WRITE, CLT_OFFSET). */
+  Kernel &arg(int index, const Tensor &t, int access) {
+    detail::check(clt_kernel_set_tensor(k_, index, t.get(), access));
+    return *this;
+  }
+  /** clt_kernel_set_scalar with the bytes of v (an int, float, double, cl_ulong, a struct...). */
+  template <class T, std::enable_if_t<std::is_trivially_copyable_v<T> &&
+                                          !std::is_pointer_v<T> && !std::is_same_v<T, Tensor>,
+                                      int> = 0>
+  Kernel &arg(int index, const T &v) {
+    detail::check(clt_kernel_set_scalar(k_, index, &v, sizeof v));
+    return *this;
+  }
+  /** clt_kernel_set_local: bytes of __local memory. */
+  Kernel &local(int index, size_t bytes) {
+    detail::check(clt_kernel_set_local(k_, index, bytes));
+    return *this;
+  }
+  /** clt_kernel_launch over global (1 to 3 sizes) in groups of local (empty: the driver's). */
+  void launch(std::initializer_list<size_t> global, std::initializer_list<size_t> local = {}) {
+    if (global.size() < 1 || global.size() > 3 || (local.size() && local.size() != global.size())) {
+      detail::check(clt_set_error(CLT_ERR_INVALID_ARGUMENT, "clt::Kernel::launch",
+                                  "give 1 to 3 global sizes, and as many local sizes or none"));
+      return;
+    }
+    detail::check(clt_kernel_launch(k_, (int)global.size(), global.begin(),
+                                    local.size() ? local.begin() : nullptr));
+  }
+
+private:
+  clt_kernel *k_ = nullptr;
+};
+
+} // namespace clt
+
 #endif /* CLT_HPP */

@@ -56,6 +56,12 @@ static inline const char *clt__op_expr(const clt_op *op, clt_dtype dt) {
   return strcmp(e, "CLT_NA") == 0 ? NULL : e;
 }
 
+/* The same-device rule's error (lib/dispatch.c), for every caller that finds two operands on
+ * different devices: CLT_ERR_DEVICE_MISMATCH, "expected all tensors on the same device, but
+ * found <a> (<where_a>) and <b> (<where_b>); copy one with clt_to()". */
+clt_status clt__device_mismatch(const char *fn, const clt_device *a, const char *where_a,
+                                const clt_device *b, const char *where_b);
+
 /* Runs op k of the table through the same path as its public function (the first form), for
  * clt_kernel_cache_warm and the tests: in holds arity operands. */
 clt_status clt__op_run(clt_op_kind k, clt_tensor *const *in, clt_tensor **out);

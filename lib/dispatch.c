@@ -40,14 +40,23 @@ const clt_op clt__ops[CLT__OP_COUNT] = {
 };
 #undef OP_ENTRY
 
+clt_status clt__device_mismatch(const char *fn, const clt_device *a, const char *where_a,
+                                const clt_device *b, const char *where_b) {
+  return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                    "expected all tensors on the same device, but found %s (%s) and %s (%s); copy "
+                    "one with clt_to()",
+                    a->name, where_a, b->name, where_b);
+}
+
 /* The same-device rule (docs/architecture.md rule 3): argument positions are 1-based. */
 static clt_status check_same_device(const char *fn, int n, clt_tensor *const *ts) {
   for (int i = 1; i < n; i++)
-    if (ts[i]->storage->dev != ts[0]->storage->dev)
-      return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
-                        "expected all tensors on the same device, but found %s (argument 1) and "
-                        "%s (argument %d); copy one with clt_to()",
-                        ts[0]->storage->dev->name, ts[i]->storage->dev->name, i + 1);
+    if (ts[i]->storage->dev != ts[0]->storage->dev) {
+      char where[32];
+      snprintf(where, sizeof where, "argument %d", i + 1);
+      return clt__device_mismatch(fn, ts[0]->storage->dev, "argument 1", ts[i]->storage->dev,
+                                  where);
+    }
   return CLT_OK;
 }
 

@@ -410,12 +410,105 @@ START_TEST(test_bad_misc) {
 }
 END_TEST
 
+/* Users' kernels and the raw OpenCL handles (issue 14): out-parameters are pointers to OpenCL
+ * handles, declared here as the struct pointers clt.h takes. */
+START_TEST(test_bad_interop) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int n = cu_devices(devs);
+  static const char src[] = "__kernel void f(__global float *y) { y[get_global_id(0)] = 1.0f; }";
+  clt_kernel *k = NULL;
+  BAD_OUT(&k, clt_kernel_create(NULL, "f", NULL, &k), CLT_ERR_INVALID_ARGUMENT,
+          "clt_kernel_create");
+  BAD_OUT(&k, clt_kernel_create(src, NULL, NULL, &k), CLT_ERR_INVALID_ARGUMENT,
+          "clt_kernel_create");
+  BAD(clt_kernel_create(src, "f", NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_create");
+  BAD_OUT(&k, clt_kernel_create_file(NULL, "f", NULL, &k), CLT_ERR_INVALID_ARGUMENT,
+          "clt_kernel_create_file");
+  BAD_OUT(&k, clt_kernel_create_file("/no/such/file.cl", "f", NULL, &k), CLT_ERR_IO,
+          "clt_kernel_create_file");
+  BAD(clt_kernel_create_file("/no/such/file.cl", "f", NULL, NULL), CLT_ERR_INVALID_ARGUMENT,
+      "clt_kernel_create_file");
+  BAD(clt_kernel_set_tensor(NULL, 0, NULL, CLT_READ), CLT_ERR_INVALID_ARGUMENT,
+      "clt_kernel_set_tensor");
+  BAD(clt_kernel_set_scalar(NULL, 0, NULL, 0), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_set_scalar");
+  BAD(clt_kernel_set_local(NULL, 0, 0), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_set_local");
+  BAD(clt_kernel_launch(NULL, 1, NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
+  BAD(clt_kernel_build(NULL, clt_cpu(), NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_build");
+  CU_OK(clt_kernel_create(src, "f", NULL, &k));
+  BAD(clt_kernel_build(k, NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_build");
+  BAD(clt_kernel_build(k, CU_SENTINEL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_build");
+  BAD(clt_kernel_set_tensor(k, INT32_MIN, NULL, CLT_READ), CLT_ERR_INVALID_ARGUMENT,
+      "clt_kernel_set_tensor");
+  BAD(clt_kernel_set_scalar(k, -3, &n, sizeof n), CLT_ERR_INVALID_ARGUMENT,
+      "clt_kernel_set_scalar");
+  BAD(clt_kernel_set_local(k, INT32_MAX, 16), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_set_local");
+  size_t g[3] = {4, 4, 4}, l0[3] = {0, 1, 1};
+  BAD(clt_kernel_launch(k, -1, g, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
+  BAD(clt_kernel_launch(k, 3, g, l0), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
+  BAD(clt_kernel_launch(k, 1, g, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_launch");
+  struct _cl_mem *mem = NULL;
+  struct _cl_event *ev = NULL;
+  struct _cl_context *ctx = NULL;
+  BAD_OUT(&ctx, clt_device_cl(NULL, NULL, NULL, &ctx, NULL), CLT_ERR_INVALID_ARGUMENT,
+          "clt_device_cl");
+  BAD_OUT(&ctx, clt_device_cl(CU_SENTINEL, NULL, NULL, &ctx, NULL), CLT_ERR_INVALID_ARGUMENT,
+          "clt_device_cl");
+  BAD_OUT(&mem, clt_tensor_cl_mem(NULL, &mem, NULL), CLT_ERR_INVALID_ARGUMENT,
+          "clt_tensor_cl_mem");
+  BAD_OUT(&ev, clt_tensor_cl_acquire(NULL, CLT_READ, &ev), CLT_ERR_INVALID_ARGUMENT,
+          "clt_tensor_cl_acquire");
+  BAD(clt_tensor_cl_release_to(NULL, CLT_READ, NULL), CLT_ERR_INVALID_ARGUMENT,
+      "clt_tensor_cl_release_to");
+  int64_t shape[2] = {2, 3}, neg[2] = {2, -3};
+  clt_tensor *t = NULL;
+  for (int i = 0; i < n; i++) {
+    clt_device *d = devs[i];
+    bool host = clt_device_is_host(d);
+    clt_tensor *x;
+    CU_OK(clt_ones(CLT_F32, 2, shape, d, &x));
+    BAD(clt_kernel_set_tensor(k, 0, x, 0), CLT_ERR_INVALID_ARGUMENT, "clt_kernel_set_tensor");
+    BAD(clt_kernel_set_tensor(k, 0, x, CLT_READ | 0x100), CLT_ERR_INVALID_ARGUMENT,
+        "clt_kernel_set_tensor");
+    BAD_OUT(&t, clt_from_cl_mem(NULL, CLT_F32, 2, shape, d, &t),
+            host ? CLT_ERR_UNSUPPORTED : CLT_ERR_INVALID_ARGUMENT, "clt_from_cl_mem");
+    BAD_OUT(&t, clt_from_cl_mem(NULL, (clt_dtype)-1, 2, shape, d, &t), CLT_ERR_INVALID_ARGUMENT,
+            "clt_from_cl_mem");
+    BAD(clt_tensor_cl_mem(x, NULL, NULL), host ? CLT_ERR_UNSUPPORTED : CLT_ERR_INVALID_ARGUMENT,
+        "clt_tensor_cl_mem");
+    BAD(clt_tensor_cl_acquire(x, CLT_OFFSET, &ev),
+        host ? CLT_ERR_UNSUPPORTED : CLT_ERR_INVALID_ARGUMENT, "clt_tensor_cl_acquire");
+    BAD(clt_tensor_cl_release_to(x, 0, NULL), host ? CLT_ERR_UNSUPPORTED : CLT_ERR_INVALID_ARGUMENT,
+        "clt_tensor_cl_release_to");
+    if (host) {
+      BAD(clt_kernel_set_tensor(k, 0, x, CLT_READ), CLT_ERR_UNSUPPORTED, "clt_kernel_set_tensor");
+      BAD_OUT(&ctx, clt_device_cl(d, NULL, NULL, &ctx, NULL), CLT_ERR_UNSUPPORTED,
+              "clt_device_cl");
+    } else {
+      CU_OK(clt_tensor_cl_mem(x, &mem, NULL));
+      BAD_OUT(&t, clt_from_cl_mem(mem, CLT_F32, 2, neg, d, &t), CLT_ERR_INVALID_ARGUMENT,
+              "clt_from_cl_mem");
+      BAD_OUT(&t, clt_from_cl_mem(mem, CLT_F32, CLT_MAX_DIMS + 1, shape, d, &t),
+              CLT_ERR_INVALID_ARGUMENT, "clt_from_cl_mem");
+      /* too small for 2^20 f64 (or no fp64 at all) */
+      BAD_OUT(&t, clt_from_cl_mem(mem, CLT_F64, 2, (const int64_t[]){1024, 1024}, d, &t),
+              clt_device_has_fp64(d) ? CLT_ERR_INVALID_ARGUMENT : CLT_ERR_UNSUPPORTED,
+              "clt_from_cl_mem");
+    }
+    clt_tensor_release(x);
+  }
+  clt_kernel_release(k);
+  still_works(devs, n);
+  report("interop");
+}
+END_TEST
+
 Suite *badinput_suite(void) {
   Suite *s = suite_create("badinput");
   TCase *tc = cu_tcase("badinput");
   tcase_add_test(tc, test_bad_creation);
   tcase_add_test(tc, test_bad_operations);
   tcase_add_test(tc, test_bad_misc);
+  tcase_add_test(tc, test_bad_interop);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -106,44 +106,6 @@ static const char *device_type_name(int type) {
   }
 }
 
-/* The OpenCL device for a cl_mem exported with device_id. */
-static clt_status find_cl_device(cl_mem mem, int device_id, size_t need, const char *fn,
-                                 clt_device **out) {
-  cl_context ctx = NULL;
-  cl_int err = clt__cl_buffer_context(mem, &ctx);
-  if (err != CL_SUCCESS)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "m->dl_tensor.data is not a valid cl_mem (clGetMemObjectInfo: %s)",
-                      clt__cl_error_name(err));
-  int n;
-  clt_device *const *list = clt__device_list(&n);
-  char sharing[256] = "";
-  size_t used = 0;
-  for (int i = 0; i < n; i++)
-    if (clt__cl_device_context(list[i]) == ctx && used < sizeof sharing)
-      used += (size_t)snprintf(sharing + used, sizeof sharing - used, "%s%s", used ? ", " : "",
-                               list[i]->name);
-  if (device_id < 0 || device_id >= n || clt__cl_device_context(list[device_id]) != ctx) {
-    if (!used)
-      return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn,
-                        "the cl_mem belongs to an OpenCL context none of clt's devices uses; "
-                        "only buffers of clt's own contexts can be imported");
-    return clt__error(CLT_ERR_DEVICE_NOT_FOUND, fn,
-                      "device_id %d does not name a clt device of the cl_mem's context (devices "
-                      "of that context: %s)",
-                      device_id, sharing);
-  }
-  size_t size = 0;
-  clt_status st = clt__cl_buffer_size(mem, list[device_id], fn, &size);
-  if (st != CLT_OK)
-    return st;
-  if (size < need)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "the cl_mem holds %zu bytes but the tensor needs %zu", size, need);
-  *out = list[device_id];
-  return CLT_OK;
-}
-
 clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
   static const char fn[] = "clt_from_dlpack";
   clt_status st;
@@ -233,7 +195,8 @@ clt_status clt_from_dlpack(DLManagedTensor *m, clt_tensor **out) {
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "byte_offset + the tensor's span overflows");
     mem = (cl_mem)d->data;
     dev = NULL;
-    if (mem && (st = find_cl_device(mem, d->device.device_id, cl_bytes, fn, &dev)) != CLT_OK)
+    if (mem && (st = clt__cl_foreign_device(mem, NULL, d->device.device_id, cl_bytes,
+                                                  "m->dl_tensor.data", fn, &dev)) != CLT_OK)
       return st;
     if (!mem) { /* an empty tensor without a buffer */
       dev = clt_device_at(d->device.device_id);

@@ -96,6 +96,13 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
+/* The program of a user's OpenCL C source (clt_kernel_create) built for dev with options (the
+ * user's; $CLT_BUILD_OPTIONS is appended), cached per (device, source, options) beside clt's own
+ * programs, in memory and on disk; `what` names it in a build error ("kernel heat (from
+ * heat.cl)"), which is CLT_ERR_BUILD with the device and the build log. The program is owned by
+ * the cache (until exit): the caller creates kernels of its own from it. */
+clt_status clt__get_user_program(clt_device *dev, const char *source, const char *options,
+                                 const char *what, const char *fn, cl_program *out);
 
 /* ---- the backend's functions (opencl.c and the files named after them) ----------------- */
 

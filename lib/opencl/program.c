@@ -1,5 +1,6 @@
 /* opencl/program.c - run-time kernel builds: the embedded kernels/<family>.cl files (or those in
- * $CLT_KERNEL_PATH), built lazily once per (device, family, defines), cached in memory and, as
+ * $CLT_KERNEL_PATH), built lazily once per (device, family, defines), and the programs of users'
+ * own sources (clt_kernel_create), once per (device, source, options); cached in memory and, as
  * program binaries, on disk so that a second process starts warm. */
 #define _POSIX_C_SOURCE 200809L
 #include "cl-internal.h"
@@ -22,8 +23,9 @@ typedef struct kernel_entry {
 } kernel_entry;
 
 typedef struct program_entry {
-  char *family;
-  char *defines;
+  char *family;  /* NULL for a user's source (clt__get_user_program) */
+  char *defines; /* a user's source: the whole text */
+  char *options; /* a user's build options; NULL for clt's own programs */
   cl_program program; /* NULL until built (or after a failed build) */
   bool building;      /* a thread is building it, outside the lock */
   kernel_entry *kernels;
@@ -534,44 +536,23 @@ static bool use_disk_cache(const clt_device *dev) {
   return true;
 }
 
-static clt_status build(clt_device *dev, const char *family, const char *defines, const char *fn,
-                        cl_program *out) {
-  char *common = load_source("common", fn);
-  if (!common)
-    return clt_last_status();
-  char *body = load_source(family, fn);
-  if (!body) {
-    free(common);
-    return clt_last_status();
-  }
-  const char *extra = getenv("CLT_BUILD_OPTIONS");
-  size_t olen = (extra ? strlen(extra) : 0) + 32;
-  char *opts = malloc(olen);
-  if (!opts) {
-    free(common);
-    free(body);
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  }
-  snprintf(opts, olen, "-cl-std=CL1.2 %s", extra ? extra : "");
-  const char *srcs[3] = {defines, common, body};
+/* Builds the program of the sources srcs (joined in this order) for dev with opts, through the
+ * disk cache. A build failure is CLT_ERR_BUILD with the device, what was built (`what`), the
+ * options, `detail` and the build log. */
+static clt_status build_sources(clt_device *dev, const char *const srcs[3], const char *opts,
+                                const char *what, const char *detail, const char *fn,
+                                cl_program *out) {
   cache_key key;
   bool disk = use_disk_cache(dev) && cache_key_for(dev, opts, srcs, &key);
   cl_program p = disk ? cache_load(dev, &key, opts) : NULL;
   if (p) {
-    free(common);
-    free(body);
-    free(opts);
     *out = p;
     return CLT_OK;
   }
   cl_int err;
-  p = clCreateProgramWithSource(clt__cl(dev)->context, 3, srcs, NULL, &err);
-  free(common);
-  free(body);
-  if (err != CL_SUCCESS) {
-    free(opts);
+  p = clCreateProgramWithSource(clt__cl(dev)->context, 3, (const char **)srcs, NULL, &err);
+  if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clCreateProgramWithSource", dev);
-  }
   err = clBuildProgram(p, 1, &clt__cl(dev)->id, opts, NULL, NULL);
   if (err != CL_SUCCESS) {
     size_t log_size = 0;
@@ -582,20 +563,63 @@ static clt_status build(clt_device *dev, const char *family, const char *defines
       clGetProgramBuildInfo(p, clt__cl(dev)->id, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
       log[log_size] = '\0';
     }
-    clt__error(
-        CLT_ERR_BUILD, fn,
-        "building kernels/%s.cl for %s (%s) failed: %s\noptions: %s\ndefines:\n%sbuild log:\n%s",
-        family, dev->name, dev->model, clt__cl_error_name(err), opts, defines, log ? log : "");
+    clt__error(CLT_ERR_BUILD, fn, "building %s for %s (%s) failed: %s\noptions: %s\n%sbuild log:\n%s",
+               what, dev->name, dev->model, clt__cl_error_name(err), opts, detail,
+               log ? log : "");
     free(log);
-    free(opts);
     clReleaseProgram(p);
     return CLT_ERR_BUILD;
   }
-  free(opts);
   if (disk)
     cache_store(dev, &key, p);
   *out = p;
   return CLT_OK;
+}
+
+static clt_status build(clt_device *dev, const char *family, const char *defines, const char *fn,
+                        cl_program *out) {
+  char *common = load_source("common", fn);
+  if (!common)
+    return clt_last_status();
+  char *body = load_source(family, fn);
+  const char *extra = getenv("CLT_BUILD_OPTIONS");
+  size_t olen = (extra ? strlen(extra) : 0) + 32;
+  char *opts = body ? malloc(olen) : NULL;
+  size_t dlen = strlen(defines) + 16, wlen = strlen(family) + 32;
+  char *detail = opts ? malloc(dlen) : NULL, *what = detail ? malloc(wlen) : NULL;
+  clt_status st;
+  if (!what) {
+    st = body ? clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory") : clt_last_status();
+  } else {
+    snprintf(opts, olen, "-cl-std=CL1.2 %s", extra ? extra : "");
+    snprintf(detail, dlen, "defines:\n%s", defines);
+    snprintf(what, wlen, "kernels/%s.cl", family);
+    const char *srcs[3] = {defines, common, body};
+    st = build_sources(dev, srcs, opts, what, detail, fn, out);
+  }
+  free(what);
+  free(detail);
+  free(opts);
+  free(body);
+  free(common);
+  return st;
+}
+
+/* A user's program: the source alone, with the user's options and CLT_BUILD_OPTIONS. The empty
+ * first source keeps its key apart from every program of clt's own (whose defines never are). */
+static clt_status build_user(clt_device *dev, const char *source, const char *options,
+                             const char *what, const char *fn, cl_program *out) {
+  const char *extra = getenv("CLT_BUILD_OPTIONS");
+  size_t olen = strlen(options) + (extra ? strlen(extra) : 0) + 2;
+  char *opts = malloc(olen);
+  if (!opts)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  snprintf(opts, olen, "%s%s%s", options, *options && extra && *extra ? " " : "",
+           extra ? extra : "");
+  const char *srcs[3] = {"", source, ""};
+  clt_status st = build_sources(dev, srcs, opts, what, "", fn, out);
+  free(opts);
+  return st;
 }
 
 /* The entry for (family, defines) with its program built, building it if no thread has. The
@@ -604,19 +628,34 @@ static clt_status build(clt_device *dev, const char *family, const char *defines
  * programs_built. A failed build leaves the entry without a program: the next caller builds
  * again (and gets its own error, build log included). Called and returns with programs_lock
  * held. */
+static bool entry_is(const program_entry *e, const char *family, const char *defines,
+                     const char *options) {
+  if (family ? !e->family || strcmp(e->family, family) != 0 : e->family != NULL)
+    return false;
+  if (options && (!e->options || strcmp(e->options, options) != 0))
+    return false;
+  return strcmp(e->defines, defines) == 0;
+}
+
+/* (A user's program: family NULL, defines its source, options its build options, what names it
+ * in messages.) */
 static clt_status built_entry(clt_device *dev, const char *family, const char *defines,
-                              const char *fn, program_entry **out) {
+                              const char *options, const char *what, const char *fn,
+                              program_entry **out) {
   struct clt_cl_device *c = clt__cl(dev);
   if (!c->programs && !(c->programs = calloc(1, sizeof *c->programs)))
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   program_entry *e = c->programs->head;
-  while (e && (strcmp(e->family, family) != 0 || strcmp(e->defines, defines) != 0))
+  while (e && !entry_is(e, family, defines, options))
     e = e->next;
   if (!e) {
     e = calloc(1, sizeof *e);
-    if (!e || !(e->family = dup_str(family)) || !(e->defines = dup_str(defines))) {
-      if (e)
+    if (!e || (family && !(e->family = dup_str(family))) || !(e->defines = dup_str(defines)) ||
+        (options && !(e->options = dup_str(options)))) {
+      if (e) {
         free(e->family);
+        free(e->defines);
+      }
       free(e);
       return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     }
@@ -629,7 +668,8 @@ static clt_status built_entry(clt_device *dev, const char *family, const char *d
     e->building = true;
     pthread_mutex_unlock(&c->programs_lock);
     cl_program p = NULL;
-    clt_status st = build(dev, family, defines, fn, &p);
+    clt_status st = family ? build(dev, family, defines, fn, &p)
+                           : build_user(dev, defines, options, what, fn, &p);
     pthread_mutex_lock(&c->programs_lock);
     e->program = p;
     e->building = false;
@@ -645,7 +685,7 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
                            const char *kernel, const char *fn, cl_kernel *out) {
   program_entry *e = NULL;
   pthread_mutex_lock(&clt__cl(dev)->programs_lock);
-  clt_status st = built_entry(dev, family, defines, fn, &e);
+  clt_status st = built_entry(dev, family, defines, NULL, NULL, fn, &e);
   if (st != CLT_OK)
     goto done;
   kernel_entry *k = e->kernels;
@@ -671,6 +711,17 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
   }
   *out = k->kernel;
 done:
+  pthread_mutex_unlock(&clt__cl(dev)->programs_lock);
+  return st;
+}
+
+clt_status clt__get_user_program(clt_device *dev, const char *source, const char *options,
+                                 const char *what, const char *fn, cl_program *out) {
+  program_entry *e = NULL;
+  pthread_mutex_lock(&clt__cl(dev)->programs_lock);
+  clt_status st = built_entry(dev, NULL, source, options ? options : "", what, fn, &e);
+  if (st == CLT_OK)
+    *out = e->program;
   pthread_mutex_unlock(&clt__cl(dev)->programs_lock);
   return st;
 }
@@ -705,6 +756,7 @@ void clt__program_cache_free(struct clt_program_cache *c) {
       clReleaseProgram(e->program);
     free(e->family);
     free(e->defines);
+    free(e->options);
     free(e);
     e = next;
   }
