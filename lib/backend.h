@@ -79,6 +79,59 @@ typedef struct clt_bcast {
  * longer dimensions for the strided loops. The element order does not change. */
 void clt__bcast_coalesce(clt_bcast *bc, int n);
 
+/* ---- lazy fusion (lazy.c) ------------------------------------------------------------------
+ * Deferred elementwise ops (docs/performance.md, "Fusion"): on a device whose backend has
+ * `fused`, an elementwise op that makes a new tensor records a node instead of launching, and
+ * the chain runs as one generated kernel when something needs its values. Every command that
+ * touches a device storage passes clt__lazy_touch first (lib/opencl/order.c's wait lists,
+ * lib/memory.c's host waits), so no command can see a deferred result unevaluated. */
+
+#define CLT__FUSE_MAX_NODES 32 /* ops in one kernel: a longer chain is evaluated in parts */
+#define CLT__FUSE_MAX_LEAVES 8 /* tensors it reads */
+#define CLT__FUSE_MAX_OUTS 8   /* tensors it writes: the result and intermediates still held */
+
+/* One op of a fused kernel, in evaluation order: arg[j] >= 0 is the value of an earlier node,
+ * arg[j] < 0 is leaf -arg[j] - 1. */
+typedef struct clt_fused_node {
+  const clt_op *op;
+  clt_dtype compute, dtype; /* as the backend's elementwise gets them; dtype: the result's */
+  int arg[3];
+  int out; /* the output it is stored to, or -1 */
+} clt_fused_node;
+
+/* A fused kernel to run: every node has the shape `shape`; leaf l is read at element
+ * loff[l] + sum_d c_d * ls[l][d] for the element at coordinates c (strides 0 where broadcast);
+ * outputs are new contiguous tensors of that shape at offset 0. */
+typedef struct clt_fused {
+  int nnodes, nleaves, nouts;
+  clt_fused_node node[CLT__FUSE_MAX_NODES];
+  const clt_tensor *leaf[CLT__FUSE_MAX_LEAVES];
+  int64_t ls[CLT__FUSE_MAX_LEAVES][CLT_MAX_DIMS];
+  int64_t loff[CLT__FUSE_MAX_LEAVES];
+  clt_storage *out[CLT__FUSE_MAX_OUTS];
+  clt_dtype out_dtype[CLT__FUSE_MAX_OUTS];
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  int64_t numel;
+  const char *fn; /* the call that needs the values, for messages */
+} clt_fused;
+
+/* Whether elementwise ops on dev are deferred now (clt_set_lazy, CLT_LAZY; never under
+ * CLT_SYNC=1, nor on a backend without `fused`). */
+bool clt__lazy_on(const clt_device *dev);
+/* Records out = op(in...) (arguments as the backend's elementwise gets them; out new and
+ * contiguous) as a deferred node where it can be fused, setting *deferred; leaves *deferred
+ * false where it cannot (its dtypes), and the caller launches it. */
+clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                            clt_dtype compute, const clt_bcast *bc, bool *deferred);
+/* Before a command reads (writing = false) or writes s: computes s if it is deferred and, for
+ * a write, every deferred chain that reads s. fn names the command in errors. */
+clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn);
+/* Computes every deferred chain on dev (NULL: on every device). */
+clt_status clt__lazy_flush(clt_device *dev, const char *fn);
+/* s is being freed: its deferred chain, if it has one, is no longer written into it. */
+void clt__lazy_storage_gone(clt_storage *s);
+
 typedef enum clt_reduce_kind {
   CLT__RED_SUM,
   CLT__RED_MEAN,
@@ -201,6 +254,9 @@ struct clt_backend {
   /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
    * command enqueued on dev so far has completed; fn names the caller in errors. */
   clt_status (*synchronize)(clt_device *dev, const char *fn);
+  /* (optional: NULL where ops are never deferred) Runs the fused kernel f on dev, after the
+   * commands its leaves and outputs wait for (lib/lazy.c plans it). */
+  clt_status (*fused)(clt_device *dev, const clt_fused *f);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part

@@ -354,6 +354,18 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
   memcpy(bc.so, r->strides, sizeof bc.so);
   bc.ooff = clt__elem_offset(r);
   bc.same = bc.same && r->contiguous;
+  if (!dst && r->numel > 0 && clt__lazy_on(dev)) {
+    /* deferred: recorded now, computed with the rest of its chain when needed (lazy.c) */
+    bool deferred = false;
+    if ((s = clt__lazy_record(op, r, in, compute, &bc, &deferred)) != CLT_OK) {
+      clt_tensor_release(r);
+      return s;
+    }
+    if (deferred) {
+      *out = r;
+      return CLT_OK;
+    }
+  }
   if (r->numel > 0 && (s = dev->backend->elementwise(op, r, in, compute, &bc)) != CLT_OK) {
     if (!dst)
       clt_tensor_release(r);

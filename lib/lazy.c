@@ -1,0 +1,451 @@
+/* lazy.c - lazy fusion: deferred elementwise ops, recorded as a graph of nodes and evaluated as
+ * one generated kernel (the backend's `fused`) when something needs their values
+ * (docs/performance.md, "Fusion").
+ *
+ * A deferred op gets its result tensor at once, with its storage allocated (so running out of
+ * memory is reported at the call, as eagerly); the storage's `pending` points at the op's node.
+ * A node's operands are earlier nodes (a deferred result used whole, at the same shape) or
+ * leaves: tensors whose values exist, retained, each counted in its storage's lazy_readers.
+ *
+ * Evaluation happens in clt__lazy_touch, which every command touching a device storage passes
+ * first: a read or write of a deferred storage evaluates its chain; a write to a storage that a
+ * deferred chain reads evaluates every deferred chain of that device first (so a chain always
+ * sees its leaves as they were when its ops were called). The kernel writes the chain's result
+ * and every intermediate whose storage is still alive (held by the user); intermediates the user
+ * released are computed in registers only. An evaluated node keeps its value as a tensor and
+ * becomes a leaf for the chains that still refer to it.
+ *
+ * One recursive mutex guards every graph. Commands launched while evaluating touch only leaves
+ * and the outputs just taken off their pending state, so they never come back here (a
+ * thread-local flag makes sure). */
+#define _XOPEN_SOURCE 700 /* PTHREAD_MUTEX_RECURSIVE */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct clt_lazy clt_lazy;
+
+typedef struct lazy_arg {
+  clt_lazy *node;   /* a deferred operand, or NULL */
+  clt_tensor *leaf; /* else a tensor with values (retained) */
+  int64_t s[CLT_MAX_DIMS], off; /* the leaf's strides over the node's shape, and offset */
+} lazy_arg;
+
+struct clt_lazy {
+  int refs; /* under lazy_lock: the storage it is pending on, and the nodes using it */
+  clt_device *dev;
+  const clt_op *op;
+  clt_dtype compute, dtype;
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS], numel;
+  int nargs;
+  lazy_arg arg[3];
+  int size, leaves;    /* upper bounds of the nodes and leaves of its chain */
+  clt_storage *out;    /* the storage it is pending on (not retained); NULL once gone */
+  clt_tensor *value;   /* once evaluated: its result, retained (the arguments are dropped) */
+  clt_lazy *prev, *next; /* in the list of pending nodes while out is set */
+};
+
+static pthread_mutex_t lazy_lock;
+static pthread_once_t lazy_once = PTHREAD_ONCE_INIT;
+static atomic_int lazy_enabled; /* 1 on, 0 off */
+static int lazy_debug;
+static clt_lazy *pending_head;
+static _Thread_local bool evaluating;
+
+static void lazy_init(void) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&lazy_lock, &a);
+  pthread_mutexattr_destroy(&a);
+  const char *e = getenv("CLT_LAZY");
+  atomic_store(&lazy_enabled, !(e && (strcmp(e, "0") == 0 || strcmp(e, "off") == 0 ||
+                                      strcmp(e, "false") == 0 || strcmp(e, "no") == 0)));
+  const char *d = getenv("CLT_LAZY_DEBUG");
+  lazy_debug = d && *d ? atoi(d) : 0;
+}
+
+static void ensure_init(void) { pthread_once(&lazy_once, lazy_init); }
+
+int clt_set_lazy(int on) {
+  ensure_init();
+  return atomic_exchange(&lazy_enabled, on ? 1 : 0) != 0;
+}
+
+bool clt__lazy_on(const clt_device *dev) {
+  ensure_init();
+  return atomic_load_explicit(&lazy_enabled, memory_order_relaxed) && dev->backend->fused &&
+         !clt__env_sync();
+}
+
+/* ---- nodes -------------------------------------------------------------------------------- */
+
+static void list_remove(clt_lazy *n) {
+  if (n->prev)
+    n->prev->next = n->next;
+  else if (pending_head == n)
+    pending_head = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  n->prev = n->next = NULL;
+}
+
+static void drop_leaf(clt_tensor *t) {
+  atomic_fetch_sub(&t->storage->lazy_readers, 1);
+  clt_tensor_release(t);
+}
+
+static void node_release(clt_lazy *n);
+
+static void drop_args(clt_lazy *n) {
+  for (int j = 0; j < n->nargs; j++) {
+    if (n->arg[j].node)
+      node_release(n->arg[j].node);
+    else if (n->arg[j].leaf)
+      drop_leaf(n->arg[j].leaf);
+    n->arg[j].node = NULL;
+    n->arg[j].leaf = NULL;
+  }
+  n->nargs = 0;
+}
+
+static void node_release(clt_lazy *n) {
+  if (--n->refs > 0)
+    return;
+  drop_args(n);
+  clt_tensor_release(n->value);
+  free(n);
+}
+
+void clt__lazy_storage_gone(clt_storage *s) {
+  if (!atomic_load_explicit(&s->pending, memory_order_acquire))
+    return;
+  pthread_mutex_lock(&lazy_lock);
+  clt_lazy *n = atomic_exchange(&s->pending, NULL);
+  if (n) {
+    n->out = NULL;
+    list_remove(n);
+    node_release(n);
+  }
+  pthread_mutex_unlock(&lazy_lock);
+}
+
+/* ---- evaluation --------------------------------------------------------------------------- */
+
+typedef struct planner {
+  clt_fused f;
+  clt_lazy *nodes[CLT__FUSE_MAX_NODES];
+  clt_lazy *outs[CLT__FUSE_MAX_OUTS];
+} planner;
+
+static int plan_leaf(planner *p, const clt_tensor *t, const int64_t *s, int64_t off) {
+  clt_fused *f = &p->f;
+  for (int l = 0; l < f->nleaves; l++)
+    if (f->leaf[l] == t && f->loff[l] == off &&
+        memcmp(f->ls[l], s, sizeof(int64_t) * (size_t)f->ndim) == 0)
+      return l;
+  if (f->nleaves == CLT__FUSE_MAX_LEAVES)
+    return -1;
+  int l = f->nleaves++;
+  f->leaf[l] = t;
+  memcpy(f->ls[l], s, sizeof(int64_t) * (size_t)f->ndim);
+  f->loff[l] = off;
+  return l;
+}
+
+/* The contiguous strides of the plan's shape (an evaluated node's value, read as a leaf). */
+static void dense_strides(const clt_fused *f, int64_t *s) {
+  int64_t st = 1;
+  for (int d = f->ndim - 1; d >= 0; d--) {
+    s[d] = st;
+    st *= f->shape[d];
+  }
+}
+
+/* Adds n and what it needs to the plan (post-order); returns its index, or INT32_MIN when the
+ * plan is full (the bounds kept at recording make that an internal error). */
+static int plan_node(planner *p, clt_lazy *n) {
+  clt_fused *f = &p->f;
+  for (int i = 0; i < f->nnodes; i++)
+    if (p->nodes[i] == n)
+      return i;
+  clt_fused_node fn = {n->op, n->compute, n->dtype, {0, 0, 0}, -1};
+  for (int j = 0; j < n->nargs; j++) {
+    const lazy_arg *a = &n->arg[j];
+    int r;
+    if (a->node && a->node->value) {
+      int64_t s[CLT_MAX_DIMS];
+      dense_strides(f, s);
+      int l = plan_leaf(p, a->node->value, s, 0);
+      r = l < 0 ? INT32_MIN : -l - 1;
+    } else if (a->node) {
+      r = plan_node(p, a->node); /* >= 0, or INT32_MIN */
+    } else {
+      int l = plan_leaf(p, a->leaf, a->s, a->off);
+      r = l < 0 ? INT32_MIN : -l - 1;
+    }
+    if (r == INT32_MIN)
+      return INT32_MIN;
+    fn.arg[j] = r;
+  }
+  for (int j = n->nargs; j < 3; j++)
+    fn.arg[j] = fn.arg[n->nargs - 1];
+  if (f->nnodes == CLT__FUSE_MAX_NODES)
+    return INT32_MIN;
+  p->nodes[f->nnodes] = n;
+  f->node[f->nnodes] = fn;
+  return f->nnodes++;
+}
+
+static void describe(const planner *p, char *buf, size_t size) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; i < p->f.nnodes && at + 1 < size; i++)
+    at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? " " : "", p->nodes[i]->op->name);
+}
+
+static clt_status eval_locked(clt_storage *s, const char *fn);
+
+/* Computes the chain of node n, pending on s, into s and into every intermediate still held. */
+static clt_status eval_node(clt_lazy *root, const char *fn) {
+  for (;;) {
+    planner p;
+    memset(&p, 0, sizeof p);
+    clt_fused *f = &p.f;
+    f->ndim = root->ndim;
+    memcpy(f->shape, root->shape, sizeof f->shape);
+    f->numel = root->numel;
+    f->fn = fn;
+    if (plan_node(&p, root) == INT32_MIN)
+      return clt__error(CLT_ERR_INTERNAL, fn, "a deferred chain outgrew its fused kernel");
+    /* the outputs: the root, then the intermediates whose storage someone still holds */
+    p.outs[f->nouts++] = root;
+    clt_lazy *extra = NULL;
+    for (int i = 0; i < f->nnodes; i++) {
+      clt_lazy *n = p.nodes[i];
+      if (n == root || !n->out)
+        continue;
+      if (f->nouts == CLT__FUSE_MAX_OUTS) {
+        extra = n;
+        break;
+      }
+      p.outs[f->nouts++] = n;
+    }
+    if (extra) {
+      /* too many held intermediates for one kernel: compute one of them first (it becomes a
+       * leaf), then plan again */
+      clt_status st = eval_locked(extra->out, fn);
+      if (st != CLT_OK)
+        return st;
+      continue;
+    }
+    for (int o = 0; o < f->nouts; o++) {
+      clt_lazy *n = p.outs[o];
+      for (int i = 0; i < f->nnodes; i++)
+        if (p.nodes[i] == n)
+          f->node[i].out = o;
+      f->out[o] = n->out;
+      f->out_dtype[o] = n->dtype;
+    }
+    if (lazy_debug) {
+      char ops[512];
+      describe(&p, ops, sizeof ops);
+      fprintf(stderr, "clt lazy: %s evaluates %d deferred op%s on %s (%s) into %d tensor%s\n",
+              fn, f->nnodes, f->nnodes == 1 ? "" : "s", root->dev->name, ops, f->nouts,
+              f->nouts == 1 ? "" : "s");
+    }
+    /* Off their pending state (the storages' references to the nodes are now ours), so the
+     * commands of the evaluation pass clt__lazy_touch. */
+    for (int o = 0; o < f->nouts; o++) {
+      clt__storage_retain(f->out[o]); /* against a release by another thread meanwhile */
+      atomic_store(&f->out[o]->pending, NULL);
+    }
+    bool was = evaluating;
+    evaluating = true;
+    clt_status st = root->dev->backend->fused(root->dev, f);
+    evaluating = was;
+    if (st != CLT_OK) {
+      /* still pending: a later use tries again, and reports again */
+      for (int o = 0; o < f->nouts; o++)
+        atomic_store(&f->out[o]->pending, p.outs[o]);
+      for (int o = 0; o < f->nouts; o++)
+        clt__storage_release(f->out[o]);
+      char ops[512];
+      describe(&p, ops, sizeof ops);
+      return clt__error(st, fn, "evaluating the deferred ops (%s) on %s: %s", ops,
+                        root->dev->name, clt_last_error());
+    }
+    for (int o = 0; o < f->nouts; o++) {
+      clt_lazy *n = p.outs[o];
+      clt_tensor *v = NULL;
+      /* wrapping cannot fail but for host memory: then the node stays as it is and only loses
+       * the chance to be read as a leaf (its storage is computed and no longer pending) */
+      if (clt__tensor_wrap(n->dtype, n->ndim, n->shape, n->out, fn, &v) == CLT_OK) {
+        n->value = v;
+        drop_args(n);
+      }
+      clt_storage *s = n->out;
+      n->out = NULL;
+      list_remove(n);
+      node_release(n); /* the storage's reference */
+      clt__storage_release(s);
+    }
+    return CLT_OK;
+  }
+}
+
+static clt_status eval_locked(clt_storage *s, const char *fn) {
+  clt_lazy *n = atomic_load(&s->pending);
+  return n ? eval_node(n, fn) : CLT_OK;
+}
+
+static clt_status flush_locked(clt_device *dev, const char *fn) {
+  /* each evaluation may evaluate other pending nodes too: walk again from the head each time,
+   * skipping nodes that failed */
+  clt_status first = CLT_OK;
+  clt_lazy *failed[64];
+  int nfailed = 0;
+  for (;;) {
+    clt_lazy *n = pending_head;
+    while (n) {
+      bool skip = dev && n->dev != dev;
+      for (int i = 0; i < nfailed && !skip; i++)
+        skip = failed[i] == n;
+      if (!skip)
+        break;
+      n = n->next;
+    }
+    if (!n)
+      return first;
+    clt_status st = eval_node(n, fn);
+    if (st != CLT_OK) {
+      if (first == CLT_OK)
+        first = st;
+      if (nfailed == 64)
+        return first;
+      failed[nfailed++] = n;
+    }
+  }
+}
+
+clt_status clt__lazy_flush(clt_device *dev, const char *fn) {
+  ensure_init();
+  if (evaluating)
+    return CLT_OK;
+  pthread_mutex_lock(&lazy_lock);
+  clt_status st = pending_head ? flush_locked(dev, fn) : CLT_OK;
+  pthread_mutex_unlock(&lazy_lock);
+  return st;
+}
+
+clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn) {
+  if (evaluating || (!atomic_load_explicit(&s->pending, memory_order_acquire) &&
+                     !(writing && atomic_load_explicit(&s->lazy_readers, memory_order_acquire))))
+    return CLT_OK;
+  pthread_mutex_lock(&lazy_lock);
+  clt_status st = eval_locked(s, fn);
+  if (st == CLT_OK && writing && atomic_load(&s->lazy_readers) > 0)
+    st = flush_locked(s->dev, fn);
+  pthread_mutex_unlock(&lazy_lock);
+  return st;
+}
+
+clt_status clt_eval(clt_tensor *t) {
+  static const char fn[] = "clt_eval";
+  clt_status s = clt__check_tensor(t, fn, "t");
+  if (s != CLT_OK)
+    return s;
+  return clt__lazy_touch(t->storage, false, fn);
+}
+
+/* ---- recording ---------------------------------------------------------------------------- */
+
+static bool fusable_dtype(clt_dtype dt) { return dt != CLT_F16 && dt != CLT_BF16; }
+
+clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                            clt_dtype compute, const clt_bcast *bc, bool *deferred) {
+  *deferred = false;
+  /* Floating-point computations only, for now: integer ops' wrapping and helper functions are
+   * per compute type in kernels/elementwise.cl, and f16/bf16 round at every store. */
+  if ((compute != CLT_F32 && compute != CLT_F64) || !fusable_dtype(out->dtype) || out->numel == 0)
+    return CLT_OK;
+  int n = op->arity;
+  for (int k = 0; k < n; k++)
+    if (!fusable_dtype(in[k]->dtype))
+      return CLT_OK;
+  clt_lazy *node = calloc(1, sizeof *node);
+  if (!node)
+    return CLT_OK; /* run it eagerly */
+  node->refs = 1;
+  node->dev = out->storage->dev;
+  node->op = op;
+  node->compute = compute;
+  node->dtype = out->dtype;
+  node->ndim = out->ndim;
+  memcpy(node->shape, out->shape, sizeof node->shape);
+  node->numel = out->numel;
+  node->size = 1;
+
+  pthread_mutex_lock(&lazy_lock);
+  clt_status st = CLT_OK;
+  clt_lazy *chain[3] = {NULL, NULL, NULL};
+  int size = 1, leaves = 0;
+  for (int k = 0; k < n; k++) {
+    const clt_tensor *t = in[k];
+    clt_lazy *p = atomic_load(&t->storage->pending);
+    if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype && t->ndim == out->ndim &&
+        memcmp(t->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim) == 0) {
+      chain[k] = p;
+      size += p->size;
+      leaves += p->leaves;
+    } else {
+      leaves++;
+    }
+  }
+  if (size > CLT__FUSE_MAX_NODES || leaves > CLT__FUSE_MAX_LEAVES) {
+    /* too long a chain for one kernel: its deferred operands are computed now, this op starts
+     * a new chain reading them */
+    for (int k = 0; k < n && st == CLT_OK; k++)
+      if (chain[k])
+        st = eval_locked(in[k]->storage, op->fn);
+    memset(chain, 0, sizeof chain);
+  }
+  for (int k = 0; k < n && st == CLT_OK; k++) {
+    clt_tensor *t = in[k];
+    lazy_arg *a = &node->arg[k];
+    if (chain[k]) {
+      a->node = chain[k];
+      chain[k]->refs++;
+      node->size += chain[k]->size;
+      node->leaves += chain[k]->leaves;
+    } else {
+      /* a leaf: its values must exist before they are read (a view of a deferred result) */
+      if ((st = eval_locked(t->storage, op->fn)) != CLT_OK)
+        break;
+      a->leaf = clt_tensor_retain(t);
+      atomic_fetch_add(&t->storage->lazy_readers, 1);
+      memcpy(a->s, bc->s[k], sizeof a->s);
+      a->off = bc->off[k];
+      node->leaves++;
+    }
+    node->nargs = k + 1;
+  }
+  if (st != CLT_OK) {
+    node->refs = 1;
+    node_release(node);
+    pthread_mutex_unlock(&lazy_lock);
+    return st;
+  }
+  node->out = out->storage;
+  atomic_store(&out->storage->pending, node);
+  node->next = pending_head;
+  if (pending_head)
+    pending_head->prev = node;
+  pending_head = node;
+  pthread_mutex_unlock(&lazy_lock);
+  *deferred = true;
+  return CLT_OK;
+}
