@@ -87,7 +87,8 @@ void clt__bcast_coalesce(clt_bcast *bc, int n);
  * lib/memory.c's host waits), so no command can see a deferred result unevaluated. */
 
 #define CLT__FUSE_MAX_NODES 32 /* ops in one kernel: a longer chain is evaluated in parts */
-#define CLT__FUSE_MAX_LEAVES 8 /* tensors it reads */
+#define CLT__FUSE_MAX_LEAVES 16 /* tensors it reads */
+#define CLT__FUSE_MAX_STRIDED 4 /* of which neither contiguous nor one element (broadcast, views) */
 #define CLT__FUSE_MAX_OUTS 8   /* tensors it writes: the result and intermediates still held */
 
 /* One op of a fused kernel, in evaluation order: arg[j] >= 0 is the value of an earlier node,
@@ -98,6 +99,22 @@ typedef struct clt_fused_node {
   int arg[3];
   int out; /* the output it is stored to, or -1 */
 } clt_fused_node;
+
+/* How a fused kernel reads a leaf with strides s over the shape: contiguous (element off + i),
+ * one element for all (every stride 0), or strided (its index from the coordinates). */
+typedef enum clt_leaf_kind { CLT__LEAF_DENSE, CLT__LEAF_SCALAR, CLT__LEAF_STRIDED } clt_leaf_kind;
+static inline clt_leaf_kind clt__leaf_kind(int ndim, const int64_t *shape, const int64_t *s) {
+  bool zero = true, dense = true;
+  int64_t st = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (shape[d] != 1) {
+      zero = zero && s[d] == 0;
+      dense = dense && s[d] == st;
+    }
+    st *= shape[d];
+  }
+  return zero ? CLT__LEAF_SCALAR : dense ? CLT__LEAF_DENSE : CLT__LEAF_STRIDED;
+}
 
 /* A fused kernel to run: every node has the shape `shape`; leaf l is read at element
  * loff[l] + sum_d c_d * ls[l][d] for the element at coordinates c (strides 0 where broadcast);
@@ -131,6 +148,12 @@ clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn);
 clt_status clt__lazy_flush(clt_device *dev, const char *fn);
 /* s is being freed: its deferred chain, if it has one, is no longer written into it. */
 void clt__lazy_storage_gone(clt_storage *s);
+/* Counts since the start, for tests and benchmarks: ops deferred, fused kernels run, and the
+ * ops they computed (an op computed in two kernels counts twice). */
+typedef struct clt_lazy_stats {
+  long deferred, evaluations, ops;
+} clt_lazy_stats;
+void clt__lazy_stats(clt_lazy_stats *s);
 
 typedef enum clt_reduce_kind {
   CLT__RED_SUM,

@@ -42,7 +42,6 @@ struct clt_lazy {
   int64_t shape[CLT_MAX_DIMS], numel;
   int nargs;
   lazy_arg arg[3];
-  int size, leaves;    /* upper bounds of the nodes and leaves of its chain */
   clt_storage *out;    /* the storage it is pending on (not retained); NULL once gone */
   clt_tensor *value;   /* once evaluated: its result, retained (the arguments are dropped) */
   clt_lazy *prev, *next; /* in the list of pending nodes while out is set */
@@ -54,6 +53,13 @@ static atomic_int lazy_enabled; /* 1 on, 0 off */
 static int lazy_debug;
 static clt_lazy *pending_head;
 static _Thread_local bool evaluating;
+static atomic_long stat_evals, stat_ops, stat_deferred;
+
+void clt__lazy_stats(clt_lazy_stats *s) {
+  s->deferred = atomic_load(&stat_deferred);
+  s->evaluations = atomic_load(&stat_evals);
+  s->ops = atomic_load(&stat_ops);
+}
 
 static void lazy_init(void) {
   pthread_mutexattr_t a;
@@ -209,6 +215,33 @@ static void describe(const planner *p, char *buf, size_t size) {
 
 static clt_status eval_locked(clt_storage *s, const char *fn);
 
+/* A chain of one op runs the op's own kernel (the backend's elementwise): no program of its
+ * own to build, and exactly the eager launch. */
+static clt_status run_one(const planner *p, clt_tensor *out) {
+  const clt_fused *f = &p->f;
+  const clt_fused_node *nd = &f->node[0];
+  clt_bcast bc;
+  memset(&bc, 0, sizeof bc);
+  bc.ndim = f->ndim;
+  memcpy(bc.shape, f->shape, sizeof bc.shape);
+  memcpy(bc.so, out->strides, sizeof bc.so);
+  bc.same = true;
+  clt_tensor *in[3] = {NULL, NULL, NULL};
+  int64_t dense[CLT_MAX_DIMS];
+  dense_strides(f, dense);
+  for (int k = 0; k < nd->op->arity; k++) {
+    int l = -nd->arg[k] - 1; /* the one node's operands are leaves */
+    in[k] = (clt_tensor *)f->leaf[l];
+    memcpy(bc.s[k], f->ls[l], sizeof bc.s[k]);
+    bc.off[k] = f->loff[l];
+    bool same = in[k]->ndim == f->ndim && f->loff[l] == clt__elem_offset(in[k]);
+    for (int d = 0; d < f->ndim && same; d++)
+      same = f->shape[d] == 1 || f->ls[l][d] == dense[d];
+    bc.same = bc.same && same;
+  }
+  return out->storage->dev->backend->elementwise(nd->op, out, in, nd->compute, &bc);
+}
+
 /* Computes the chain of node n, pending on s, into s and into every intermediate still held. */
 static clt_status eval_node(clt_lazy *root, const char *fn) {
   for (;;) {
@@ -257,41 +290,44 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
               fn, f->nnodes, f->nnodes == 1 ? "" : "s", root->dev->name, ops, f->nouts,
               f->nouts == 1 ? "" : "s");
     }
+    /* The outputs' tensors, made before the launch so that nothing can fail after it. */
+    clt_tensor *val[CLT__FUSE_MAX_OUTS] = {NULL};
+    clt_status st = CLT_OK;
+    for (int o = 0; o < f->nouts && st == CLT_OK; o++)
+      st = clt__tensor_wrap(p.outs[o]->dtype, f->ndim, f->shape, f->out[o], fn, &val[o]);
+    if (st != CLT_OK) {
+      for (int o = 0; o < f->nouts; o++)
+        clt_tensor_release(val[o]);
+      return st;
+    }
     /* Off their pending state (the storages' references to the nodes are now ours), so the
      * commands of the evaluation pass clt__lazy_touch. */
-    for (int o = 0; o < f->nouts; o++) {
-      clt__storage_retain(f->out[o]); /* against a release by another thread meanwhile */
+    for (int o = 0; o < f->nouts; o++)
       atomic_store(&f->out[o]->pending, NULL);
-    }
     bool was = evaluating;
     evaluating = true;
-    clt_status st = root->dev->backend->fused(root->dev, f);
+    st = f->nnodes == 1 ? run_one(&p, val[0]) : root->dev->backend->fused(root->dev, f);
     evaluating = was;
     if (st != CLT_OK) {
       /* still pending: a later use tries again, and reports again */
       for (int o = 0; o < f->nouts; o++)
         atomic_store(&f->out[o]->pending, p.outs[o]);
       for (int o = 0; o < f->nouts; o++)
-        clt__storage_release(f->out[o]);
+        clt_tensor_release(val[o]);
       char ops[512];
       describe(&p, ops, sizeof ops);
       return clt__error(st, fn, "evaluating the deferred ops (%s) on %s: %s", ops,
                         root->dev->name, clt_last_error());
     }
+    atomic_fetch_add(&stat_evals, 1);
+    atomic_fetch_add(&stat_ops, f->nnodes);
     for (int o = 0; o < f->nouts; o++) {
       clt_lazy *n = p.outs[o];
-      clt_tensor *v = NULL;
-      /* wrapping cannot fail but for host memory: then the node stays as it is and only loses
-       * the chance to be read as a leaf (its storage is computed and no longer pending) */
-      if (clt__tensor_wrap(n->dtype, n->ndim, n->shape, n->out, fn, &v) == CLT_OK) {
-        n->value = v;
-        drop_args(n);
-      }
-      clt_storage *s = n->out;
+      n->value = val[o];
+      drop_args(n);
       n->out = NULL;
       list_remove(n);
       node_release(n); /* the storage's reference */
-      clt__storage_release(s);
     }
     return CLT_OK;
   }
@@ -363,6 +399,26 @@ clt_status clt_eval(clt_tensor *t) {
 
 /* ---- recording ---------------------------------------------------------------------------- */
 
+/* Whether the chains of node's deferred operands (chain[k], else in[k] is a leaf) and node fit
+ * one fused kernel: planned as they would be, counting each node and leaf once. */
+static bool fits(const clt_lazy *node, clt_lazy *const *chain, clt_tensor *const *in,
+                 const clt_bcast *bc) {
+  planner p;
+  memset(&p, 0, sizeof p);
+  p.f.ndim = node->ndim;
+  memcpy(p.f.shape, node->shape, sizeof p.f.shape);
+  for (int k = 0; k < node->op->arity; k++) {
+    if (chain[k] && plan_node(&p, chain[k]) == INT32_MIN)
+      return false;
+    if (!chain[k] && plan_leaf(&p, in[k], bc->s[k], bc->off[k]) < 0)
+      return false;
+  }
+  int strided = 0;
+  for (int l = 0; l < p.f.nleaves; l++)
+    strided += clt__leaf_kind(p.f.ndim, p.f.shape, p.f.ls[l]) == CLT__LEAF_STRIDED;
+  return p.f.nnodes < CLT__FUSE_MAX_NODES && strided <= CLT__FUSE_MAX_STRIDED;
+}
+
 static bool fusable_dtype(clt_dtype dt) { return dt != CLT_F16 && dt != CLT_BF16; }
 
 clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
@@ -387,25 +443,18 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
   node->ndim = out->ndim;
   memcpy(node->shape, out->shape, sizeof node->shape);
   node->numel = out->numel;
-  node->size = 1;
 
   pthread_mutex_lock(&lazy_lock);
   clt_status st = CLT_OK;
   clt_lazy *chain[3] = {NULL, NULL, NULL};
-  int size = 1, leaves = 0;
   for (int k = 0; k < n; k++) {
     const clt_tensor *t = in[k];
     clt_lazy *p = atomic_load(&t->storage->pending);
     if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype && t->ndim == out->ndim &&
-        memcmp(t->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim) == 0) {
+        memcmp(t->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim) == 0)
       chain[k] = p;
-      size += p->size;
-      leaves += p->leaves;
-    } else {
-      leaves++;
-    }
   }
-  if (size > CLT__FUSE_MAX_NODES || leaves > CLT__FUSE_MAX_LEAVES) {
+  if (!fits(node, chain, in, bc)) {
     /* too long a chain for one kernel: its deferred operands are computed now, this op starts
      * a new chain reading them */
     for (int k = 0; k < n && st == CLT_OK; k++)
@@ -419,8 +468,6 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
     if (chain[k]) {
       a->node = chain[k];
       chain[k]->refs++;
-      node->size += chain[k]->size;
-      node->leaves += chain[k]->leaves;
     } else {
       /* a leaf: its values must exist before they are read (a view of a deferred result) */
       if ((st = eval_locked(t->storage, op->fn)) != CLT_OK)
@@ -429,7 +476,6 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
       atomic_fetch_add(&t->storage->lazy_readers, 1);
       memcpy(a->s, bc->s[k], sizeof a->s);
       a->off = bc->off[k];
-      node->leaves++;
     }
     node->nargs = k + 1;
   }
@@ -446,6 +492,7 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
     pending_head->prev = node;
   pending_head = node;
   pthread_mutex_unlock(&lazy_lock);
+  atomic_fetch_add(&stat_deferred, 1);
   *deferred = true;
   return CLT_OK;
 }

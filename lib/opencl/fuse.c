@@ -15,14 +15,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Mirrors clt_fused_geom_t in kernels/fused.cl. */
+/* Mirrors clt_fused_geom_t in kernels/fused.cl: the shape and the strided leaves' strides. */
 typedef struct clt_cl_fused_geom {
   cl_long shape[CLT_MAX_DIMS];
-  cl_long s[CLT__FUSE_MAX_LEAVES][CLT_MAX_DIMS];
+  cl_long s[CLT__FUSE_MAX_STRIDED][CLT_MAX_DIMS];
 } clt_cl_fused_geom;
 
-_Static_assert(CLT_MAX_DIMS == 8 && CLT__FUSE_MAX_LEAVES == 8,
-               "kernels/fused.cl's clt_fused_geom_t has 8 x 8 strides");
+_Static_assert(CLT_MAX_DIMS == 8 && CLT__FUSE_MAX_STRIDED == 4,
+               "kernels/fused.cl's clt_fused_geom_t has 4 x 8 strides");
 
 typedef struct text {
   char *buf;
@@ -61,47 +61,29 @@ static void expr_text(text *t, const char *expr, const char *tc) {
   }
 }
 
-/* Leaf l's kinds of access: contiguous over the shape (element off + i), one element for all
- * (every stride 0), or strided (its index from the coordinates). */
-typedef enum leaf_kind { LEAF_DENSE, LEAF_SCALAR, LEAF_STRIDED } leaf_kind;
-
-static leaf_kind kind_of(const clt_fused *f, int l) {
-  bool zero = true, dense = true;
-  int64_t st = 1;
-  for (int d = f->ndim - 1; d >= 0; d--) {
-    if (f->shape[d] != 1) {
-      zero = zero && f->ls[l][d] == 0;
-      dense = dense && f->ls[l][d] == st;
-    }
-    st *= f->shape[d];
-  }
-  return zero ? LEAF_SCALAR : dense ? LEAF_DENSE : LEAF_STRIDED;
-}
-
 /* The value of operand r of a node, as text: an earlier node's variable or a leaf's element. */
-static void operand_text(text *t, int r, const leaf_kind *kinds) {
+static void operand_text(text *t, int r, const clt_leaf_kind *kinds, const int *slot) {
   if (r >= 0) {
     put(t, "v%d", r);
     return;
   }
   int l = -r - 1;
-  if (kinds[l] == LEAF_SCALAR)
+  if (kinds[l] == CLT__LEAF_SCALAR)
     put(t, "l%d[lo%d]", l, l);
-  else if (kinds[l] == LEAF_DENSE)
+  else if (kinds[l] == CLT__LEAF_DENSE)
     put(t, "l%d[lo%d+i]", l, l);
   else
-    put(t, "l%d[lo%d+x[%d]]", l, l, l);
+    put(t, "l%d[lo%d+x[%d]]", l, l, slot[l]);
 }
 
-static clt_status fused_defines(clt_device *d, const clt_fused *f, const leaf_kind *kinds,
-                                bool strided, text *t) {
+static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_leaf_kind *kinds,
+                                const int *slot, int nstrided, text *t) {
   bool fp64 = false;
   for (int i = 0; i < f->nnodes; i++)
     fp64 = fp64 || f->node[i].compute == CLT_F64 || f->node[i].dtype == CLT_F64;
   for (int l = 0; l < f->nleaves; l++)
     fp64 = fp64 || f->leaf[l]->dtype == CLT_F64;
-  put(t, "%s#define CLT_FUSED_STRIDED %d\n#define CLT_FUSED_LEAVES %d\n",
-      clt__cl_base_options(d, fp64), strided ? 1 : 0, f->nleaves);
+  put(t, "%s#define CLT_FUSED_STRIDED %d\n", clt__cl_base_options(d, fp64), nstrided);
   put(t, "#define CLT_FUSED_PARAMS ");
   for (int o = 0; o < f->nouts; o++)
     put(t, "__global %s *restrict o%d, ", clt__dtype_cl_type(f->out_dtype[o]), o);
@@ -110,7 +92,7 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const leaf_ki
   put(t, "ulong n, ulong step");
   for (int l = 0; l < f->nleaves; l++)
     put(t, ", ulong lo%d", l);
-  if (strided)
+  if (nstrided)
     put(t, ", int ndim, clt_fused_geom_t g");
   put(t, "\n#define CLT_FUSED_BODY ");
   for (int i = 0; i < f->nnodes; i++) {
@@ -127,7 +109,7 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const leaf_ki
       int k = op->arity == 1 ? 0 : op->arity == 2 && j == 2 ? 1 : j; /* OP(x,x,x), OP(x,y,y) */
       const char *ty = op->cond && k == 0 ? "uchar" : tc;
       put(t, "%s %s = (%s)(%s)", ty, names[j], ty, ty);
-      operand_text(t, nd->arg[k], kinds);
+      operand_text(t, nd->arg[k], kinds, slot);
       put(t, "; ");
     }
     char x[2048];
@@ -149,15 +131,21 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const leaf_ki
 
 clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
   const char *fn = f->fn;
-  leaf_kind kinds[CLT__FUSE_MAX_LEAVES];
-  bool strided = false;
+  clt_leaf_kind kinds[CLT__FUSE_MAX_LEAVES];
+  int slot[CLT__FUSE_MAX_LEAVES], nstrided = 0, strided_leaf[CLT__FUSE_MAX_STRIDED];
   for (int l = 0; l < f->nleaves; l++) {
-    kinds[l] = kind_of(f, l);
-    strided = strided || kinds[l] == LEAF_STRIDED;
+    kinds[l] = clt__leaf_kind(f->ndim, f->shape, f->ls[l]);
+    slot[l] = -1;
+    if (kinds[l] == CLT__LEAF_STRIDED) {
+      if (nstrided == CLT__FUSE_MAX_STRIDED)
+        return clt__error(CLT_ERR_INTERNAL, fn, "a fused kernel with too many strided operands");
+      strided_leaf[nstrided] = l;
+      slot[l] = nstrided++;
+    }
   }
   char defines[16384];
   text t = {defines, sizeof defines, 0, false};
-  clt_status st = fused_defines(d, f, kinds, strided, &t);
+  clt_status st = fused_defines(d, f, kinds, slot, nstrided, &t);
   if (st != CLT_OK)
     return st;
   cl_kernel kern;
@@ -187,12 +175,12 @@ clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
   }
   cl_int nd = f->ndim;
   clt_cl_fused_geom g;
-  if (strided) {
+  if (nstrided) {
     memset(&g, 0, sizeof g);
     for (int i = 0; i < f->ndim; i++) {
       g.shape[i] = f->shape[i];
-      for (int k = 0; k < f->nleaves; k++)
-        g.s[k][i] = f->ls[k][i];
+      for (int k = 0; k < nstrided; k++)
+        g.s[k][i] = f->ls[strided_leaf[k]][i];
     }
     args[arg++] = (clt_cl_arg){sizeof nd, &nd};
     args[arg++] = (clt_cl_arg){sizeof g, &g};
