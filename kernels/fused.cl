@@ -1,12 +1,13 @@
 /* fused.cl - the kernel of a fused chain of elementwise ops (lazy fusion), generated per chain
  * structure by lib/opencl/fuse.c, whose defines fill it in:
  *   CLT_FUSED_PARAMS   the outputs o0, o1, ... (contiguous), the leaves l0, l1, ... (the tensors
- *                      read), n, step, each leaf's element offset lo0, lo1, ..., and with
+ *                      read), n, step, each output's element offset oo0, ... and each leaf's
+ *                      lo0, lo1, ..., and with
  *                      CLT_FUSED_STRIDED the number of dimensions and their geometry g
  *   CLT_FUSED_BODY     one block per op, in order: v<k> = the op's expression of its operands
  *                      (earlier values v<j>, or leaf elements l<j>[lo<j> + i], l<j>[lo<j>], or
  *                      l<j>[lo<j> + x[k]] for the k-th strided leaf), stored to its output if it
- *                      has one
+ *                      has one (o<k>[oo<k> + i])
  *   CLT_FUSED_STRIDED  how many leaves are neither contiguous nor one element (at most 4): the
  *                      index x[k] of each comes from element i's coordinates in g.shape
  * Each op's value is computed as kernels/elementwise.cl computes it; contraction is off so that

@@ -36,13 +36,18 @@ typedef struct lazy_arg {
 struct clt_lazy {
   int refs; /* under lazy_lock: the storage it is pending on, and the nodes using it */
   clt_device *dev;
-  const clt_op *op;
+  const clt_op *op; /* NULL: a scalar, konst */
+  uint64_t konst;   /* a scalar's value as its dtype's bytes */
   clt_dtype compute, dtype;
   int ndim;
   int64_t shape[CLT_MAX_DIMS], numel;
   int nargs;
   lazy_arg arg[3];
   clt_storage *out;    /* the storage it is pending on (not retained); NULL once gone */
+  /* An op writing into an existing tensor (clt__lazy_into): run at once, never pending; out is
+   * that tensor's storage, out_off its element offset. */
+  bool into;
+  int64_t out_off;
   clt_tensor *value;   /* once evaluated: its result, retained (the arguments are dropped) */
   clt_lazy *prev, *next; /* in the list of pending nodes while out is set */
 };
@@ -178,7 +183,7 @@ static int plan_node(planner *p, clt_lazy *n) {
   for (int i = 0; i < f->nnodes; i++)
     if (p->nodes[i] == n)
       return i;
-  clt_fused_node fn = {n->op, n->compute, n->dtype, {0, 0, 0}, -1};
+  clt_fused_node fn = {n->op, n->konst, n->compute, n->dtype, {0, 0, 0}, -1};
   for (int j = 0; j < n->nargs; j++) {
     const lazy_arg *a = &n->arg[j];
     int r;
@@ -197,7 +202,7 @@ static int plan_node(planner *p, clt_lazy *n) {
       return INT32_MIN;
     fn.arg[j] = r;
   }
-  for (int j = n->nargs; j < 3; j++)
+  for (int j = n->nargs; j < 3 && n->nargs > 0; j++)
     fn.arg[j] = fn.arg[n->nargs - 1];
   if (f->nnodes == CLT__FUSE_MAX_NODES)
     return INT32_MIN;
@@ -210,7 +215,8 @@ static void describe(const planner *p, char *buf, size_t size) {
   size_t at = 0;
   buf[0] = 0;
   for (int i = 0; i < p->f.nnodes && at + 1 < size; i++)
-    at += (size_t)snprintf(buf + at, size - at, "%s%s", i ? " " : "", p->nodes[i]->op->name);
+    if (p->nodes[i]->op)
+      at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? " " : "", p->nodes[i]->op->name);
 }
 
 static clt_status eval_locked(clt_storage *s, const char *fn);
@@ -259,7 +265,7 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
     clt_lazy *extra = NULL;
     for (int i = 0; i < f->nnodes; i++) {
       clt_lazy *n = p.nodes[i];
-      if (n == root || !n->out)
+      if (n == root || !n->out || !n->op) /* a scalar held elsewhere is written on its own */
         continue;
       if (f->nouts == CLT__FUSE_MAX_OUTS) {
         extra = n;
@@ -281,20 +287,25 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
         if (p.nodes[i] == n)
           f->node[i].out = o;
       f->out[o] = n->out;
+      f->out_off[o] = n->into ? n->out_off : 0;
       f->out_dtype[o] = n->dtype;
     }
-    if (lazy_debug) {
+    if (lazy_debug && root->op) {
       char ops[512];
+      int nops = 0;
+      for (int i = 0; i < f->nnodes; i++)
+        nops += f->node[i].op != NULL;
       describe(&p, ops, sizeof ops);
       fprintf(stderr, "clt lazy: %s evaluates %d deferred op%s on %s (%s) into %d tensor%s\n",
-              fn, f->nnodes, f->nnodes == 1 ? "" : "s", root->dev->name, ops, f->nouts,
+              fn, nops, nops == 1 ? "" : "s", root->dev->name, ops, f->nouts,
               f->nouts == 1 ? "" : "s");
     }
     /* The outputs' tensors, made before the launch so that nothing can fail after it. */
     clt_tensor *val[CLT__FUSE_MAX_OUTS] = {NULL};
     clt_status st = CLT_OK;
     for (int o = 0; o < f->nouts && st == CLT_OK; o++)
-      st = clt__tensor_wrap(p.outs[o]->dtype, f->ndim, f->shape, f->out[o], fn, &val[o]);
+      if (!p.outs[o]->into)
+        st = clt__tensor_wrap(p.outs[o]->dtype, f->ndim, f->shape, f->out[o], fn, &val[o]);
     if (st != CLT_OK) {
       for (int o = 0; o < f->nouts; o++)
         clt_tensor_release(val[o]);
@@ -303,15 +314,22 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
     /* Off their pending state (the storages' references to the nodes are now ours), so the
      * commands of the evaluation pass clt__lazy_touch. */
     for (int o = 0; o < f->nouts; o++)
-      atomic_store(&f->out[o]->pending, NULL);
+      if (!p.outs[o]->into)
+        atomic_store(&f->out[o]->pending, NULL);
     bool was = evaluating;
     evaluating = true;
-    st = f->nnodes == 1 ? run_one(&p, val[0]) : root->dev->backend->fused(root->dev, f);
+    if (!root->op) /* a scalar on its own */
+      st = root->dev->backend->fill(val[0], &root->konst, fn);
+    else if (f->nnodes == 1 && !root->into)
+      st = run_one(&p, val[0]);
+    else
+      st = root->dev->backend->fused(root->dev, f);
     evaluating = was;
     if (st != CLT_OK) {
       /* still pending: a later use tries again, and reports again */
       for (int o = 0; o < f->nouts; o++)
-        atomic_store(&f->out[o]->pending, p.outs[o]);
+        if (!p.outs[o]->into)
+          atomic_store(&f->out[o]->pending, p.outs[o]);
       for (int o = 0; o < f->nouts; o++)
         clt_tensor_release(val[o]);
       char ops[512];
@@ -319,10 +337,17 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
       return clt__error(st, fn, "evaluating the deferred ops (%s) on %s: %s", ops,
                         root->dev->name, clt_last_error());
     }
-    atomic_fetch_add(&stat_evals, 1);
-    atomic_fetch_add(&stat_ops, f->nnodes);
+    int nops = 0;
+    for (int i = 0; i < f->nnodes; i++)
+      nops += f->node[i].op != NULL;
+    if (nops > 0) { /* not a scalar's fill */
+      atomic_fetch_add(&stat_evals, 1);
+      atomic_fetch_add(&stat_ops, nops);
+    }
     for (int o = 0; o < f->nouts; o++) {
       clt_lazy *n = p.outs[o];
+      if (n->into)
+        continue; /* its caller releases it */
       n->value = val[o];
       drop_args(n);
       n->out = NULL;
@@ -403,6 +428,8 @@ clt_status clt_eval(clt_tensor *t) {
  * one fused kernel: planned as they would be, counting each node and leaf once. */
 static bool fits(const clt_lazy *node, clt_lazy *const *chain, clt_tensor *const *in,
                  const clt_bcast *bc) {
+  if (!chain[0] && !chain[1] && !chain[2])
+    return true; /* one op over at most 3 leaves */
   planner p;
   memset(&p, 0, sizeof p);
   p.f.ndim = node->ndim;
@@ -413,56 +440,68 @@ static bool fits(const clt_lazy *node, clt_lazy *const *chain, clt_tensor *const
     if (!chain[k] && plan_leaf(&p, in[k], bc->s[k], bc->off[k]) < 0)
       return false;
   }
-  int strided = 0;
+  int strided = 0, ops = 0;
   for (int l = 0; l < p.f.nleaves; l++)
     strided += clt__leaf_kind(p.f.ndim, p.f.shape, p.f.ls[l]) == CLT__LEAF_STRIDED;
-  return p.f.nnodes < CLT__FUSE_MAX_NODES && strided <= CLT__FUSE_MAX_STRIDED;
+  for (int i = 0; i < p.f.nnodes; i++)
+    ops += p.f.node[i].op != NULL;
+  return ops < CLT__FUSE_MAX_OPS && p.f.nnodes - ops <= CLT__FUSE_MAX_CONSTS &&
+         strided <= CLT__FUSE_MAX_STRIDED;
 }
 
 static bool fusable_dtype(clt_dtype dt) { return dt != CLT_F16 && dt != CLT_BF16; }
 
-clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
-                            clt_dtype compute, const clt_bcast *bc, bool *deferred) {
-  *deferred = false;
-  /* Floating-point computations only, for now: integer ops' wrapping and helper functions are
-   * per compute type in kernels/elementwise.cl, and f16/bf16 round at every store. */
-  if ((compute != CLT_F32 && compute != CLT_F64) || !fusable_dtype(out->dtype) || out->numel == 0)
-    return CLT_OK;
-  int n = op->arity;
-  for (int k = 0; k < n; k++)
+/* Whether op over in, computing in `compute`, into a result of dtype `dtype`, can be a node:
+ * floating-point computations only, for now (integer ops' wrapping and helper functions are per
+ * compute type in kernels/elementwise.cl), and no f16/bf16 (they round at every store). */
+static bool fusable(const clt_op *op, clt_tensor *const *in, clt_dtype compute, clt_dtype dtype) {
+  if ((compute != CLT_F32 && compute != CLT_F64) || !fusable_dtype(dtype))
+    return false;
+  for (int k = 0; k < op->arity; k++)
     if (!fusable_dtype(in[k]->dtype))
-      return CLT_OK;
-  clt_lazy *node = calloc(1, sizeof *node);
-  if (!node)
-    return CLT_OK; /* run it eagerly */
-  node->refs = 1;
-  node->dev = out->storage->dev;
-  node->op = op;
-  node->compute = compute;
-  node->dtype = out->dtype;
-  node->ndim = out->ndim;
-  memcpy(node->shape, out->shape, sizeof node->shape);
-  node->numel = out->numel;
+      return false;
+  return true;
+}
 
-  pthread_mutex_lock(&lazy_lock);
-  clt_status st = CLT_OK;
-  clt_lazy *chain[3] = {NULL, NULL, NULL};
-  for (int k = 0; k < n; k++) {
+/* The deferred chains the operands of an op of result shape `like` continue: chain[k] when
+ * in[k] is a whole deferred result of that shape (else NULL); returns how many. */
+static int chains_of(const clt_op *op, clt_tensor *const *in, const clt_tensor *like,
+                     clt_lazy **chain) {
+  int found = 0;
+  for (int k = 0; k < op->arity; k++) {
     const clt_tensor *t = in[k];
     clt_lazy *p = atomic_load(&t->storage->pending);
-    if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype && t->ndim == out->ndim &&
-        memcmp(t->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim) == 0)
+    chain[k] = NULL;
+    if (p && !p->op && t->numel == 1 && t->offset == 0) { /* a scalar, for any shape */
       chain[k] = p;
+      found++;
+    } else if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype && t->ndim == like->ndim &&
+        memcmp(t->shape, like->shape, sizeof(int64_t) * (size_t)like->ndim) == 0) {
+      chain[k] = p;
+      found++;
+    }
   }
-  if (!fits(node, chain, in, bc)) {
-    /* too long a chain for one kernel: its deferred operands are computed now, this op starts
-     * a new chain reading them */
-    for (int k = 0; k < n && st == CLT_OK; k++)
-      if (chain[k])
-        st = eval_locked(in[k]->storage, op->fn);
-    memset(chain, 0, sizeof chain);
-  }
-  for (int k = 0; k < n && st == CLT_OK; k++) {
+  return found;
+}
+
+/* A node for op (result shape and dtype those of `like`), its operands the chains chain[k] or
+ * the leaves in[k] (computed first if they are deferred views); under lazy_lock. */
+static clt_status make_node(const clt_op *op, const clt_tensor *like, clt_dtype dtype,
+                            clt_tensor *const *in, clt_lazy *const *chain, clt_dtype compute,
+                            const clt_bcast *bc, clt_lazy **out) {
+  clt_lazy *node = calloc(1, sizeof *node);
+  if (!node)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, op->fn, "out of host memory");
+  node->refs = 1;
+  node->dev = like->storage->dev;
+  node->op = op;
+  node->compute = compute;
+  node->dtype = dtype;
+  node->ndim = like->ndim;
+  memcpy(node->shape, like->shape, sizeof node->shape);
+  node->numel = like->numel;
+  clt_status st = CLT_OK;
+  for (int k = 0; k < op->arity && st == CLT_OK; k++) {
     clt_tensor *t = in[k];
     lazy_arg *a = &node->arg[k];
     if (chain[k]) {
@@ -480,8 +519,37 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
     node->nargs = k + 1;
   }
   if (st != CLT_OK) {
-    node->refs = 1;
     node_release(node);
+    return st;
+  }
+  *out = node;
+  return CLT_OK;
+}
+
+clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                            clt_dtype compute, const clt_bcast *bc, bool *deferred) {
+  *deferred = false;
+  if (!fusable(op, in, compute, out->dtype) || out->numel == 0)
+    return CLT_OK;
+  pthread_mutex_lock(&lazy_lock);
+  clt_status st = CLT_OK;
+  clt_lazy *chain[3];
+  chains_of(op, in, out, chain);
+  clt_lazy probe = {.op = op, .ndim = out->ndim};
+  memcpy(probe.shape, out->shape, sizeof probe.shape);
+  if (!fits(&probe, chain, in, bc)) {
+    /* too long a chain for one kernel: its deferred operands are computed now, this op starts
+     * a new chain reading them (scalars stay arguments) */
+    for (int k = 0; k < op->arity && st == CLT_OK; k++)
+      if (chain[k] && chain[k]->op) {
+        st = eval_locked(in[k]->storage, op->fn);
+        chain[k] = NULL;
+      }
+  }
+  clt_lazy *node = NULL;
+  if (st == CLT_OK)
+    st = make_node(op, out, out->dtype, in, chain, compute, bc, &node);
+  if (st != CLT_OK) {
     pthread_mutex_unlock(&lazy_lock);
     return st;
   }
@@ -494,5 +562,127 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
   pthread_mutex_unlock(&lazy_lock);
   atomic_fetch_add(&stat_deferred, 1);
   *deferred = true;
+  return CLT_OK;
+}
+
+/* Whether node n or a node it reads (not yet computed) is m. */
+static bool reaches(const clt_lazy *n, const clt_lazy *m) {
+  if (n == m)
+    return true;
+  for (int j = 0; j < n->nargs; j++)
+    if (n->arg[j].node && !n->arg[j].node->value && reaches(n->arg[j].node, m))
+      return true;
+  return false;
+}
+
+/* Whether every element of dst that node's chain reads, it reads at the index it writes (a
+ * leaf over dst's storage read contiguously from dst's offset), so that the kernel reads each
+ * element before the same work-item writes it. Any other leaf over dst's storage (a transposed,
+ * shifted or broadcast view) says no, even where the elements it reads are not dst's. */
+static bool reads_dst_in_place(clt_lazy *node, const clt_tensor *dst) {
+  planner p;
+  memset(&p, 0, sizeof p);
+  p.f.ndim = node->ndim;
+  memcpy(p.f.shape, node->shape, sizeof p.f.shape);
+  if (plan_node(&p, node) == INT32_MIN)
+    return false;
+  int64_t dense[CLT_MAX_DIMS];
+  dense_strides(&p.f, dense);
+  for (int l = 0; l < p.f.nleaves; l++) {
+    if (p.f.leaf[l]->storage != dst->storage)
+      continue;
+    clt_leaf_kind k = clt__leaf_kind(p.f.ndim, p.f.shape, p.f.ls[l]);
+    if (p.f.loff[l] != node->out_off || p.f.leaf[l]->dtype != dst->dtype ||
+        !(k == CLT__LEAF_DENSE || node->numel == 1))
+      return false;
+  }
+  return true;
+}
+
+clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *in,
+                          clt_dtype compute, const clt_bcast *bc, bool *done) {
+  *done = false;
+  if (!fusable(op, in, compute, dst->dtype) || dst->numel == 0 || !dst->contiguous)
+    return CLT_OK;
+  clt_lazy *chain[3];
+  pthread_mutex_lock(&lazy_lock);
+  if (chains_of(op, in, dst, chain) == 0 || atomic_load(&dst->storage->pending)) {
+    pthread_mutex_unlock(&lazy_lock); /* nothing to fuse with: the op's own kernel */
+    return CLT_OK;
+  }
+  clt_lazy probe = {.op = op, .ndim = dst->ndim};
+  memcpy(probe.shape, dst->shape, sizeof probe.shape);
+  if (!fits(&probe, chain, in, bc)) {
+    pthread_mutex_unlock(&lazy_lock);
+    return CLT_OK;
+  }
+  clt_lazy *node = NULL;
+  clt_status st = make_node(op, dst, dst->dtype, in, chain, compute, bc, &node);
+  if (st != CLT_OK) {
+    pthread_mutex_unlock(&lazy_lock);
+    return st;
+  }
+  node->into = true;
+  node->out = dst->storage;
+  node->out_off = clt__elem_offset(dst);
+  if (!reads_dst_in_place(node, dst)) {
+    /* some element of dst would be read by one work-item after another wrote it: run the
+     * chain first, into its own memory, as eagerly */
+    node_release(node);
+    pthread_mutex_unlock(&lazy_lock);
+    return CLT_OK;
+  }
+  /* Every other deferred chain reading dst is computed before dst changes; the chains this op
+   * reads may read dst too: each element is read before it is written, by the same work-item. */
+  if (atomic_load(&dst->storage->lazy_readers) > 0) {
+    for (bool again = true; again && st == CLT_OK;) {
+      again = false;
+      for (clt_lazy *p = pending_head; p; p = p->next)
+        if (p->dev == node->dev && !reaches(node, p)) {
+          st = eval_node(p, op->fn);
+          again = true;
+          break;
+        }
+    }
+  }
+  if (st == CLT_OK)
+    st = eval_node(node, op->fn);
+  node_release(node);
+  pthread_mutex_unlock(&lazy_lock);
+  if (st == CLT_OK)
+    *done = true;
+  return st;
+}
+
+clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const char *fn,
+                            clt_tensor **out) {
+  clt_tensor *t;
+  clt_status st = clt__tensor_new(dtype, 0, NULL, dev, fn, &t);
+  if (st != CLT_OK)
+    return st;
+  clt_lazy *node = calloc(1, sizeof *node);
+  if (!node) {
+    clt_tensor_release(t);
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  node->refs = 1;
+  node->dev = dev;
+  node->dtype = dtype;
+  node->numel = 1;
+  if (dtype == CLT_F32) { /* as clt_full stores it */
+    float f = (float)v;
+    memcpy(&node->konst, &f, sizeof f);
+  } else {
+    memcpy(&node->konst, &v, sizeof v);
+  }
+  pthread_mutex_lock(&lazy_lock);
+  node->out = t->storage;
+  atomic_store(&t->storage->pending, node);
+  node->next = pending_head;
+  if (pending_head)
+    pending_head->prev = node;
+  pending_head = node;
+  pthread_mutex_unlock(&lazy_lock);
+  *out = t;
   return CLT_OK;
 }

@@ -12,7 +12,9 @@
 #include "cl-internal.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Mirrors clt_fused_geom_t in kernels/fused.cl: the shape and the strided leaves' strides. */
@@ -90,14 +92,23 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_lea
   for (int l = 0; l < f->nleaves; l++)
     put(t, "__global const %s *restrict l%d, ", clt__dtype_cl_type(f->leaf[l]->dtype), l);
   put(t, "ulong n, ulong step");
+  for (int o = 0; o < f->nouts; o++)
+    put(t, ", ulong oo%d", o);
   for (int l = 0; l < f->nleaves; l++)
     put(t, ", ulong lo%d", l);
+  for (int i = 0; i < f->nnodes; i++)
+    if (!f->node[i].op)
+      put(t, ", %s c%d", clt__dtype_cl_type(f->node[i].dtype), i);
   if (nstrided)
     put(t, ", int ndim, clt_fused_geom_t g");
   put(t, "\n#define CLT_FUSED_BODY ");
   for (int i = 0; i < f->nnodes; i++) {
     const clt_fused_node *nd = &f->node[i];
     const clt_op *op = nd->op;
+    if (!op) { /* a scalar operand */
+      put(t, "%s v%d = c%d; ", clt__dtype_cl_type(nd->dtype), i, i);
+      continue;
+    }
     const char *expr = clt__op_expr(op, nd->compute);
     if (!expr)
       return clt__error(CLT_ERR_INTERNAL, f->fn, "%s has no expression for %s", op->name,
@@ -121,12 +132,99 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_lea
     clt__cl_store_conv(nd->compute, nd->dtype, x, conv, sizeof conv);
     put(t, "v%d = %s; } ", i, conv);
     if (nd->out >= 0)
-      put(t, "o%d[i] = v%d; ", nd->out, i);
+      put(t, "o%d[oo%d+i] = v%d; ", nd->out, nd->out, i);
   }
   put(t, "\n");
   if (t->full)
     return clt__error(CLT_ERR_INTERNAL, f->fn, "the fused kernel's source outgrew its buffer");
   return CLT_OK;
+}
+
+/* ---- the kernel memo --------------------------------------------------------------------------
+ * Formatting a chain's defines and finding them in the program cache costs several microseconds,
+ * as much as a small kernel runs. A chain's structure fits in a few dozen small numbers (its
+ * signature), so launches look the kernel up here first, by device and signature; a miss formats
+ * the defines and fills the slot. The program cache never drops a kernel, so an entry stays valid
+ * until exit; a full table just stops memoizing. */
+#define SIG_MAX (4 + 6 * CLT__FUSE_MAX_NODES + 2 * CLT__FUSE_MAX_LEAVES + CLT__FUSE_MAX_OUTS)
+#define FUSE_MEMO_SLOTS 512 /* a power of two */
+
+typedef struct sig {
+  uint16_t v[SIG_MAX];
+  int n;
+} sig;
+
+typedef struct fuse_slot {
+  const clt_device *dev; /* NULL: empty */
+  uint64_t hash;
+  uint16_t *v; /* the signature, malloc'ed */
+  int n;
+  cl_kernel kernel;
+} fuse_slot;
+
+static fuse_slot fuse_memo[FUSE_MEMO_SLOTS];
+static pthread_mutex_t fuse_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void signature(const clt_fused *f, const clt_leaf_kind *kinds, sig *g) {
+  g->n = 0;
+  g->v[g->n++] = (uint16_t)f->nnodes;
+  g->v[g->n++] = (uint16_t)f->nleaves;
+  g->v[g->n++] = (uint16_t)f->nouts;
+  g->v[g->n++] = (uint16_t)f->ndim; /* kernels differ only by CLT_FUSED_STRIDED, but cheap */
+  for (int i = 0; i < f->nnodes; i++) {
+    const clt_fused_node *nd = &f->node[i];
+    g->v[g->n++] = nd->op ? (uint16_t)nd->op->kind : 0xffffu;
+    g->v[g->n++] = (uint16_t)(nd->compute << 8 | nd->dtype);
+    for (int j = 0; j < 3; j++)
+      g->v[g->n++] = (uint16_t)(int16_t)nd->arg[j];
+    g->v[g->n++] = (uint16_t)(int16_t)nd->out;
+  }
+  for (int l = 0; l < f->nleaves; l++) {
+    g->v[g->n++] = (uint16_t)f->leaf[l]->dtype;
+    g->v[g->n++] = (uint16_t)kinds[l];
+  }
+  for (int o = 0; o < f->nouts; o++)
+    g->v[g->n++] = (uint16_t)f->out_dtype[o];
+}
+
+static uint64_t sig_hash(const clt_device *d, const sig *g) {
+  uint64_t h = (uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < g->n; i++)
+    h = (h ^ g->v[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static cl_kernel memo_find(const clt_device *d, const sig *g, uint64_t h) {
+  cl_kernel k = NULL;
+  pthread_mutex_lock(&fuse_memo_lock);
+  for (size_t i = (size_t)h & (FUSE_MEMO_SLOTS - 1), probes = 0;
+       probes < FUSE_MEMO_SLOTS && fuse_memo[i].dev; i = (i + 1) & (FUSE_MEMO_SLOTS - 1), probes++)
+    if (fuse_memo[i].dev == d && fuse_memo[i].hash == h && fuse_memo[i].n == g->n &&
+        memcmp(fuse_memo[i].v, g->v, sizeof(uint16_t) * (size_t)g->n) == 0) {
+      k = fuse_memo[i].kernel;
+      break;
+    }
+  pthread_mutex_unlock(&fuse_memo_lock);
+  return k;
+}
+
+static void memo_keep(const clt_device *d, const sig *g, uint64_t h, cl_kernel k) {
+  pthread_mutex_lock(&fuse_memo_lock);
+  for (size_t i = (size_t)h & (FUSE_MEMO_SLOTS - 1), probes = 0; probes < FUSE_MEMO_SLOTS / 2;
+       i = (i + 1) & (FUSE_MEMO_SLOTS - 1), probes++) {
+    if (fuse_memo[i].dev == d && fuse_memo[i].hash == h && fuse_memo[i].n == g->n &&
+        memcmp(fuse_memo[i].v, g->v, sizeof(uint16_t) * (size_t)g->n) == 0)
+      break;
+    if (!fuse_memo[i].dev) {
+      uint16_t *v = malloc(sizeof(uint16_t) * (size_t)g->n);
+      if (v) {
+        memcpy(v, g->v, sizeof(uint16_t) * (size_t)g->n);
+        fuse_memo[i] = (fuse_slot){d, h, v, g->n, k};
+      }
+      break;
+    }
+  }
+  pthread_mutex_unlock(&fuse_memo_lock);
 }
 
 clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
@@ -143,19 +241,25 @@ clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
       slot[l] = nstrided++;
     }
   }
-  char defines[16384];
-  text t = {defines, sizeof defines, 0, false};
-  clt_status st = fused_defines(d, f, kinds, slot, nstrided, &t);
-  if (st != CLT_OK)
-    return st;
-  cl_kernel kern;
-  if ((st = clt__get_kernel(d, "fused", defines, "fused", fn, &kern)) != CLT_OK)
-    return st;
+  sig sg;
+  signature(f, kinds, &sg);
+  uint64_t h = sig_hash(d, &sg);
+  cl_kernel kern = memo_find(d, &sg, h);
+  clt_status st;
+  if (!kern) {
+    char defines[16384];
+    text t = {defines, sizeof defines, 0, false};
+    if ((st = fused_defines(d, f, kinds, slot, nstrided, &t)) != CLT_OK)
+      return st;
+    if ((st = clt__get_kernel(d, "fused", defines, "fused", fn, &kern)) != CLT_OK)
+      return st;
+    memo_keep(d, &sg, h, kern);
+  }
 
   clt_launch l = clt__cl_launch_1d(d, f->numel);
   cl_ulong count = (cl_ulong)f->numel, step = l.chunk;
-  cl_ulong loff[CLT__FUSE_MAX_LEAVES];
-  clt_cl_arg args[CLT__FUSE_MAX_OUTS + 2 * CLT__FUSE_MAX_LEAVES + 4];
+  cl_ulong loff[CLT__FUSE_MAX_LEAVES], ooff[CLT__FUSE_MAX_OUTS];
+  clt_cl_arg args[2 * CLT__FUSE_MAX_OUTS + 2 * CLT__FUSE_MAX_LEAVES + CLT__FUSE_MAX_CONSTS + 4];
   clt_storage *reads[CLT__FUSE_MAX_LEAVES];
   clt_storage *writes[CLT__FUSE_MAX_OUTS];
   int arg = 0;
@@ -169,10 +273,17 @@ clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
   }
   args[arg++] = (clt_cl_arg){sizeof count, &count};
   args[arg++] = (clt_cl_arg){sizeof step, &step};
+  for (int o = 0; o < f->nouts; o++) {
+    ooff[o] = (cl_ulong)f->out_off[o];
+    args[arg++] = (clt_cl_arg){sizeof ooff[o], &ooff[o]};
+  }
   for (int k = 0; k < f->nleaves; k++) {
     loff[k] = (cl_ulong)f->loff[k];
     args[arg++] = (clt_cl_arg){sizeof loff[k], &loff[k]};
   }
+  for (int i = 0; i < f->nnodes; i++)
+    if (!f->node[i].op)
+      args[arg++] = (clt_cl_arg){clt_dtype_size(f->node[i].dtype), &f->node[i].konst};
   cl_int nd = f->ndim;
   clt_cl_fused_geom g;
   if (nstrided) {
