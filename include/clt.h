@@ -234,6 +234,7 @@ CLT_API clt_status clt_device_info_get(const clt_device *d, clt_device_info *out
  *  failure if one happened. NULL waits for every device. A no-op on the host. */
 CLT_API clt_status clt_device_synchronize(clt_device *d);
 
+
 /** Memory use of one device's caching allocator. Released tensor memory is kept for reuse by
  *  tensors of about the same size (it is never reused before the device work that touches it is
  *  ordered first); CLT_ALLOC_CACHE=0 turns the cache off. */
@@ -335,6 +336,29 @@ CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
 /** Drops a reference; the last one frees the tensor once pending copies that read or write it
  *  have finished (the call itself does not wait). NULL-safe. */
 CLT_API void clt_tensor_release(clt_tensor *t);
+
+/** Lazy fusion (docs/performance.md, "Fusion"). On an OpenCL device, an elementwise operation
+ *  that returns a new float tensor (f32 or f64 computation) is deferred: the call checks its
+ *  arguments, devices, dtypes and shapes, allocates the result and returns it at once, and the
+ *  chain of such operations runs later as one generated kernel, when something needs its values
+ *  (a reduction, matmul, a copy or transfer, printing, clt_tensor_read, clt_item, a write into an
+ *  operand, an event, clt_device_synchronize, a save, an MPI collective, clt_eval) or when the
+ *  chain reaches 32 operations. Only the result and the intermediates still held are written to
+ *  memory. Results are bit-identical to running the operations one by one. An error while
+ *  running the chain is returned by the call that needed its values, naming the operations.
+ *  The _out and in-place forms run at once, in one kernel with the deferred chains of their
+ *  operands (w -= lr * g is one kernel). Integer, bool, f16 and bf16 computations and host
+ *  tensors run at once, as does everything when CLT_SYNC=1.
+ *
+ *  clt_set_lazy(1) or (0) turns deferring on or off for the whole process and returns the
+ *  previous setting (1 or 0); CLT_LAZY=0 in the environment starts with it off (default: on).
+ *  Turning it off does not run the chains already deferred; they run when needed, as before.
+ *  CLT_LAZY_DEBUG=1 prints
+ *  each fused evaluation and what forced it on stderr. */
+CLT_API int clt_set_lazy(int on);
+/** Runs the deferred operations that t's values depend on now (a no-op when there are none).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (t is NULL or released), and those of the operations. */
+CLT_API clt_status clt_eval(clt_tensor *t);
 
 /** The number of dimensions of t (0 for a 0-d tensor, and for NULL). */
 CLT_API int clt_tensor_ndim(const clt_tensor *t);

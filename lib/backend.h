@@ -85,6 +85,97 @@ typedef struct clt_bcast {
  * longer dimensions for the strided loops. The element order does not change. */
 void clt__bcast_coalesce(clt_bcast *bc, int n);
 
+/* ---- lazy fusion (lazy.c) ------------------------------------------------------------------
+ * Deferred elementwise ops (docs/performance.md, "Fusion"): on a device whose backend has
+ * `fused`, an elementwise op that makes a new tensor records a node instead of launching, and
+ * the chain runs as one generated kernel when something needs its values. Every command that
+ * touches a device storage passes clt__lazy_touch first (lib/opencl/order.c's wait lists,
+ * lib/memory.c's host waits), so no command can see a deferred result unevaluated. */
+
+#define CLT__FUSE_MAX_OPS 32    /* ops in one kernel: a longer chain is evaluated in parts */
+#define CLT__FUSE_MAX_CONSTS 24 /* scalar operands (kernel arguments) */
+#define CLT__FUSE_MAX_NODES (CLT__FUSE_MAX_OPS + CLT__FUSE_MAX_CONSTS)
+#define CLT__FUSE_MAX_LEAVES 16 /* tensors it reads */
+#define CLT__FUSE_MAX_STRIDED 4 /* of which neither contiguous nor one element (broadcast, views) */
+#define CLT__FUSE_MAX_OUTS 8   /* tensors it writes: the result and intermediates still held */
+
+/* One op of a fused kernel, in evaluation order: arg[j] >= 0 is the value of an earlier node,
+ * arg[j] < 0 is leaf -arg[j] - 1. A node without op is a scalar operand (clt_add_scalar's
+ * number): its value, konst (dtype's bytes), is a kernel argument. */
+typedef struct clt_fused_node {
+  const clt_op *op;
+  uint64_t konst;
+  clt_dtype compute, dtype; /* as the backend's elementwise gets them; dtype: the result's */
+  int arg[3];
+  int out; /* the output it is stored to, or -1 */
+} clt_fused_node;
+
+/* How a fused kernel reads a leaf with strides s over the shape: contiguous (element off + i),
+ * one element for all (every stride 0), or strided (its index from the coordinates). */
+typedef enum clt_leaf_kind { CLT__LEAF_DENSE, CLT__LEAF_SCALAR, CLT__LEAF_STRIDED } clt_leaf_kind;
+static inline clt_leaf_kind clt__leaf_kind(int ndim, const int64_t *shape, const int64_t *s) {
+  bool zero = true, dense = true;
+  int64_t st = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (shape[d] != 1) {
+      zero = zero && s[d] == 0;
+      dense = dense && s[d] == st;
+    }
+    st *= shape[d];
+  }
+  return zero ? CLT__LEAF_SCALAR : dense ? CLT__LEAF_DENSE : CLT__LEAF_STRIDED;
+}
+
+/* A fused kernel to run: every node has the shape `shape`; leaf l is read at element
+ * loff[l] + sum_d c_d * ls[l][d] for the element at coordinates c (strides 0 where broadcast);
+ * outputs are contiguous tensors of that shape at element offset out_off[o]. */
+typedef struct clt_fused {
+  int nnodes, nleaves, nouts;
+  clt_fused_node node[CLT__FUSE_MAX_NODES];
+  const clt_tensor *leaf[CLT__FUSE_MAX_LEAVES];
+  int64_t ls[CLT__FUSE_MAX_LEAVES][CLT_MAX_DIMS];
+  int64_t loff[CLT__FUSE_MAX_LEAVES];
+  clt_storage *out[CLT__FUSE_MAX_OUTS];
+  int64_t out_off[CLT__FUSE_MAX_OUTS]; /* element offsets (0 but for an _out or in-place op) */
+  clt_dtype out_dtype[CLT__FUSE_MAX_OUTS];
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS];
+  int64_t numel;
+  const char *fn; /* the call that needs the values, for messages */
+} clt_fused;
+
+/* Whether elementwise ops on dev are deferred now (clt_set_lazy, CLT_LAZY; never under
+ * CLT_SYNC=1, nor on a backend without `fused`). */
+bool clt__lazy_on(const clt_device *dev);
+/* Records out = op(in...) (arguments as the backend's elementwise gets them; out new and
+ * contiguous) as a deferred node where it can be fused, setting *deferred; leaves *deferred
+ * false where it cannot (its dtypes), and the caller launches it. */
+clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                            clt_dtype compute, const clt_bcast *bc, bool *deferred);
+/* dst = op(in...) for the _out and in-place forms (arguments as the backend's elementwise gets
+ * them): where an operand is a deferred chain that op can continue, the chain and op run now as
+ * one kernel writing into dst (and the chain's held intermediates), setting *done; else *done
+ * stays false and the caller launches op (which computes the deferred operands first). */
+clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *in,
+                          clt_dtype compute, const clt_bcast *bc, bool *done);
+/* *out = a new 0-d tensor of dtype (f32 or f64) on dev holding v, deferred: the scalar operand
+ * of the _scalar forms, which a fused kernel takes as an argument instead of reading memory. */
+clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const char *fn,
+                            clt_tensor **out);
+/* Before a command reads (writing = false) or writes s: computes s if it is deferred and, for
+ * a write, every deferred chain that reads s. fn names the command in errors. */
+clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn);
+/* Computes every deferred chain on dev (NULL: on every device). */
+clt_status clt__lazy_flush(clt_device *dev, const char *fn);
+/* s is being freed: its deferred chain, if it has one, is no longer written into it. */
+void clt__lazy_storage_gone(clt_storage *s);
+/* Counts since the start, for tests and benchmarks: ops deferred, fused kernels run, and the
+ * ops they computed (an op computed in two kernels counts twice). */
+typedef struct clt_lazy_stats {
+  long deferred, evaluations, ops;
+} clt_lazy_stats;
+void clt__lazy_stats(clt_lazy_stats *s);
+
 typedef enum clt_reduce_kind {
   CLT__RED_SUM,
   CLT__RED_MEAN,
@@ -207,6 +298,9 @@ struct clt_backend {
   /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
    * command enqueued on dev so far has completed; fn names the caller in errors. */
   clt_status (*synchronize)(clt_device *dev, const char *fn);
+  /* (optional: NULL where ops are never deferred) Runs the fused kernel f on dev, after the
+   * commands its leaves and outputs wait for (lib/lazy.c plans it). */
+  clt_status (*fused)(clt_device *dev, const clt_fused *f);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part

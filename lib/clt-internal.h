@@ -132,6 +132,11 @@ typedef struct clt_storage {
    * while no command was ever noted): clt__storage_host_wait and clt__storage_events_drop go to
    * its storage_wait and storage_drop. */
   _Atomic(const struct clt_backend *) order;
+  /* Lazy fusion (lib/lazy.c): the deferred elementwise chain whose result this storage will
+   * hold (NULL once computed, and for storages no deferred op made), and how many deferred chains
+   * read it (a command writing it evaluates them first). */
+  _Atomic(struct clt_lazy *) pending;
+  atomic_int lazy_readers;
   struct clt_storage *next_free; /* in the device's cache */
   /* Foreign memory (DLPack imports): clt did not allocate host or buf, so the storage never goes
    * to the cache nor counts in the allocator's statistics; when it is freed, clt waits for the

@@ -361,6 +361,9 @@ clt_status clt_device_info_get(const clt_device *d, clt_device_info *out) {
 }
 
 static clt_status sync_one(clt_device *d) {
+  clt_status s = clt__lazy_flush(d, "clt_device_synchronize"); /* deferred ops run now */
+  if (s != CLT_OK)
+    return s;
   if (!d->backend->synchronize)
     return CLT_OK; /* the host: its work is done when its calls return */
   return d->backend->synchronize(d, "clt_device_synchronize");

@@ -368,6 +368,24 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
   memcpy(bc.so, r->strides, sizeof bc.so);
   bc.ooff = clt__elem_offset(r);
   bc.same = bc.same && r->contiguous;
+  if (dst && r->numel > 0 && clt__lazy_on(dev)) {
+    /* a deferred operand's chain and this op run as one kernel into dst (lazy.c) */
+    bool done = false;
+    if ((s = clt__lazy_into(op, dst, in, compute, &bc, &done)) != CLT_OK || done)
+      return s;
+  }
+  if (!dst && r->numel > 0 && clt__lazy_on(dev)) {
+    /* deferred: recorded now, computed with the rest of its chain when needed (lazy.c) */
+    bool deferred = false;
+    if ((s = clt__lazy_record(op, r, in, compute, &bc, &deferred)) != CLT_OK) {
+      clt_tensor_release(r);
+      return s;
+    }
+    if (deferred) {
+      *out = r;
+      return CLT_OK;
+    }
+  }
   if (r->numel > 0 && (s = dev->backend->elementwise(op, r, in, compute, &bc)) != CLT_OK) {
     if (!dst)
       clt_tensor_release(r);
@@ -425,7 +443,10 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
     else if (dt == CLT_BOOL)
       dt = CLT_I64;
   }
-  s = clt_full(dt, 0, NULL, v, t->storage->dev, out);
+  if ((dt == CLT_F32 || dt == CLT_F64) && clt__lazy_on(t->storage->dev))
+    s = clt__lazy_scalar(dt, v, t->storage->dev, fn, out); /* a kernel argument when fused */
+  else
+    s = clt_full(dt, 0, NULL, v, t->storage->dev, out);
   if (s != CLT_OK)
     return clt__error(s, fn, "the scalar %g does not fit a %s tensor: %s", v,
                       clt_dtype_name(t->dtype), clt_last_error());

@@ -24,6 +24,8 @@ clt_status clt_event_record(clt_device *dev, clt_event **out) {
     return s;
   if (!out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = clt__lazy_flush(dev, fn)) != CLT_OK) /* the event follows the deferred ops too */
+    return s;
   clt_event *e = calloc(1, sizeof *e);
   if (!e)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");

@@ -132,6 +132,9 @@ static clt_storage *cache_take(clt_device *dev, size_t bytes) {
  * never had a command noted has none, and its host access takes no lock. Once set, s->order stays,
  * so a command noted concurrently with this load is one the caller did not order against anyway. */
 clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
+  clt_status st = clt__lazy_touch(s, writing, fn); /* a deferred result is computed first */
+  if (st != CLT_OK)
+    return st;
   const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
   return b ? b->storage_wait(s, writing, fn) : CLT_OK;
 }
@@ -418,6 +421,7 @@ clt_storage *clt__storage_retain(clt_storage *s) {
 void clt__storage_release(clt_storage *s) {
   if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
     return;
+  clt__lazy_storage_gone(s); /* a deferred result no one can read any more is not computed */
   /* Commands still using host memory hold a reference (clt__keep_alive), so none is pending
    * here; device buffers go to the cache with the events that order their reuse. */
   clt_device *dev = s->dev;

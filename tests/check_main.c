@@ -10,6 +10,7 @@
 
 Suite *views_suite(void);  /* check_views.c: strided views (issue 13) */
 Suite *kernel_suite(void); /* check_kernel.c: user kernels, raw OpenCL handles (issue 14) */
+Suite *lazy_suite(void);   /* check_lazy.c: lazy fusion (issue 15) */
 
 int main(void) {
   SRunner *sr = srunner_create(error_suite());
@@ -39,6 +40,7 @@ int main(void) {
   srunner_add_suite(sr, faults_suite());
   srunner_add_suite(sr, views_suite());
   srunner_add_suite(sr, kernel_suite());
+  srunner_add_suite(sr, lazy_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

@@ -41,6 +41,14 @@ static inline struct clt_cl_device *clt__cl(const clt_device *d) {
   return (struct clt_cl_device *)d;
 }
 
+/* ---- elementwise (elementwise.c) and fused kernels (fuse.c) ------------------------------ */
+
+/* Writes to buf the OpenCL C expression converting the value x, computed in dtype compute, to
+ * the result dtype out as every elementwise kernel stores it. */
+void clt__cl_store_conv(clt_dtype compute, clt_dtype out, const char *x, char *buf, size_t size);
+/* The backend's `fused` (lib/backend.h). */
+clt_status clt__cl_fused(clt_device *dev, const clt_fused *f);
+
 /* ---- errors (error.c) ------------------------------------------------------------------- */
 
 /* Maps an OpenCL error to a status and sets the message "<fn>: <what> failed on <dev>: NAME". */

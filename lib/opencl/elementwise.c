@@ -27,14 +27,15 @@ static const char *unsigned_twin(clt_dtype dt) {
 /* How the result is stored: saturating float-to-integer with NaN giving 0 (docs/operations.md,
  * "Values C leaves undefined"; tested explicitly because Oclgrind's convert_int_sat_rtz gives
  * INT_MIN for NaN, though OpenCL 1.2 section 6.2.3.3 says 0), x != 0 for bool, a plain cast
- * else. */
-static void store_macro(clt_dtype compute, clt_dtype out, char *buf, size_t size) {
+ * else. The fused kernels (fuse.c) convert their values the same way. */
+void clt__cl_store_conv(clt_dtype compute, clt_dtype out, const char *x, char *buf, size_t size) {
+  const char *to = clt__dtype_cl_type(out);
   if (out == CLT_BOOL && compute != CLT_BOOL)
-    snprintf(buf, size, "((uchar)((x)!=0))");
+    snprintf(buf, size, "((uchar)((%s)!=0))", x);
   else if (clt__dtype_is_float(compute) && !clt__dtype_is_float(out))
-    snprintf(buf, size, "(isnan(x)?(TO)0:convert_%s_sat_rtz(x))", clt__dtype_cl_type(out));
+    snprintf(buf, size, "(isnan(%s)?(%s)0:convert_%s_sat_rtz(%s))", x, to, to, x);
   else
-    snprintf(buf, size, "((TO)(x))");
+    snprintf(buf, size, "((%s)(%s))", to, x);
 }
 
 /* The expression loading element i of operand p (dtype dt) for an op computing in `compute`:
@@ -144,7 +145,7 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
   const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
   char name[64], store[64], defines[1536];
   snprintf(name, sizeof name, "%s_%s", op->name, clt_dtype_name(out->dtype));
-  store_macro(compute, out->dtype, store, sizeof store);
+  clt__cl_store_conv(compute, out->dtype, "x", store, sizeof store);
   snprintf(defines, sizeof defines,
            "%s#define NAME %s\n#define ARITY %d\n#define TA %s\n#define TB %s\n#define TK %s\n"
            "#define TP %s\n#define TC %s\n#define UTC %s\n#define TKP %s\n#define TKC %s\n"

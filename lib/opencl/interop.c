@@ -175,6 +175,9 @@ clt_status clt_tensor_cl_mem(const clt_tensor *t, struct _cl_mem **mem, size_t *
     return st;
   if (!mem)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "mem is NULL");
+  /* a deferred result gets its values now (lib/lazy.c), so the buffer holds them */
+  if ((st = clt__lazy_touch(t->storage, false, fn)) != CLT_OK)
+    return st;
   *mem = t->storage->buf;
   if (offset_bytes)
     *offset_bytes = t->offset;

@@ -182,6 +182,7 @@ const struct clt_backend clt__opencl_backend = {
     .buffer_retain = clt__cl_buffer_retain,
     .buffer_free = clt__cl_buffer_free,
     .storage_wait = clt__cl_storage_wait,
+    .fused = clt__cl_fused,
     .storage_drop = clt__cl_storage_drop,
     .discover = clt__cl_discover,
     .synchronize = clt__cl_synchronize,

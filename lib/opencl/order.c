@@ -117,6 +117,15 @@ clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_
 clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
                              clt_storage *const *writes, int nwrites, const char *fn) {
   clt_status st = CLT_OK;
+  /* deferred results the command reads or writes are computed first (lib/lazy.c) */
+  for (int i = 0; i < nreads && st == CLT_OK; i++)
+    if (reads[i])
+      st = clt__lazy_touch(reads[i], false, fn);
+  for (int i = 0; i < nwrites && st == CLT_OK; i++)
+    if (writes[i])
+      st = clt__lazy_touch(writes[i], true, fn);
+  if (st != CLT_OK)
+    return st;
   for (int i = 0; i < nreads && st == CLT_OK; i++)
     if (reads[i])
       st = waitlist_add_q(wl, reads[i], false, clt__cl(d)->queue, clt__cl(d)->context, fn);

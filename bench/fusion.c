@@ -1,0 +1,253 @@
+/* fusion.c - what lazy fusion gains: the same elementwise chains deferred (clt_set_lazy(1)) and
+ * eager (clt_set_lazy(0)), in one run.
+ *
+ *   $ POCL_DEVICES="pthread pthread" ./bench/fusion [--reps N] [--n ELEMENTS] [--kv]
+ *
+ * Cases, each timed from the first op to the end of clt_device_synchronize, results released
+ * outside the timed region; the deferred and eager runs of a case alternate within each round
+ * (which goes first rotates), medians over N rounds (default 9) after 2 warm-up rounds:
+ *   (a) o = a * b + c, 16M f32 (--n), on cl:0 and on cpu (issue 15: >= 1.4x on cl:0);
+ *   (b) a chain of 8 ops, o = relu(exp(-(a * b + c) * 0.5) - a) * c, on cl:0 (>= 3x);
+ *   (c) a 3-element a * b + c, and a 3-element add, each with a synchronize, on cl:0 (no slower
+ *       than eager);
+ *   (d) the first evaluation in this process of a chain never run before in it: its program
+ *       comes from the disk cache when an earlier run left it there (issue 15: <= 3 ms).
+ * Every result is checked once against values computed here. --kv adds "key value" lines
+ * (milliseconds) for bench/run.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <clt.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    clt_status st_ = (call);                                                                       \
+    if (st_ != CLT_OK) {                                                                           \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, clt_last_error());             \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef clt_tensor *(*chain_fn)(clt_tensor *a, clt_tensor *b, clt_tensor *c);
+
+static clt_tensor *fma_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
+  clt_tensor *t, *o;
+  CHECK(clt_mul(a, b, &t));
+  CHECK(clt_add(t, c, &o));
+  clt_tensor_release(t);
+  return o;
+}
+
+static clt_tensor *eight_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
+  clt_tensor *t[8];
+  CHECK(clt_mul(a, b, &t[0]));
+  CHECK(clt_add(t[0], c, &t[1]));
+  CHECK(clt_neg(t[1], &t[2]));
+  CHECK(clt_mul_scalar(t[2], 0.5, &t[3]));
+  CHECK(clt_exp(t[3], &t[4]));
+  CHECK(clt_sub(t[4], a, &t[5]));
+  CHECK(clt_relu(t[5], &t[6]));
+  CHECK(clt_mul(t[6], c, &t[7]));
+  for (int i = 0; i < 7; i++)
+    clt_tensor_release(t[i]);
+  return t[7];
+}
+
+static clt_tensor *one_add(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
+  (void)c;
+  clt_tensor *o;
+  CHECK(clt_add(a, b, &o));
+  return o;
+}
+
+static float eight_ref(float a, float b, float c) {
+  float t = a * b;
+  t = t + c;
+  t = -t;
+  t = t * 0.5f;
+  t = expf(t);
+  t = t - a;
+  t = t < 0 ? 0 : t;
+  return t * c;
+}
+
+static clt_tensor *ramp(clt_device *d, int64_t n, float scale, float shift) {
+  float *v = malloc(sizeof(float) * (size_t)n);
+  if (!v)
+    exit(1);
+  for (int64_t i = 0; i < n; i++)
+    v[i] = scale * (float)((i * 7919) % 1000) / 1000.0f + shift;
+  clt_tensor *t;
+  CHECK(clt_from_host(v, CLT_F32, 1, &n, d, &t));
+  free(v);
+  return t;
+}
+
+/* Times one run of f with deferring on or off, synchronize included. */
+static double run(chain_fn f, clt_tensor *a, clt_tensor *b, clt_tensor *c, int lazy,
+                  clt_tensor **keep) {
+  clt_device *d = clt_tensor_device(a);
+  CHECK(clt_device_synchronize(d));
+  clt_set_lazy(lazy);
+  double t0 = now_ms();
+  clt_tensor *o = f(a, b, c);
+  CHECK(clt_device_synchronize(d));
+  double ms = now_ms() - t0;
+  clt_set_lazy(1);
+  if (keep)
+    *keep = o;
+  else
+    clt_tensor_release(o);
+  return ms;
+}
+
+static void verify(clt_tensor *o, clt_tensor *a, clt_tensor *b, clt_tensor *c, int eight,
+                   const char *what) {
+  int64_t n = clt_tensor_numel(o);
+  float *ov = malloc(sizeof(float) * (size_t)n), *av = malloc(sizeof(float) * (size_t)n),
+        *bv = malloc(sizeof(float) * (size_t)n), *cv = malloc(sizeof(float) * (size_t)n);
+  CHECK(clt_tensor_read(o, ov, sizeof(float) * (size_t)n));
+  CHECK(clt_tensor_read(a, av, sizeof(float) * (size_t)n));
+  CHECK(clt_tensor_read(b, bv, sizeof(float) * (size_t)n));
+  CHECK(clt_tensor_read(c, cv, sizeof(float) * (size_t)n));
+  for (int64_t i = 0; i < n; i += n / 97 + 1) {
+    float want = eight == 1   ? eight_ref(av[i], bv[i], cv[i])
+                 : eight == 2 ? av[i] + bv[i]
+                              : av[i] * bv[i] + cv[i];
+    if (fabsf(ov[i] - want) > 1e-5f * (1 + fabsf(want))) {
+      fprintf(stderr, "%s: element %lld is %g, expected %g\n", what, (long long)i, ov[i], want);
+      exit(1);
+    }
+  }
+  free(ov);
+  free(av);
+  free(bv);
+  free(cv);
+}
+
+typedef struct result {
+  const char *name;
+  double lazy, eager;
+} result;
+
+static result measure(const char *name, chain_fn f, clt_device *d, int64_t n, int eight,
+                      int reps) {
+  clt_tensor *a = ramp(d, n, 1, -0.5f), *b = ramp(d, n, 2, 0.25f), *c = ramp(d, n, 1, 0.1f);
+  double *tl = malloc(sizeof(double) * (size_t)reps), *te = malloc(sizeof(double) * (size_t)reps);
+  clt_tensor *o;
+  run(f, a, b, c, 1, &o);
+  verify(o, a, b, c, eight, name);
+  clt_tensor_release(o);
+  run(f, a, b, c, 0, &o);
+  verify(o, a, b, c, eight, name);
+  clt_tensor_release(o);
+  for (int r = -2; r < reps; r++) {
+    double l, e;
+    if (r & 1) {
+      l = run(f, a, b, c, 1, NULL);
+      e = run(f, a, b, c, 0, NULL);
+    } else {
+      e = run(f, a, b, c, 0, NULL);
+      l = run(f, a, b, c, 1, NULL);
+    }
+    if (r >= 0) {
+      tl[r] = l;
+      te[r] = e;
+    }
+  }
+  result res = {name, median(tl, reps), median(te, reps)};
+  free(tl);
+  free(te);
+  clt_tensor_release(a);
+  clt_tensor_release(b);
+  clt_tensor_release(c);
+  return res;
+}
+
+static clt_tensor *first_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
+  clt_tensor *t, *u, *o;
+  CHECK(clt_atan2(a, b, &t));
+  CHECK(clt_mul(t, c, &u));
+  CHECK(clt_expm1(u, &o));
+  clt_tensor_release(t);
+  clt_tensor_release(u);
+  return o;
+}
+
+int main(int argc, char **argv) {
+  int reps = 9, kv = 0;
+  int64_t n = (int64_t)1 << 24;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
+      n = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--kv") == 0)
+      kv = 1;
+    else {
+      fprintf(stderr, "usage: %s [--reps N] [--n ELEMENTS] [--kv]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 1)
+    reps = 1;
+  clt_device *d;
+  if (clt_device_get("cl:0", &d) != CLT_OK) {
+    printf("fusion: no OpenCL device, nothing to measure\n");
+    return 0;
+  }
+  /* (d) first, before anything of its shape ran in this process */
+  clt_tensor *a = ramp(d, 1024, 1, 0.1f), *b = ramp(d, 1024, 1, 0.2f), *c = ramp(d, 1024, 1, 0);
+  CHECK(clt_device_synchronize(d));
+  double t0 = now_ms();
+  clt_tensor *o = first_chain(a, b, c);
+  CHECK(clt_eval(o));
+  CHECK(clt_device_synchronize(d));
+  double first = now_ms() - t0;
+  clt_tensor_release(o);
+  clt_tensor_release(a);
+  clt_tensor_release(b);
+  clt_tensor_release(c);
+
+  result rs[5];
+  rs[0] = measure("a*b+c cl:0", fma_chain, d, n, 0, reps);
+  rs[1] = measure("a*b+c cpu", fma_chain, clt_cpu(), n, 0, reps);
+  rs[2] = measure("8-op chain cl:0", eight_chain, d, n, 1, reps);
+  rs[3] = measure("3-element a*b+c cl:0", fma_chain, d, 3, 0, reps);
+  rs[4] = measure("3-element add cl:0", one_add, d, 3, 2, reps);
+  printf("lazy fusion, %lld f32 elements, medians of %d rounds (ms)\n", (long long)n, reps);
+  printf("%-22s %10s %10s %8s\n", "case", "deferred", "eager", "speedup");
+  for (int i = 0; i < 5; i++)
+    printf("%-22s %10.3f %10.3f %7.2fx\n", rs[i].name, rs[i].lazy, rs[i].eager,
+           rs[i].eager / rs[i].lazy);
+  printf("first evaluation of a new chain in this process: %.2f ms\n", first);
+  if (kv) {
+    printf("fusion_fma_cl0_lazy %.4f\nfusion_fma_cl0_eager %.4f\n", rs[0].lazy, rs[0].eager);
+    printf("fusion_chain8_cl0_lazy %.4f\nfusion_chain8_cl0_eager %.4f\n", rs[2].lazy, rs[2].eager);
+    printf("fusion_small_cl0_lazy %.4f\nfusion_small_cl0_eager %.4f\n", rs[3].lazy, rs[3].eager);
+    printf("fusion_add3_cl0_lazy %.4f\nfusion_add3_cl0_eager %.4f\n", rs[4].lazy, rs[4].eager);
+    printf("fusion_first_chain %.4f\n", first);
+  }
+  return 0;
+}

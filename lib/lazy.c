@@ -1,0 +1,688 @@
+/* lazy.c - lazy fusion: deferred elementwise ops, recorded as a graph of nodes and evaluated as
+ * one generated kernel (the backend's `fused`) when something needs their values
+ * (docs/performance.md, "Fusion").
+ *
+ * A deferred op gets its result tensor at once, with its storage allocated (so running out of
+ * memory is reported at the call, as eagerly); the storage's `pending` points at the op's node.
+ * A node's operands are earlier nodes (a deferred result used whole, at the same shape) or
+ * leaves: tensors whose values exist, retained, each counted in its storage's lazy_readers.
+ *
+ * Evaluation happens in clt__lazy_touch, which every command touching a device storage passes
+ * first: a read or write of a deferred storage evaluates its chain; a write to a storage that a
+ * deferred chain reads evaluates every deferred chain of that device first (so a chain always
+ * sees its leaves as they were when its ops were called). The kernel writes the chain's result
+ * and every intermediate whose storage is still alive (held by the user); intermediates the user
+ * released are computed in registers only. An evaluated node keeps its value as a tensor and
+ * becomes a leaf for the chains that still refer to it.
+ *
+ * One recursive mutex guards every graph. Commands launched while evaluating touch only leaves
+ * and the outputs just taken off their pending state, so they never come back here (a
+ * thread-local flag makes sure). */
+#define _XOPEN_SOURCE 700 /* PTHREAD_MUTEX_RECURSIVE */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct clt_lazy clt_lazy;
+
+typedef struct lazy_arg {
+  clt_lazy *node;   /* a deferred operand, or NULL */
+  clt_tensor *leaf; /* else a tensor with values (retained) */
+  int64_t s[CLT_MAX_DIMS], off; /* the leaf's strides over the node's shape, and offset */
+} lazy_arg;
+
+struct clt_lazy {
+  int refs; /* under lazy_lock: the storage it is pending on, and the nodes using it */
+  clt_device *dev;
+  const clt_op *op; /* NULL: a scalar, konst */
+  uint64_t konst;   /* a scalar's value as its dtype's bytes */
+  clt_dtype compute, dtype;
+  int ndim;
+  int64_t shape[CLT_MAX_DIMS], numel;
+  int nargs;
+  lazy_arg arg[3];
+  clt_storage *out;    /* the storage it is pending on (not retained); NULL once gone */
+  /* An op writing into an existing tensor (clt__lazy_into): run at once, never pending; out is
+   * that tensor's storage, out_off its element offset. */
+  bool into;
+  int64_t out_off;
+  clt_tensor *value;   /* once evaluated: its result, retained (the arguments are dropped) */
+  clt_lazy *prev, *next; /* in the list of pending nodes while out is set */
+};
+
+static pthread_mutex_t lazy_lock;
+static pthread_once_t lazy_once = PTHREAD_ONCE_INIT;
+static atomic_int lazy_enabled; /* 1 on, 0 off */
+static int lazy_debug;
+static clt_lazy *pending_head;
+static _Thread_local bool evaluating;
+static atomic_long stat_evals, stat_ops, stat_deferred;
+
+void clt__lazy_stats(clt_lazy_stats *s) {
+  s->deferred = atomic_load(&stat_deferred);
+  s->evaluations = atomic_load(&stat_evals);
+  s->ops = atomic_load(&stat_ops);
+}
+
+static void lazy_init(void) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&lazy_lock, &a);
+  pthread_mutexattr_destroy(&a);
+  const char *e = getenv("CLT_LAZY");
+  atomic_store(&lazy_enabled, !(e && (strcmp(e, "0") == 0 || strcmp(e, "off") == 0 ||
+                                      strcmp(e, "false") == 0 || strcmp(e, "no") == 0)));
+  const char *d = getenv("CLT_LAZY_DEBUG");
+  lazy_debug = d && *d ? atoi(d) : 0;
+}
+
+static void ensure_init(void) { pthread_once(&lazy_once, lazy_init); }
+
+int clt_set_lazy(int on) {
+  ensure_init();
+  return atomic_exchange(&lazy_enabled, on ? 1 : 0) != 0;
+}
+
+bool clt__lazy_on(const clt_device *dev) {
+  ensure_init();
+  return atomic_load_explicit(&lazy_enabled, memory_order_relaxed) && dev->backend->fused &&
+         !clt__env_sync();
+}
+
+/* ---- nodes -------------------------------------------------------------------------------- */
+
+static void list_remove(clt_lazy *n) {
+  if (n->prev)
+    n->prev->next = n->next;
+  else if (pending_head == n)
+    pending_head = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  n->prev = n->next = NULL;
+}
+
+static void drop_leaf(clt_tensor *t) {
+  atomic_fetch_sub(&t->storage->lazy_readers, 1);
+  clt_tensor_release(t);
+}
+
+static void node_release(clt_lazy *n);
+
+static void drop_args(clt_lazy *n) {
+  for (int j = 0; j < n->nargs; j++) {
+    if (n->arg[j].node)
+      node_release(n->arg[j].node);
+    else if (n->arg[j].leaf)
+      drop_leaf(n->arg[j].leaf);
+    n->arg[j].node = NULL;
+    n->arg[j].leaf = NULL;
+  }
+  n->nargs = 0;
+}
+
+static void node_release(clt_lazy *n) {
+  if (--n->refs > 0)
+    return;
+  drop_args(n);
+  clt_tensor_release(n->value);
+  free(n);
+}
+
+void clt__lazy_storage_gone(clt_storage *s) {
+  if (!atomic_load_explicit(&s->pending, memory_order_acquire))
+    return;
+  pthread_mutex_lock(&lazy_lock);
+  clt_lazy *n = atomic_exchange(&s->pending, NULL);
+  if (n) {
+    n->out = NULL;
+    list_remove(n);
+    node_release(n);
+  }
+  pthread_mutex_unlock(&lazy_lock);
+}
+
+/* ---- evaluation --------------------------------------------------------------------------- */
+
+typedef struct planner {
+  clt_fused f;
+  clt_lazy *nodes[CLT__FUSE_MAX_NODES];
+  clt_lazy *outs[CLT__FUSE_MAX_OUTS];
+} planner;
+
+static int plan_leaf(planner *p, const clt_tensor *t, const int64_t *s, int64_t off) {
+  clt_fused *f = &p->f;
+  for (int l = 0; l < f->nleaves; l++)
+    if (f->leaf[l] == t && f->loff[l] == off &&
+        memcmp(f->ls[l], s, sizeof(int64_t) * (size_t)f->ndim) == 0)
+      return l;
+  if (f->nleaves == CLT__FUSE_MAX_LEAVES)
+    return -1;
+  int l = f->nleaves++;
+  f->leaf[l] = t;
+  memcpy(f->ls[l], s, sizeof(int64_t) * (size_t)f->ndim);
+  f->loff[l] = off;
+  return l;
+}
+
+/* The contiguous strides of the plan's shape (an evaluated node's value, read as a leaf). */
+static void dense_strides(const clt_fused *f, int64_t *s) {
+  int64_t st = 1;
+  for (int d = f->ndim - 1; d >= 0; d--) {
+    s[d] = st;
+    st *= f->shape[d];
+  }
+}
+
+/* Adds n and what it needs to the plan (post-order); returns its index, or INT32_MIN when the
+ * plan is full (the bounds kept at recording make that an internal error). */
+static int plan_node(planner *p, clt_lazy *n) {
+  clt_fused *f = &p->f;
+  for (int i = 0; i < f->nnodes; i++)
+    if (p->nodes[i] == n)
+      return i;
+  clt_fused_node fn = {n->op, n->konst, n->compute, n->dtype, {0, 0, 0}, -1};
+  for (int j = 0; j < n->nargs; j++) {
+    const lazy_arg *a = &n->arg[j];
+    int r;
+    if (a->node && a->node->value) {
+      int64_t s[CLT_MAX_DIMS];
+      dense_strides(f, s);
+      int l = plan_leaf(p, a->node->value, s, 0);
+      r = l < 0 ? INT32_MIN : -l - 1;
+    } else if (a->node) {
+      r = plan_node(p, a->node); /* >= 0, or INT32_MIN */
+    } else {
+      int l = plan_leaf(p, a->leaf, a->s, a->off);
+      r = l < 0 ? INT32_MIN : -l - 1;
+    }
+    if (r == INT32_MIN)
+      return INT32_MIN;
+    fn.arg[j] = r;
+  }
+  for (int j = n->nargs; j < 3 && n->nargs > 0; j++)
+    fn.arg[j] = fn.arg[n->nargs - 1];
+  if (f->nnodes == CLT__FUSE_MAX_NODES)
+    return INT32_MIN;
+  p->nodes[f->nnodes] = n;
+  f->node[f->nnodes] = fn;
+  return f->nnodes++;
+}
+
+static void describe(const planner *p, char *buf, size_t size) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; i < p->f.nnodes && at + 1 < size; i++)
+    if (p->nodes[i]->op)
+      at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? " " : "", p->nodes[i]->op->name);
+}
+
+static clt_status eval_locked(clt_storage *s, const char *fn);
+
+/* A chain of one op runs the op's own kernel (the backend's elementwise): no program of its
+ * own to build, and exactly the eager launch. */
+static clt_status run_one(const planner *p, clt_tensor *out) {
+  const clt_fused *f = &p->f;
+  const clt_fused_node *nd = &f->node[0];
+  clt_bcast bc;
+  memset(&bc, 0, sizeof bc);
+  bc.ndim = f->ndim;
+  memcpy(bc.shape, f->shape, sizeof bc.shape);
+  memcpy(bc.so, out->strides, sizeof bc.so);
+  bc.same = true;
+  clt_tensor *in[3] = {NULL, NULL, NULL};
+  int64_t dense[CLT_MAX_DIMS];
+  dense_strides(f, dense);
+  for (int k = 0; k < nd->op->arity; k++) {
+    int l = -nd->arg[k] - 1; /* the one node's operands are leaves */
+    in[k] = (clt_tensor *)f->leaf[l];
+    memcpy(bc.s[k], f->ls[l], sizeof bc.s[k]);
+    bc.off[k] = f->loff[l];
+    bool same = in[k]->ndim == f->ndim && f->loff[l] == clt__elem_offset(in[k]);
+    for (int d = 0; d < f->ndim && same; d++)
+      same = f->shape[d] == 1 || f->ls[l][d] == dense[d];
+    bc.same = bc.same && same;
+  }
+  return out->storage->dev->backend->elementwise(nd->op, out, in, nd->compute, &bc);
+}
+
+/* Computes the chain of node n, pending on s, into s and into every intermediate still held. */
+static clt_status eval_node(clt_lazy *root, const char *fn) {
+  for (;;) {
+    planner p;
+    memset(&p, 0, sizeof p);
+    clt_fused *f = &p.f;
+    f->ndim = root->ndim;
+    memcpy(f->shape, root->shape, sizeof f->shape);
+    f->numel = root->numel;
+    f->fn = fn;
+    if (plan_node(&p, root) == INT32_MIN)
+      return clt__error(CLT_ERR_INTERNAL, fn, "a deferred chain outgrew its fused kernel");
+    /* the outputs: the root, then the intermediates whose storage someone still holds */
+    p.outs[f->nouts++] = root;
+    clt_lazy *extra = NULL;
+    for (int i = 0; i < f->nnodes; i++) {
+      clt_lazy *n = p.nodes[i];
+      if (n == root || !n->out || !n->op) /* a scalar held elsewhere is written on its own */
+        continue;
+      if (f->nouts == CLT__FUSE_MAX_OUTS) {
+        extra = n;
+        break;
+      }
+      p.outs[f->nouts++] = n;
+    }
+    if (extra) {
+      /* too many held intermediates for one kernel: compute one of them first (it becomes a
+       * leaf), then plan again */
+      clt_status st = eval_locked(extra->out, fn);
+      if (st != CLT_OK)
+        return st;
+      continue;
+    }
+    for (int o = 0; o < f->nouts; o++) {
+      clt_lazy *n = p.outs[o];
+      for (int i = 0; i < f->nnodes; i++)
+        if (p.nodes[i] == n)
+          f->node[i].out = o;
+      f->out[o] = n->out;
+      f->out_off[o] = n->into ? n->out_off : 0;
+      f->out_dtype[o] = n->dtype;
+    }
+    if (lazy_debug && root->op) {
+      char ops[512];
+      int nops = 0;
+      for (int i = 0; i < f->nnodes; i++)
+        nops += f->node[i].op != NULL;
+      describe(&p, ops, sizeof ops);
+      fprintf(stderr, "clt lazy: %s evaluates %d deferred op%s on %s (%s) into %d tensor%s\n",
+              fn, nops, nops == 1 ? "" : "s", root->dev->name, ops, f->nouts,
+              f->nouts == 1 ? "" : "s");
+    }
+    /* The outputs' tensors, made before the launch so that nothing can fail after it. */
+    clt_tensor *val[CLT__FUSE_MAX_OUTS] = {NULL};
+    clt_status st = CLT_OK;
+    for (int o = 0; o < f->nouts && st == CLT_OK; o++)
+      if (!p.outs[o]->into)
+        st = clt__tensor_wrap(p.outs[o]->dtype, f->ndim, f->shape, f->out[o], fn, &val[o]);
+    if (st != CLT_OK) {
+      for (int o = 0; o < f->nouts; o++)
+        clt_tensor_release(val[o]);
+      return st;
+    }
+    /* Off their pending state (the storages' references to the nodes are now ours), so the
+     * commands of the evaluation pass clt__lazy_touch. */
+    for (int o = 0; o < f->nouts; o++)
+      if (!p.outs[o]->into)
+        atomic_store(&f->out[o]->pending, NULL);
+    bool was = evaluating;
+    evaluating = true;
+    if (!root->op) /* a scalar on its own */
+      st = root->dev->backend->fill(val[0], &root->konst, fn);
+    else if (f->nnodes == 1 && !root->into)
+      st = run_one(&p, val[0]);
+    else
+      st = root->dev->backend->fused(root->dev, f);
+    evaluating = was;
+    if (st != CLT_OK) {
+      /* still pending: a later use tries again, and reports again */
+      for (int o = 0; o < f->nouts; o++)
+        if (!p.outs[o]->into)
+          atomic_store(&f->out[o]->pending, p.outs[o]);
+      for (int o = 0; o < f->nouts; o++)
+        clt_tensor_release(val[o]);
+      char ops[512];
+      describe(&p, ops, sizeof ops);
+      return clt__error(st, fn, "evaluating the deferred ops (%s) on %s: %s", ops,
+                        root->dev->name, clt_last_error());
+    }
+    int nops = 0;
+    for (int i = 0; i < f->nnodes; i++)
+      nops += f->node[i].op != NULL;
+    if (nops > 0) { /* not a scalar's fill */
+      atomic_fetch_add(&stat_evals, 1);
+      atomic_fetch_add(&stat_ops, nops);
+    }
+    for (int o = 0; o < f->nouts; o++) {
+      clt_lazy *n = p.outs[o];
+      if (n->into)
+        continue; /* its caller releases it */
+      n->value = val[o];
+      drop_args(n);
+      n->out = NULL;
+      list_remove(n);
+      node_release(n); /* the storage's reference */
+    }
+    return CLT_OK;
+  }
+}
+
+static clt_status eval_locked(clt_storage *s, const char *fn) {
+  clt_lazy *n = atomic_load(&s->pending);
+  return n ? eval_node(n, fn) : CLT_OK;
+}
+
+static clt_status flush_locked(clt_device *dev, const char *fn) {
+  /* each evaluation may evaluate other pending nodes too: walk again from the head each time,
+   * skipping nodes that failed */
+  clt_status first = CLT_OK;
+  clt_lazy *failed[64];
+  int nfailed = 0;
+  for (;;) {
+    clt_lazy *n = pending_head;
+    while (n) {
+      bool skip = dev && n->dev != dev;
+      for (int i = 0; i < nfailed && !skip; i++)
+        skip = failed[i] == n;
+      if (!skip)
+        break;
+      n = n->next;
+    }
+    if (!n)
+      return first;
+    clt_status st = eval_node(n, fn);
+    if (st != CLT_OK) {
+      if (first == CLT_OK)
+        first = st;
+      if (nfailed == 64)
+        return first;
+      failed[nfailed++] = n;
+    }
+  }
+}
+
+clt_status clt__lazy_flush(clt_device *dev, const char *fn) {
+  ensure_init();
+  if (evaluating)
+    return CLT_OK;
+  pthread_mutex_lock(&lazy_lock);
+  clt_status st = pending_head ? flush_locked(dev, fn) : CLT_OK;
+  pthread_mutex_unlock(&lazy_lock);
+  return st;
+}
+
+clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn) {
+  if (evaluating || (!atomic_load_explicit(&s->pending, memory_order_acquire) &&
+                     !(writing && atomic_load_explicit(&s->lazy_readers, memory_order_acquire))))
+    return CLT_OK;
+  pthread_mutex_lock(&lazy_lock);
+  clt_status st = eval_locked(s, fn);
+  if (st == CLT_OK && writing && atomic_load(&s->lazy_readers) > 0)
+    st = flush_locked(s->dev, fn);
+  pthread_mutex_unlock(&lazy_lock);
+  return st;
+}
+
+clt_status clt_eval(clt_tensor *t) {
+  static const char fn[] = "clt_eval";
+  clt_status s = clt__check_tensor(t, fn, "t");
+  if (s != CLT_OK)
+    return s;
+  return clt__lazy_touch(t->storage, false, fn);
+}
+
+/* ---- recording ---------------------------------------------------------------------------- */
+
+/* Whether the chains of node's deferred operands (chain[k], else in[k] is a leaf) and node fit
+ * one fused kernel: planned as they would be, counting each node and leaf once. */
+static bool fits(const clt_lazy *node, clt_lazy *const *chain, clt_tensor *const *in,
+                 const clt_bcast *bc) {
+  if (!chain[0] && !chain[1] && !chain[2])
+    return true; /* one op over at most 3 leaves */
+  planner p;
+  memset(&p, 0, sizeof p);
+  p.f.ndim = node->ndim;
+  memcpy(p.f.shape, node->shape, sizeof p.f.shape);
+  for (int k = 0; k < node->op->arity; k++) {
+    if (chain[k] && plan_node(&p, chain[k]) == INT32_MIN)
+      return false;
+    if (!chain[k] && plan_leaf(&p, in[k], bc->s[k], bc->off[k]) < 0)
+      return false;
+  }
+  int strided = 0, ops = 0;
+  for (int l = 0; l < p.f.nleaves; l++)
+    strided += clt__leaf_kind(p.f.ndim, p.f.shape, p.f.ls[l]) == CLT__LEAF_STRIDED;
+  for (int i = 0; i < p.f.nnodes; i++)
+    ops += p.f.node[i].op != NULL;
+  return ops < CLT__FUSE_MAX_OPS && p.f.nnodes - ops <= CLT__FUSE_MAX_CONSTS &&
+         strided <= CLT__FUSE_MAX_STRIDED;
+}
+
+static bool fusable_dtype(clt_dtype dt) { return dt != CLT_F16 && dt != CLT_BF16; }
+
+/* Whether op over in, computing in `compute`, into a result of dtype `dtype`, can be a node:
+ * floating-point computations only, for now (integer ops' wrapping and helper functions are per
+ * compute type in kernels/elementwise.cl), and no f16/bf16 (they round at every store). */
+static bool fusable(const clt_op *op, clt_tensor *const *in, clt_dtype compute, clt_dtype dtype) {
+  if ((compute != CLT_F32 && compute != CLT_F64) || !fusable_dtype(dtype))
+    return false;
+  for (int k = 0; k < op->arity; k++)
+    if (!fusable_dtype(in[k]->dtype))
+      return false;
+  return true;
+}
+
+/* The deferred chains the operands of an op of result shape `like` continue: chain[k] when
+ * in[k] is a whole deferred result of that shape (else NULL); returns how many. */
+static int chains_of(const clt_op *op, clt_tensor *const *in, const clt_tensor *like,
+                     clt_lazy **chain) {
+  int found = 0;
+  for (int k = 0; k < op->arity; k++) {
+    const clt_tensor *t = in[k];
+    clt_lazy *p = atomic_load(&t->storage->pending);
+    chain[k] = NULL;
+    if (p && !p->op && t->numel == 1 && t->offset == 0) { /* a scalar, for any shape */
+      chain[k] = p;
+      found++;
+    } else if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype && t->ndim == like->ndim &&
+        memcmp(t->shape, like->shape, sizeof(int64_t) * (size_t)like->ndim) == 0) {
+      chain[k] = p;
+      found++;
+    }
+  }
+  return found;
+}
+
+/* A node for op (result shape and dtype those of `like`), its operands the chains chain[k] or
+ * the leaves in[k] (computed first if they are deferred views); under lazy_lock. */
+static clt_status make_node(const clt_op *op, const clt_tensor *like, clt_dtype dtype,
+                            clt_tensor *const *in, clt_lazy *const *chain, clt_dtype compute,
+                            const clt_bcast *bc, clt_lazy **out) {
+  clt_lazy *node = calloc(1, sizeof *node);
+  if (!node)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, op->fn, "out of host memory");
+  node->refs = 1;
+  node->dev = like->storage->dev;
+  node->op = op;
+  node->compute = compute;
+  node->dtype = dtype;
+  node->ndim = like->ndim;
+  memcpy(node->shape, like->shape, sizeof node->shape);
+  node->numel = like->numel;
+  clt_status st = CLT_OK;
+  for (int k = 0; k < op->arity && st == CLT_OK; k++) {
+    clt_tensor *t = in[k];
+    lazy_arg *a = &node->arg[k];
+    if (chain[k]) {
+      a->node = chain[k];
+      chain[k]->refs++;
+    } else {
+      /* a leaf: its values must exist before they are read (a view of a deferred result) */
+      if ((st = eval_locked(t->storage, op->fn)) != CLT_OK)
+        break;
+      a->leaf = clt_tensor_retain(t);
+      atomic_fetch_add(&t->storage->lazy_readers, 1);
+      memcpy(a->s, bc->s[k], sizeof a->s);
+      a->off = bc->off[k];
+    }
+    node->nargs = k + 1;
+  }
+  if (st != CLT_OK) {
+    node_release(node);
+    return st;
+  }
+  *out = node;
+  return CLT_OK;
+}
+
+clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                            clt_dtype compute, const clt_bcast *bc, bool *deferred) {
+  *deferred = false;
+  if (!fusable(op, in, compute, out->dtype) || out->numel == 0)
+    return CLT_OK;
+  pthread_mutex_lock(&lazy_lock);
+  clt_status st = CLT_OK;
+  clt_lazy *chain[3];
+  chains_of(op, in, out, chain);
+  clt_lazy probe = {.op = op, .ndim = out->ndim};
+  memcpy(probe.shape, out->shape, sizeof probe.shape);
+  if (!fits(&probe, chain, in, bc)) {
+    /* too long a chain for one kernel: its deferred operands are computed now, this op starts
+     * a new chain reading them (scalars stay arguments) */
+    for (int k = 0; k < op->arity && st == CLT_OK; k++)
+      if (chain[k] && chain[k]->op) {
+        st = eval_locked(in[k]->storage, op->fn);
+        chain[k] = NULL;
+      }
+  }
+  clt_lazy *node = NULL;
+  if (st == CLT_OK)
+    st = make_node(op, out, out->dtype, in, chain, compute, bc, &node);
+  if (st != CLT_OK) {
+    pthread_mutex_unlock(&lazy_lock);
+    return st;
+  }
+  node->out = out->storage;
+  atomic_store(&out->storage->pending, node);
+  node->next = pending_head;
+  if (pending_head)
+    pending_head->prev = node;
+  pending_head = node;
+  pthread_mutex_unlock(&lazy_lock);
+  atomic_fetch_add(&stat_deferred, 1);
+  *deferred = true;
+  return CLT_OK;
+}
+
+/* Whether node n or a node it reads (not yet computed) is m. */
+static bool reaches(const clt_lazy *n, const clt_lazy *m) {
+  if (n == m)
+    return true;
+  for (int j = 0; j < n->nargs; j++)
+    if (n->arg[j].node && !n->arg[j].node->value && reaches(n->arg[j].node, m))
+      return true;
+  return false;
+}
+
+/* Whether every element of dst that node's chain reads, it reads at the index it writes (a
+ * leaf over dst's storage read contiguously from dst's offset), so that the kernel reads each
+ * element before the same work-item writes it. Any other leaf over dst's storage (a transposed,
+ * shifted or broadcast view) says no, even where the elements it reads are not dst's. */
+static bool reads_dst_in_place(clt_lazy *node, const clt_tensor *dst) {
+  planner p;
+  memset(&p, 0, sizeof p);
+  p.f.ndim = node->ndim;
+  memcpy(p.f.shape, node->shape, sizeof p.f.shape);
+  if (plan_node(&p, node) == INT32_MIN)
+    return false;
+  int64_t dense[CLT_MAX_DIMS];
+  dense_strides(&p.f, dense);
+  for (int l = 0; l < p.f.nleaves; l++) {
+    if (p.f.leaf[l]->storage != dst->storage)
+      continue;
+    clt_leaf_kind k = clt__leaf_kind(p.f.ndim, p.f.shape, p.f.ls[l]);
+    if (p.f.loff[l] != node->out_off || p.f.leaf[l]->dtype != dst->dtype ||
+        !(k == CLT__LEAF_DENSE || node->numel == 1))
+      return false;
+  }
+  return true;
+}
+
+clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *in,
+                          clt_dtype compute, const clt_bcast *bc, bool *done) {
+  *done = false;
+  if (!fusable(op, in, compute, dst->dtype) || dst->numel == 0 || !dst->contiguous)
+    return CLT_OK;
+  clt_lazy *chain[3];
+  pthread_mutex_lock(&lazy_lock);
+  if (chains_of(op, in, dst, chain) == 0 || atomic_load(&dst->storage->pending)) {
+    pthread_mutex_unlock(&lazy_lock); /* nothing to fuse with: the op's own kernel */
+    return CLT_OK;
+  }
+  clt_lazy probe = {.op = op, .ndim = dst->ndim};
+  memcpy(probe.shape, dst->shape, sizeof probe.shape);
+  if (!fits(&probe, chain, in, bc)) {
+    pthread_mutex_unlock(&lazy_lock);
+    return CLT_OK;
+  }
+  clt_lazy *node = NULL;
+  clt_status st = make_node(op, dst, dst->dtype, in, chain, compute, bc, &node);
+  if (st != CLT_OK) {
+    pthread_mutex_unlock(&lazy_lock);
+    return st;
+  }
+  node->into = true;
+  node->out = dst->storage;
+  node->out_off = clt__elem_offset(dst);
+  if (!reads_dst_in_place(node, dst)) {
+    /* some element of dst would be read by one work-item after another wrote it: run the
+     * chain first, into its own memory, as eagerly */
+    node_release(node);
+    pthread_mutex_unlock(&lazy_lock);
+    return CLT_OK;
+  }
+  /* Every other deferred chain reading dst is computed before dst changes; the chains this op
+   * reads may read dst too: each element is read before it is written, by the same work-item. */
+  if (atomic_load(&dst->storage->lazy_readers) > 0) {
+    for (bool again = true; again && st == CLT_OK;) {
+      again = false;
+      for (clt_lazy *p = pending_head; p; p = p->next)
+        if (p->dev == node->dev && !reaches(node, p)) {
+          st = eval_node(p, op->fn);
+          again = true;
+          break;
+        }
+    }
+  }
+  if (st == CLT_OK)
+    st = eval_node(node, op->fn);
+  node_release(node);
+  pthread_mutex_unlock(&lazy_lock);
+  if (st == CLT_OK)
+    *done = true;
+  return st;
+}
+
+clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const char *fn,
+                            clt_tensor **out) {
+  clt_tensor *t;
+  clt_status st = clt__tensor_new(dtype, 0, NULL, dev, fn, &t);
+  if (st != CLT_OK)
+    return st;
+  clt_lazy *node = calloc(1, sizeof *node);
+  if (!node) {
+    clt_tensor_release(t);
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  node->refs = 1;
+  node->dev = dev;
+  node->dtype = dtype;
+  node->numel = 1;
+  if (dtype == CLT_F32) { /* as clt_full stores it */
+    float f = (float)v;
+    memcpy(&node->konst, &f, sizeof f);
+  } else {
+    memcpy(&node->konst, &v, sizeof v);
+  }
+  pthread_mutex_lock(&lazy_lock);
+  node->out = t->storage;
+  atomic_store(&t->storage->pending, node);
+  node->next = pending_head;
+  if (pending_head)
+    pending_head->prev = node;
+  pending_head = node;
+  pthread_mutex_unlock(&lazy_lock);
+  *out = t;
+  return CLT_OK;
+}

@@ -1,0 +1,300 @@
+/* opencl/fuse.c - the fused kernels of lazy fusion (lib/lazy.c plans them): one generated kernel
+ * per chain structure, kernels/fused.cl filled in by defines.
+ *
+ * The defines hold the whole structure (each node's op, dtypes and operands, each leaf's dtype
+ * and kind of access, each output's dtype) and nothing else: sizes, offsets and strides are
+ * arguments, and scalar operands are 0-d leaves, so a chain run again with other values or
+ * sizes finds its program in the cache (in memory and on disk). Each node's value is computed
+ * exactly as kernels/elementwise.cl computes it (operands converted to the compute type, the
+ * table's expression, the result converted to its dtype) and kept in a variable of the result
+ * type, so the fused result is bit-identical to running the ops one by one; FP_CONTRACT is off
+ * in the kernel, so no multiply and add of two nodes become one fma. */
+#include "cl-internal.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Mirrors clt_fused_geom_t in kernels/fused.cl: the shape and the strided leaves' strides. */
+typedef struct clt_cl_fused_geom {
+  cl_long shape[CLT_MAX_DIMS];
+  cl_long s[CLT__FUSE_MAX_STRIDED][CLT_MAX_DIMS];
+} clt_cl_fused_geom;
+
+_Static_assert(CLT_MAX_DIMS == 8 && CLT__FUSE_MAX_STRIDED == 4,
+               "kernels/fused.cl's clt_fused_geom_t has 4 x 8 strides");
+
+typedef struct text {
+  char *buf;
+  size_t size, len;
+  bool full;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(t->buf + t->len, t->size - t->len, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= t->size - t->len) {
+    t->full = true;
+    t->len = t->size - 1;
+  } else {
+    t->len += (size_t)n;
+  }
+}
+
+/* The table's expression with its type name TC replaced by tc (the expression is a macro
+ * argument in elementwise.cl, where TC is a define; here it goes into a define's body). */
+static bool ident_char(char c) {
+  return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+static void expr_text(text *t, const char *expr, const char *tc) {
+  for (const char *p = expr; *p;) {
+    if (p[0] == 'T' && p[1] == 'C' && (p == expr || !ident_char(p[-1])) && !ident_char(p[2])) {
+      put(t, "%s", tc);
+      p += 2;
+    } else {
+      put(t, "%c", *p++);
+    }
+  }
+}
+
+/* The value of operand r of a node, as text: an earlier node's variable or a leaf's element. */
+static void operand_text(text *t, int r, const clt_leaf_kind *kinds, const int *slot) {
+  if (r >= 0) {
+    put(t, "v%d", r);
+    return;
+  }
+  int l = -r - 1;
+  if (kinds[l] == CLT__LEAF_SCALAR)
+    put(t, "l%d[lo%d]", l, l);
+  else if (kinds[l] == CLT__LEAF_DENSE)
+    put(t, "l%d[lo%d+i]", l, l);
+  else
+    put(t, "l%d[lo%d+x[%d]]", l, l, slot[l]);
+}
+
+static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_leaf_kind *kinds,
+                                const int *slot, int nstrided, text *t) {
+  bool fp64 = false;
+  for (int i = 0; i < f->nnodes; i++)
+    fp64 = fp64 || f->node[i].compute == CLT_F64 || f->node[i].dtype == CLT_F64;
+  for (int l = 0; l < f->nleaves; l++)
+    fp64 = fp64 || f->leaf[l]->dtype == CLT_F64;
+  put(t, "%s#define CLT_FUSED_STRIDED %d\n", clt__cl_base_options(d, fp64), nstrided);
+  put(t, "#define CLT_FUSED_PARAMS ");
+  for (int o = 0; o < f->nouts; o++)
+    put(t, "__global %s *restrict o%d, ", clt__dtype_cl_type(f->out_dtype[o]), o);
+  for (int l = 0; l < f->nleaves; l++)
+    put(t, "__global const %s *restrict l%d, ", clt__dtype_cl_type(f->leaf[l]->dtype), l);
+  put(t, "ulong n, ulong step");
+  for (int o = 0; o < f->nouts; o++)
+    put(t, ", ulong oo%d", o);
+  for (int l = 0; l < f->nleaves; l++)
+    put(t, ", ulong lo%d", l);
+  for (int i = 0; i < f->nnodes; i++)
+    if (!f->node[i].op)
+      put(t, ", %s c%d", clt__dtype_cl_type(f->node[i].dtype), i);
+  if (nstrided)
+    put(t, ", int ndim, clt_fused_geom_t g");
+  put(t, "\n#define CLT_FUSED_BODY ");
+  for (int i = 0; i < f->nnodes; i++) {
+    const clt_fused_node *nd = &f->node[i];
+    const clt_op *op = nd->op;
+    if (!op) { /* a scalar operand */
+      put(t, "%s v%d = c%d; ", clt__dtype_cl_type(nd->dtype), i, i);
+      continue;
+    }
+    const char *expr = clt__op_expr(op, nd->compute);
+    if (!expr)
+      return clt__error(CLT_ERR_INTERNAL, f->fn, "%s has no expression for %s", op->name,
+                        clt_dtype_name(nd->compute));
+    const char *tc = clt__dtype_cl_type(nd->compute); /* float or double: no wrapping twin */
+    put(t, "%s v%d; { ", clt__dtype_cl_type(nd->dtype), i);
+    static const char *const names[3] = {"a", "b", "c"};
+    for (int j = 0; j < 3; j++) {
+      int k = op->arity == 1 ? 0 : op->arity == 2 && j == 2 ? 1 : j; /* OP(x,x,x), OP(x,y,y) */
+      const char *ty = op->cond && k == 0 ? "uchar" : tc;
+      put(t, "%s %s = (%s)(%s)", ty, names[j], ty, ty);
+      operand_text(t, nd->arg[k], kinds, slot);
+      put(t, "; ");
+    }
+    char x[2048];
+    text xe = {x, sizeof x, 0, false};
+    expr_text(&xe, expr, tc);
+    if (xe.full)
+      return clt__error(CLT_ERR_INTERNAL, f->fn, "the expression of %s is too long", op->name);
+    char conv[4096 + 256];
+    clt__cl_store_conv(nd->compute, nd->dtype, x, conv, sizeof conv);
+    put(t, "v%d = %s; } ", i, conv);
+    if (nd->out >= 0)
+      put(t, "o%d[oo%d+i] = v%d; ", nd->out, nd->out, i);
+  }
+  put(t, "\n");
+  if (t->full)
+    return clt__error(CLT_ERR_INTERNAL, f->fn, "the fused kernel's source outgrew its buffer");
+  return CLT_OK;
+}
+
+/* ---- the kernel memo --------------------------------------------------------------------------
+ * Formatting a chain's defines and finding them in the program cache costs several microseconds,
+ * as much as a small kernel runs. A chain's structure fits in a few dozen small numbers (its
+ * signature), so launches look the kernel up here first, by device and signature; a miss formats
+ * the defines and fills the slot. The program cache never drops a kernel, so an entry stays valid
+ * until exit; a full table just stops memoizing. */
+#define SIG_MAX (4 + 6 * CLT__FUSE_MAX_NODES + 2 * CLT__FUSE_MAX_LEAVES + CLT__FUSE_MAX_OUTS)
+#define FUSE_MEMO_SLOTS 512 /* a power of two */
+
+typedef struct sig {
+  uint16_t v[SIG_MAX];
+  int n;
+} sig;
+
+typedef struct fuse_slot {
+  const clt_device *dev; /* NULL: empty */
+  uint64_t hash;
+  uint16_t *v; /* the signature, malloc'ed */
+  int n;
+  cl_kernel kernel;
+} fuse_slot;
+
+static fuse_slot fuse_memo[FUSE_MEMO_SLOTS];
+static pthread_mutex_t fuse_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void signature(const clt_fused *f, const clt_leaf_kind *kinds, sig *g) {
+  g->n = 0;
+  g->v[g->n++] = (uint16_t)f->nnodes;
+  g->v[g->n++] = (uint16_t)f->nleaves;
+  g->v[g->n++] = (uint16_t)f->nouts;
+  g->v[g->n++] = (uint16_t)f->ndim; /* kernels differ only by CLT_FUSED_STRIDED, but cheap */
+  for (int i = 0; i < f->nnodes; i++) {
+    const clt_fused_node *nd = &f->node[i];
+    g->v[g->n++] = nd->op ? (uint16_t)nd->op->kind : 0xffffu;
+    g->v[g->n++] = (uint16_t)(nd->compute << 8 | nd->dtype);
+    for (int j = 0; j < 3; j++)
+      g->v[g->n++] = (uint16_t)(int16_t)nd->arg[j];
+    g->v[g->n++] = (uint16_t)(int16_t)nd->out;
+  }
+  for (int l = 0; l < f->nleaves; l++) {
+    g->v[g->n++] = (uint16_t)f->leaf[l]->dtype;
+    g->v[g->n++] = (uint16_t)kinds[l];
+  }
+  for (int o = 0; o < f->nouts; o++)
+    g->v[g->n++] = (uint16_t)f->out_dtype[o];
+}
+
+static uint64_t sig_hash(const clt_device *d, const sig *g) {
+  uint64_t h = (uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < g->n; i++)
+    h = (h ^ g->v[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static cl_kernel memo_find(const clt_device *d, const sig *g, uint64_t h) {
+  cl_kernel k = NULL;
+  pthread_mutex_lock(&fuse_memo_lock);
+  for (size_t i = (size_t)h & (FUSE_MEMO_SLOTS - 1), probes = 0;
+       probes < FUSE_MEMO_SLOTS && fuse_memo[i].dev; i = (i + 1) & (FUSE_MEMO_SLOTS - 1), probes++)
+    if (fuse_memo[i].dev == d && fuse_memo[i].hash == h && fuse_memo[i].n == g->n &&
+        memcmp(fuse_memo[i].v, g->v, sizeof(uint16_t) * (size_t)g->n) == 0) {
+      k = fuse_memo[i].kernel;
+      break;
+    }
+  pthread_mutex_unlock(&fuse_memo_lock);
+  return k;
+}
+
+static void memo_keep(const clt_device *d, const sig *g, uint64_t h, cl_kernel k) {
+  pthread_mutex_lock(&fuse_memo_lock);
+  for (size_t i = (size_t)h & (FUSE_MEMO_SLOTS - 1), probes = 0; probes < FUSE_MEMO_SLOTS / 2;
+       i = (i + 1) & (FUSE_MEMO_SLOTS - 1), probes++) {
+    if (fuse_memo[i].dev == d && fuse_memo[i].hash == h && fuse_memo[i].n == g->n &&
+        memcmp(fuse_memo[i].v, g->v, sizeof(uint16_t) * (size_t)g->n) == 0)
+      break;
+    if (!fuse_memo[i].dev) {
+      uint16_t *v = malloc(sizeof(uint16_t) * (size_t)g->n);
+      if (v) {
+        memcpy(v, g->v, sizeof(uint16_t) * (size_t)g->n);
+        fuse_memo[i] = (fuse_slot){d, h, v, g->n, k};
+      }
+      break;
+    }
+  }
+  pthread_mutex_unlock(&fuse_memo_lock);
+}
+
+clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
+  const char *fn = f->fn;
+  clt_leaf_kind kinds[CLT__FUSE_MAX_LEAVES];
+  int slot[CLT__FUSE_MAX_LEAVES], nstrided = 0, strided_leaf[CLT__FUSE_MAX_STRIDED];
+  for (int l = 0; l < f->nleaves; l++) {
+    kinds[l] = clt__leaf_kind(f->ndim, f->shape, f->ls[l]);
+    slot[l] = -1;
+    if (kinds[l] == CLT__LEAF_STRIDED) {
+      if (nstrided == CLT__FUSE_MAX_STRIDED)
+        return clt__error(CLT_ERR_INTERNAL, fn, "a fused kernel with too many strided operands");
+      strided_leaf[nstrided] = l;
+      slot[l] = nstrided++;
+    }
+  }
+  sig sg;
+  signature(f, kinds, &sg);
+  uint64_t h = sig_hash(d, &sg);
+  cl_kernel kern = memo_find(d, &sg, h);
+  clt_status st;
+  if (!kern) {
+    char defines[16384];
+    text t = {defines, sizeof defines, 0, false};
+    if ((st = fused_defines(d, f, kinds, slot, nstrided, &t)) != CLT_OK)
+      return st;
+    if ((st = clt__get_kernel(d, "fused", defines, "fused", fn, &kern)) != CLT_OK)
+      return st;
+    memo_keep(d, &sg, h, kern);
+  }
+
+  clt_launch l = clt__cl_launch_1d(d, f->numel);
+  cl_ulong count = (cl_ulong)f->numel, step = l.chunk;
+  cl_ulong loff[CLT__FUSE_MAX_LEAVES], ooff[CLT__FUSE_MAX_OUTS];
+  clt_cl_arg args[2 * CLT__FUSE_MAX_OUTS + 2 * CLT__FUSE_MAX_LEAVES + CLT__FUSE_MAX_CONSTS + 4];
+  clt_storage *reads[CLT__FUSE_MAX_LEAVES];
+  clt_storage *writes[CLT__FUSE_MAX_OUTS];
+  int arg = 0;
+  for (int o = 0; o < f->nouts; o++) {
+    args[arg++] = (clt_cl_arg){sizeof(cl_mem), &f->out[o]->buf};
+    writes[o] = f->out[o];
+  }
+  for (int k = 0; k < f->nleaves; k++) {
+    args[arg++] = (clt_cl_arg){sizeof(cl_mem), &f->leaf[k]->storage->buf};
+    reads[k] = f->leaf[k]->storage;
+  }
+  args[arg++] = (clt_cl_arg){sizeof count, &count};
+  args[arg++] = (clt_cl_arg){sizeof step, &step};
+  for (int o = 0; o < f->nouts; o++) {
+    ooff[o] = (cl_ulong)f->out_off[o];
+    args[arg++] = (clt_cl_arg){sizeof ooff[o], &ooff[o]};
+  }
+  for (int k = 0; k < f->nleaves; k++) {
+    loff[k] = (cl_ulong)f->loff[k];
+    args[arg++] = (clt_cl_arg){sizeof loff[k], &loff[k]};
+  }
+  for (int i = 0; i < f->nnodes; i++)
+    if (!f->node[i].op)
+      args[arg++] = (clt_cl_arg){clt_dtype_size(f->node[i].dtype), &f->node[i].konst};
+  cl_int nd = f->ndim;
+  clt_cl_fused_geom g;
+  if (nstrided) {
+    memset(&g, 0, sizeof g);
+    for (int i = 0; i < f->ndim; i++) {
+      g.shape[i] = f->shape[i];
+      for (int k = 0; k < nstrided; k++)
+        g.s[k][i] = f->ls[strided_leaf[k]][i];
+    }
+    args[arg++] = (clt_cl_arg){sizeof nd, &nd};
+    args[arg++] = (clt_cl_arg){sizeof g, &g};
+  }
+  return clt__cl_run(d, kern, &l, args, arg, reads, f->nleaves, writes, f->nouts, fn);
+}

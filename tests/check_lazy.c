@@ -1,0 +1,585 @@
+/* check_lazy.c - lazy fusion (lib/lazy.c, lib/opencl/fuse.c): deferred elementwise chains give
+ * the eager results bit for bit, on every OpenCL device; they are computed when something needs
+ * them (reads, reductions, writes into their operands, synchronize, events) and only then;
+ * errors of shape, dtype and device come at the call, evaluation errors at the call that forced
+ * it; clt_set_lazy and clt_eval. The counts of lib/lazy.c (clt__lazy_stats) show what was fused.
+ */
+#define _XOPEN_SOURCE 700 /* setenv */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "check_util.h"
+
+static clt_lazy_stats stats(void) {
+  clt_lazy_stats s;
+  clt__lazy_stats(&s);
+  return s;
+}
+
+/* A chain of the kinds fusion meets: binary, unary, scalar operands (0-d leaves), a broadcast
+ * row, a transposed view, a comparison into bool and a where on it, a clamp, a cast to f64 and
+ * back, an integer operand. Every intermediate but `keep` is released at once. */
+static clt_tensor *chain(clt_tensor *a, clt_tensor *b, clt_tensor *row, clt_tensor *n,
+                         clt_tensor **keep) {
+  clt_tensor *t1, *t2, *t3, *t4, *t5, *t6, *t7, *t8, *t9, *t10, *bt, *t11, *t12, *t13, *t14;
+  CU_OK(clt_mul(a, b, &t1));
+  CU_OK(clt_add_scalar(t1, 0.25, &t2));
+  CU_OK(clt_sub(t2, row, &t3)); /* row broadcast over the rows */
+  CU_OK(clt_exp(t3, &t4));
+  CU_OK(clt_gt(t4, a, &t5)); /* bool */
+  CU_OK(clt_where(t5, t4, b, &t6));
+  CU_OK(clt_clamp_scalar(t6, -2.0, 3.0, &t7));
+  CU_OK(clt_transpose(b, 0, 1, &bt));
+  CU_OK(clt_div(t7, bt, &t8)); /* square: b transposed, a strided leaf */
+  CU_OK(clt_cast(t8, CLT_F64, &t9));
+  CU_OK(clt_mul(t9, n, &t10)); /* an i32 operand, computed in f64 */
+  CU_OK(clt_sqrt(t10, &t11));
+  CU_OK(clt_cast(t11, CLT_F32, &t12));
+  CU_OK(clt_maximum(t12, t3, &t13));
+  CU_OK(clt_atan2(t13, t2, &t14));
+  clt_tensor *ts[] = {t1, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, bt};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+    clt_tensor_release(ts[i]);
+  *keep = t2;
+  return t14;
+}
+
+#define N 48 /* square, so that b and its transpose combine */
+
+static void make_inputs(clt_device *d, clt_tensor **a, clt_tensor **b, clt_tensor **row,
+                        clt_tensor **n) {
+  static float av[N * N], bv[N * N], rv[N];
+  static int32_t nv[N * N];
+  cu_rng r;
+  cu_rng_seed(&r, 77);
+  cu_fill(av, CLT_F32, N * N, &r, -2, 2, 0);
+  cu_fill(bv, CLT_F32, N * N, &r, 0.5, 3, 0);
+  cu_fill(rv, CLT_F32, N, &r, -1, 1, 0);
+  cu_fill(nv, CLT_I32, N * N, &r, -3, 9, 0);
+  int64_t sh[2] = {N, N}, rs[1] = {N};
+  *a = cu_tensor(av, CLT_F32, 2, sh, d);
+  *b = cu_tensor(bv, CLT_F32, 2, sh, d);
+  *row = cu_tensor(rv, CLT_F32, 1, rs, d);
+  *n = cu_tensor(nv, CLT_I32, 2, sh, d);
+}
+
+/* The chain deferred and eager give the same bits, on every device; on the host (never
+ * deferred) too. The values agree with a double-precision evaluation of the same formula. */
+START_TEST(test_lazy_bit_identical) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  float *host = NULL;
+  for (int i = 0; i < nd; i++) {
+    clt_device *d = devs[i];
+    if (!cu_dtype_ok("test_lazy_bit_identical", d, CLT_F64))
+      continue;
+    clt_tensor *a, *b, *row, *n, *keep_l, *keep_e;
+    make_inputs(d, &a, &b, &row, &n);
+    clt_lazy_stats before = stats();
+    clt_set_lazy(1);
+    clt_tensor *lazy = chain(a, b, row, n, &keep_l);
+    clt_lazy_stats mid = stats();
+    if (d != clt_cpu())
+      ck_assert_msg(mid.deferred - before.deferred == 14 && mid.evaluations == before.evaluations,
+                    "%s: %ld deferred, %ld evaluations before any read", cu_dev_name(d),
+                    mid.deferred - before.deferred, mid.evaluations - before.evaluations);
+    float *lv = cu_read(lazy);
+    float *kl = cu_read(keep_l);
+    clt_lazy_stats after = stats();
+    if (d != clt_cpu()) {
+      /* one kernel for the fourteen ops, which wrote the held intermediate too */
+      ck_assert_msg(after.evaluations - mid.evaluations == 1 && after.ops - mid.ops == 14,
+                    "%s: %ld kernels computing %ld ops", cu_dev_name(d),
+                    after.evaluations - mid.evaluations, after.ops - mid.ops);
+    }
+    clt_set_lazy(0);
+    clt_tensor *eager = chain(a, b, row, n, &keep_e);
+    clt_set_lazy(1);
+    ck_assert_msg(stats().deferred == after.deferred, "deferred with clt_set_lazy(0)");
+    float *ev = cu_read(eager);
+    float *ke = cu_read(keep_e);
+    ck_assert_msg(memcmp(lv, ev, sizeof(float) * N * N) == 0, "%s: deferred and eager differ",
+                  cu_dev_name(d));
+    ck_assert_msg(memcmp(kl, ke, sizeof(float) * N * N) == 0,
+                  "%s: the held intermediate differs", cu_dev_name(d));
+    if (!host) {
+      host = lv;
+      lv = NULL;
+    } else {
+      for (int k = 0; k < N * N; k++)
+        ck_assert_msg(cu_close(lv[k], host[k], 1e-5, 1e-6), "%s [%d]: %g, host %g",
+                      cu_dev_name(d), k, lv[k], host[k]);
+    }
+    /* independently: the formula in double precision */
+    float *av = cu_read(a), *bv = cu_read(b), *rv = cu_read(row);
+    int32_t *nv = cu_read(n);
+    for (int r = 0; r < N; r++)
+      for (int c = 0; c < N; c++) {
+        int k = r * N + c;
+        double t2 = (double)av[k] * bv[k] + 0.25, t3 = t2 - rv[c], t4 = exp(t3);
+        double t6 = t4 > av[k] ? t4 : bv[k];
+        double t7 = fmin(fmax(t6, -2.0), 3.0), t8 = t7 / bv[c * N + r];
+        double t12 = sqrt(t8 * nv[k]), t13 = isnan(t12) ? t12 : fmax(t12, t3);
+        double want = atan2(t13, t2);
+        float got = ev[k];
+        ck_assert_msg(cu_close(got, want, 1e-4, 1e-5) || (isnan(got) && isnan(want)),
+                      "%s [%d]: %g, expected %g", cu_dev_name(d), k, got, want);
+      }
+    free(av);
+    free(bv);
+    free(rv);
+    free(nv);
+    free(lv);
+    free(ev);
+    free(kl);
+    free(ke);
+    clt_tensor *ts[] = {a, b, row, n, lazy, eager, keep_l, keep_e};
+    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
+      clt_tensor_release(ts[k]);
+  }
+  free(host);
+}
+END_TEST
+
+static clt_tensor *filled(clt_device *d, int64_t n, float first, float step) {
+  float *v = cu_malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++)
+    v[i] = first + step * (float)i;
+  int64_t sh[1] = {n};
+  clt_tensor *t = cu_tensor(v, CLT_F32, 1, sh, d);
+  free(v);
+  return t;
+}
+
+/* A chain reads its leaves as they were at the call: writing into a leaf (in place, clt_copy,
+ * clt_fill_, a copy from the host) first computes the chains that read it. */
+START_TEST(test_lazy_leaf_written_later) {
+  if (!cu_need_cl("test_lazy_leaf_written_later", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  for (int how = 0; how < 4; how++) {
+    clt_tensor *a = filled(d, 100, 1, 1), *b = filled(d, 100, 0.5f, 0), *c;
+    CU_OK(clt_mul(a, b, &c)); /* deferred: c = a / 2 */
+    switch (how) {
+    case 0:
+      CU_OK(clt_add_(a, b));
+      break;
+    case 1:
+      CU_OK(clt_copy(a, b));
+      break;
+    case 2:
+      CU_OK(clt_fill_(a, -7));
+      break;
+    default: { /* from the host */
+      clt_tensor *h = filled(clt_cpu(), 100, 0, 0);
+      CU_OK(clt_copy(a, h));
+      clt_tensor_release(h);
+    }
+    }
+    float *v = cu_read(c);
+    for (int i = 0; i < 100; i++)
+      ck_assert_msg(v[i] == (float)(i + 1) * 0.5f, "write %d: c[%d] = %g, expected %g", how, i,
+                    v[i], (i + 1) * 0.5);
+    free(v);
+    clt_tensor_release(a);
+    clt_tensor_release(b);
+    clt_tensor_release(c);
+  }
+}
+END_TEST
+
+/* Views of a deferred result, reads of it in pieces, writes into it. */
+START_TEST(test_lazy_views_of_deferred) {
+  if (!cu_need_cl("test_lazy_views_of_deferred", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  clt_tensor *a = filled(d, 64, -3, 0.5f), *t, *v, *w;
+  CU_OK(clt_mul_scalar(a, 3.0, &t));
+  CU_OK(clt_narrow(t, 0, 10, 20, &v)); /* a view of a deferred result */
+  CU_OK(clt_add_scalar(v, 1.0, &w));   /* reads the view: t is computed first */
+  float *wv = cu_read(w);
+  for (int i = 0; i < 20; i++)
+    ck_assert_msg(wv[i] == (-3 + 0.5f * (float)(i + 10)) * 3 + 1, "w[%d] = %g", i, wv[i]);
+  free(wv);
+  clt_tensor *u, *uv;
+  CU_OK(clt_neg(a, &u));
+  CU_OK(clt_narrow(u, 0, 0, 8, &uv));
+  CU_OK(clt_fill_(uv, 100)); /* a write into part of a deferred result */
+  float *x = cu_read(u);
+  for (int i = 0; i < 64; i++)
+    ck_assert_msg(x[i] == (i < 8 ? 100.0f : -(-3 + 0.5f * (float)i)), "u[%d] = %g", i, x[i]);
+  free(x);
+  clt_tensor *ts[] = {a, t, v, w, u, uv};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+    clt_tensor_release(ts[i]);
+}
+END_TEST
+
+/* What forces a chain: a reduction, synchronize, an event, clt_eval, a transfer; a chain that
+ * nobody reads and everybody released is never computed. */
+START_TEST(test_lazy_what_forces) {
+  if (!cu_need_cl("test_lazy_what_forces", 2))
+    return;
+  clt_device *d = clt_device_at(0);
+  clt_tensor *a = filled(d, 1000, 0, 0.001f);
+  for (int how = 0; how < 6; how++) {
+    clt_tensor *t, *u;
+    CU_OK(clt_sin(a, &t));
+    CU_OK(clt_mul(t, t, &u));
+    clt_tensor_release(t);
+    clt_lazy_stats s0 = stats();
+    clt_tensor *x = NULL;
+    clt_event *ev = NULL;
+    switch (how) {
+    case 0:
+      CU_OK(clt_sum(u, &x));
+      break;
+    case 1:
+      CU_OK(clt_device_synchronize(d));
+      break;
+    case 2:
+      CU_OK(clt_event_record(d, &ev));
+      CU_OK(clt_event_wait(ev));
+      clt_event_release(ev);
+      break;
+    case 3:
+      CU_OK(clt_eval(u));
+      CU_OK(clt_eval(u)); /* nothing left to do */
+      break;
+    case 4:
+      CU_OK(clt_to(u, clt_device_at(1), &x));
+      break;
+    default:
+      break;
+    }
+    clt_lazy_stats s1 = stats();
+    if (how < 5) {
+      ck_assert_msg(s1.evaluations == s0.evaluations + 1 && s1.ops == s0.ops + 2,
+                    "case %d: %ld kernels, %ld ops", how, s1.evaluations - s0.evaluations,
+                    s1.ops - s0.ops);
+      float *v = cu_read(u);
+      for (int i = 0; i < 1000; i++) {
+        float si = sinf(0.001f * (float)i);
+        ck_assert_msg(fabsf(v[i] - si * si) <= 1e-6f, "case %d: u[%d] = %g", how, i, v[i]);
+      }
+      free(v);
+    }
+    clt_tensor_release(u);
+    clt_tensor_release(x);
+    if (how == 5)
+      ck_assert_msg(stats().evaluations == s0.evaluations, "a released chain was computed");
+  }
+  clt_tensor_release(a);
+}
+END_TEST
+
+/* Errors of devices, shapes and dtypes come at the call, with the output untouched. */
+START_TEST(test_lazy_errors_at_the_call) {
+  if (!cu_need_cl("test_lazy_errors_at_the_call", 2))
+    return;
+  clt_tensor *a = filled(clt_device_at(0), 10, 1, 1), *b = filled(clt_device_at(1), 10, 1, 1);
+  clt_tensor *c = filled(clt_device_at(0), 7, 1, 1), *t, *out = CU_SENTINEL;
+  CU_OK(clt_exp(a, &t)); /* deferred */
+  CU_FAILS(clt_add(t, b, &out), CLT_ERR_DEVICE_MISMATCH, "clt_add");
+  ck_assert_msg(strstr(clt_last_error(), "cl:0") && strstr(clt_last_error(), "cl:1"), "%s",
+                clt_last_error());
+  CU_FAILS(clt_add(t, c, &out), CLT_ERR_SHAPE_MISMATCH, "clt_add");
+  ck_assert_ptr_eq(out, CU_SENTINEL);
+  CU_FAILS(clt_eval(NULL), CLT_ERR_INVALID_ARGUMENT, "clt_eval");
+  clt_tensor *ts[] = {a, b, c, t};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+    clt_tensor_release(ts[i]);
+}
+END_TEST
+
+/* A chain longer than one kernel takes is computed in parts, correctly: 100 ops with a scalar
+ * operand each (a kernel argument; a kernel takes at most 24 of them) in 5 kernels of 24, 24,
+ * 24, 24 and 4 ops. */
+START_TEST(test_lazy_long_chain) {
+  if (!cu_need_cl("test_lazy_long_chain", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  clt_tensor *t = filled(d, 300, 0, 1);
+  clt_lazy_stats s0 = stats();
+  for (int i = 0; i < 100; i++) {
+    clt_tensor *u;
+    CU_OK(clt_add_scalar(t, 1.0, &u));
+    clt_tensor_release(t);
+    t = u;
+  }
+  float *v = cu_read(t);
+  for (int i = 0; i < 300; i++)
+    ck_assert_msg(v[i] == (float)(i + 100), "t[%d] = %g", i, v[i]);
+  free(v);
+  clt_lazy_stats s1 = stats();
+  ck_assert_msg(s1.ops - s0.ops == 100 && s1.evaluations - s0.evaluations == 5,
+                "100 ops in %ld kernels computing %ld", s1.evaluations - s0.evaluations,
+                s1.ops - s0.ops);
+  clt_tensor_release(t);
+}
+END_TEST
+
+/* Integer and in-place ops are not deferred; clt_set_lazy(0) turns deferring off and says what
+ * it was. */
+START_TEST(test_lazy_what_is_deferred) {
+  if (!cu_need_cl("test_lazy_what_is_deferred", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  int64_t sh[1] = {5};
+  int32_t iv[5] = {1, 2, 3, 4, 5};
+  clt_tensor *i = cu_tensor(iv, CLT_I32, 1, sh, d), *f = filled(d, 5, 1, 1), *o;
+  clt_lazy_stats s0 = stats();
+  CU_OK(clt_add(i, i, &o)); /* integer */
+  clt_tensor_release(o);
+  CU_OK(clt_add_(f, f)); /* in place */
+  ck_assert_msg(stats().deferred == s0.deferred, "integer or in-place ops were deferred");
+  ck_assert_int_eq(clt_set_lazy(0), 1);
+  CU_OK(clt_exp(f, &o));
+  ck_assert_msg(stats().deferred == s0.deferred, "deferred while off");
+  clt_tensor_release(o);
+  ck_assert_int_eq(clt_set_lazy(1), 0);
+  CU_OK(clt_exp(f, &o));
+  ck_assert_msg(stats().deferred == s0.deferred + 1, "not deferred while on");
+  /* host tensors never are */
+  clt_tensor *h = filled(clt_cpu(), 5, 1, 1), *ho;
+  CU_OK(clt_exp(h, &ho));
+  ck_assert_msg(stats().deferred == s0.deferred + 1, "a host op was deferred");
+  clt_tensor *ts[] = {i, f, o, h, ho};
+  for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
+    clt_tensor_release(ts[k]);
+}
+END_TEST
+
+/* A fused kernel that fails to build: the op returns at once, the read that forces it gets
+ * CLT_ERR_BUILD naming the deferred ops, the log and the device; the chain stays pending, so a
+ * second read reports it again; releasing it leaks nothing. */
+START_TEST(test_lazy_build_error_at_the_read) {
+  if (!cu_forked) {
+    cu_skip("test_lazy_build_error_at_the_read", "needs CK_FORK (sets CLT_KERNEL_PATH)");
+    return;
+  }
+  char dir[256];
+  cu_temp_dir(dir, sizeof dir, "lazy");
+  /* an empty prelude and a fused.cl that does not compile (nothing else is built here) */
+  char common[512], bad[512];
+  snprintf(common, sizeof common, "%s/common.cl", dir);
+  snprintf(bad, sizeof bad, "%s/fused.cl", dir);
+  FILE *f = fopen(common, "wb");
+  ck_assert_ptr_nonnull(f);
+  fputs("/* empty */\n", f);
+  fclose(f);
+  f = fopen(bad, "wb");
+  ck_assert_ptr_nonnull(f);
+  fputs("__kernel void fused(CLT_FUSED_PARAMS) { this is not C }\n", f);
+  fclose(f);
+  setenv("CLT_KERNEL_PATH", dir, 1);
+  setenv("CLT_CACHE", "0", 1);
+  if (!cu_need_cl("test_lazy_build_error_at_the_read", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  clt_tensor *a = filled(d, 16, 1, 1), *t, *u;
+  CU_OK(clt_mul(a, a, &t));
+  CU_OK(clt_add(t, a, &u)); /* two ops: the fused kernel */
+  float out[16] = {0};
+  CU_FAILS(clt_tensor_read(u, out, sizeof out), CLT_ERR_BUILD, "clt_tensor_read");
+  const char *msg = clt_last_error();
+  ck_assert_msg(strstr(msg, "deferred ops (mul add)") && strstr(msg, "cl:0") &&
+                    strstr(msg, "build log"),
+                "the message lacks the ops, the device or the log: %s", msg);
+  ck_assert_msg(out[0] == 0.0f, "the read wrote its destination");
+  CU_FAILS(clt_tensor_read(u, out, sizeof out), CLT_ERR_BUILD, "clt_tensor_read");
+  clt_tensor_release(a);
+  clt_tensor_release(t);
+  clt_tensor_release(u);
+  remove(common);
+  remove(bad);
+  rmdir(dir);
+}
+END_TEST
+
+/* Runs f with deferring on, then off, on copies of the same inputs; the results must have the
+ * same bytes. */
+typedef void (*step_fn)(clt_tensor *w, clt_tensor *g);
+
+static void same_both_ways(step_fn f, clt_device *d, int64_t rows, int64_t cols, const char *what,
+                           long want_evals, long want_ops) {
+  int64_t sh[2] = {rows, cols};
+  int64_t n = rows * cols;
+  float *wv = cu_malloc(sizeof(float) * (size_t)n), *gv = cu_malloc(sizeof(float) * (size_t)n);
+  cu_rng r;
+  cu_rng_seed(&r, 5);
+  cu_fill(wv, CLT_F32, n, &r, -1, 1, 0);
+  cu_fill(gv, CLT_F32, n, &r, -1, 1, 0);
+  float *res[2];
+  for (int lazy = 1; lazy >= 0; lazy--) {
+    clt_tensor *w = cu_tensor(wv, CLT_F32, 2, sh, d), *g = cu_tensor(gv, CLT_F32, 2, sh, d);
+    clt_set_lazy(lazy);
+    clt_lazy_stats s0 = stats();
+    f(w, g);
+    clt_lazy_stats s1 = stats();
+    clt_set_lazy(1);
+    if (lazy && want_evals >= 0)
+      ck_assert_msg(s1.evaluations - s0.evaluations == want_evals && s1.ops - s0.ops == want_ops,
+                    "%s: %ld kernels computing %ld ops, expected %ld and %ld", what,
+                    s1.evaluations - s0.evaluations, s1.ops - s0.ops, want_evals, want_ops);
+    res[lazy] = cu_read(w);
+    clt_tensor_release(w);
+    clt_tensor_release(g);
+  }
+  ck_assert_msg(memcmp(res[0], res[1], sizeof(float) * (size_t)n) == 0,
+                "%s: deferred and eager differ", what);
+  free(res[0]);
+  free(res[1]);
+  free(wv);
+  free(gv);
+}
+
+static void sgd(clt_tensor *w, clt_tensor *g) { /* w -= 0.1 * g */
+  clt_tensor *t;
+  CU_OK(clt_mul_scalar(g, 0.1, &t));
+  CU_OK(clt_sub_(w, t));
+  clt_tensor_release(t);
+}
+
+static void decay(clt_tensor *w, clt_tensor *g) { /* w -= 0.1 * (g + 0.01 * w) */
+  clt_tensor *t, *u, *v;
+  CU_OK(clt_mul_scalar(w, 0.01, &t));
+  CU_OK(clt_add(g, t, &u));
+  CU_OK(clt_mul_scalar(u, 0.1, &v));
+  CU_OK(clt_sub_(w, v));
+  clt_tensor_release(t);
+  clt_tensor_release(u);
+  clt_tensor_release(v);
+}
+
+static void transposed(clt_tensor *w, clt_tensor *g) { /* w += 2 * w^T: not in place */
+  clt_tensor *wt, *t;
+  (void)g;
+  CU_OK(clt_transpose(w, 0, 1, &wt));
+  CU_OK(clt_mul_scalar(wt, 2.0, &t));
+  CU_OK(clt_add_(w, t));
+  clt_tensor_release(wt);
+  clt_tensor_release(t);
+}
+
+static void held(clt_tensor *w, clt_tensor *g) { /* c = 3 w held; w += 2 g; then c is read */
+  clt_tensor *c, *t;
+  CU_OK(clt_mul_scalar(w, 3.0, &c));
+  CU_OK(clt_mul_scalar(g, 2.0, &t));
+  CU_OK(clt_add_(w, t));
+  float *cv = cu_read(c), *gv = cu_read(g), *wv = cu_read(w);
+  for (int i = 0; i < 16; i++) { /* w is now w0 + 2 g: c must be 3 w0 */
+    float w0 = wv[i] - 2.0f * gv[i];
+    ck_assert_msg(fabsf(cv[i] - 3.0f * w0) <= 1e-5f, "c[%d] = %g, expected %g", i, cv[i],
+                  3.0f * w0);
+  }
+  free(cv);
+  free(gv);
+  free(wv);
+  clt_tensor_release(c);
+  clt_tensor_release(t);
+}
+
+/* In-place and _out forms continue a deferred chain in the same kernel (w -= lr * g is one
+ * kernel), read what they overwrite only in place, and leave the rest of the memory alone. */
+START_TEST(test_lazy_into) {
+  if (!cu_need_cl("test_lazy_into", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  same_both_ways(sgd, d, 33, 31, "w -= 0.1 g", 1, 2);
+  same_both_ways(decay, d, 33, 31, "w -= 0.1 (g + 0.01 w)", 1, 4);
+  same_both_ways(transposed, d, 17, 17, "w += 2 w^T", -1, 0);
+  same_both_ways(held, d, 4, 4, "c = 3 w held while w changes", -1, 0);
+  /* _out into a view at an offset: the rest of the tensor is untouched */
+  clt_tensor *big = filled(d, 100, 0, 1), *part, *a = filled(d, 10, 1, 1), *t;
+  CU_OK(clt_narrow(big, 0, 40, 10, &part));
+  CU_OK(clt_exp(a, &t));
+  CU_OK(clt_add_out(t, a, part));
+  float *v = cu_read(big);
+  for (int i = 0; i < 100; i++) {
+    float want = i >= 40 && i < 50 ? expf((float)(i - 39)) + (float)(i - 39) : (float)i;
+    ck_assert_msg(fabsf(v[i] - want) <= 1e-5f * fabsf(want) + 1e-6f, "big[%d] = %g, expected %g",
+                  i, v[i], want);
+  }
+  free(v);
+  clt_tensor *ts[] = {big, part, a, t};
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+    clt_tensor_release(ts[i]);
+}
+END_TEST
+
+/* Threads building chains over shared leaves and reading them. */
+typedef struct lazy_job {
+  clt_tensor *a, *b;
+  int id, bad;
+} lazy_job;
+
+static void *lazy_worker(void *arg) {
+  lazy_job *j = arg;
+  for (int it = 0; it < 40; it++) {
+    clt_tensor *t, *u, *w;
+    if (clt_mul_scalar(j->a, (double)j->id, &t) != CLT_OK || clt_add(t, j->b, &u) != CLT_OK ||
+        clt_sub(u, j->a, &w) != CLT_OK) {
+      j->bad++;
+      return NULL;
+    }
+    clt_tensor_release(t);
+    clt_tensor_release(u);
+    float v[256];
+    if (clt_tensor_read(w, v, sizeof v) != CLT_OK)
+      j->bad++;
+    for (int i = 0; i < 256; i++)
+      if (v[i] != ((float)i * (float)j->id + 2.0f) - (float)i)
+        j->bad++;
+    clt_tensor_release(w);
+  }
+  return NULL;
+}
+
+START_TEST(test_lazy_threads) {
+  if (!cu_need_cl("test_lazy_threads", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  if (cu_is_oclgrind(d)) {
+    cu_skip("test_lazy_threads", "Oclgrind is not thread-safe");
+    return;
+  }
+  clt_tensor *a = filled(d, 256, 0, 1), *b = filled(d, 256, 2, 0);
+  pthread_t th[4];
+  lazy_job jobs[4];
+  for (int i = 0; i < 4; i++) {
+    jobs[i] = (lazy_job){a, b, i + 1, 0};
+    ck_assert_int_eq(pthread_create(&th[i], NULL, lazy_worker, &jobs[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_msg(jobs[i].bad == 0, "thread %d: %d wrong", i, jobs[i].bad);
+  }
+  clt_tensor_release(a);
+  clt_tensor_release(b);
+}
+END_TEST
+
+Suite *lazy_suite(void);
+Suite *lazy_suite(void) {
+  Suite *s = suite_create("lazy");
+  TCase *tc = cu_tcase("fusion");
+  tcase_add_test(tc, test_lazy_bit_identical);
+  tcase_add_test(tc, test_lazy_leaf_written_later);
+  tcase_add_test(tc, test_lazy_views_of_deferred);
+  tcase_add_test(tc, test_lazy_what_forces);
+  tcase_add_test(tc, test_lazy_errors_at_the_call);
+  tcase_add_test(tc, test_lazy_long_chain);
+  tcase_add_test(tc, test_lazy_what_is_deferred);
+  tcase_add_test(tc, test_lazy_build_error_at_the_read);
+  tcase_add_test(tc, test_lazy_into);
+  tcase_add_test(tc, test_lazy_threads);
+  suite_add_tcase(s, tc);
+  return s;
+}
