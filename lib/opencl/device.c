@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void dev_str(cl_device_id id, cl_device_info what, char *buf, size_t size) {
   buf[0] = '\0';
@@ -81,6 +82,42 @@ static void no_memory(const char *what) {
 
 /* The devices discovered, kept until exit (the registry's list points into this array). */
 static struct clt_cl_device *opened;
+
+/* The devices opened, for finish_at_exit. */
+static clt_device **exit_list;
+static int exit_count;
+
+/* A program may return from main with device work still queued (nothing obliges it to
+ * synchronize). That work then runs while the process tears down, and the native matmul's host
+ * CBLAS call (lib/opencl/matmul.c) can find its library already finalized by its destructor: a
+ * crash at exit, seen under load in the test suite. So at exit clt waits for the work queued on
+ * its queues, each up to 10 s in all (a command waiting on an event the program never completes
+ * must not hang the exit), by polling a marker rather than with clFinish. */
+static void finish_at_exit(void) {
+  cl_event marks[64];
+  int n = 0;
+  for (int i = 0; i < exit_count && n < 64; i++) {
+    cl_command_queue q = clt__cl(exit_list[i])->queue;
+    if (clEnqueueMarkerWithWaitList(q, 0, NULL, &marks[n]) == CL_SUCCESS) {
+      clFlush(q);
+      n++;
+    }
+  }
+  struct timespec step = {0, 1000000};
+  for (int waited_ms = 0; waited_ms < 10000; waited_ms++) {
+    bool done = true;
+    for (int i = 0; i < n && done; i++) {
+      cl_int status = CL_COMPLETE;
+      clGetEventInfo(marks[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+      done = status <= CL_COMPLETE; /* complete, or failed (negative) */
+    }
+    if (done)
+      break;
+    nanosleep(&step, NULL);
+  }
+  for (int i = 0; i < n; i++)
+    clReleaseEvent(marks[i]);
+}
 
 void clt__cl_discover(clt_device ***out, int *count) {
   *out = NULL;
@@ -183,6 +220,9 @@ void clt__cl_discover(clt_device ***out, int *count) {
     return;
   }
   opened = devs; /* the list may point past a first device that could not be opened */
+  exit_list = list;
+  exit_count = n;
+  atexit(finish_at_exit);
 }
 
 clt_status clt__cl_synchronize(clt_device *d, const char *fn) {
