@@ -348,7 +348,8 @@ CLT_API void clt_tensor_release(clt_tensor *t);
  *  running the chain is returned by the call that needed its values, naming the operations.
  *  The _out and in-place forms run at once, in one kernel with the deferred chains of their
  *  operands (w -= lr * g is one kernel). Integer, bool, f16 and bf16 computations and host
- *  tensors run at once, as does everything when CLT_SYNC=1.
+ *  tensors (whose memory the program may hold pointers to) run at once, as does everything
+ *  when CLT_SYNC=1.
  *
  *  clt_set_lazy(1) or (0) turns deferring on or off for the whole process and returns the
  *  previous setting (1 or 0); CLT_LAZY=0 in the environment starts with it off (default: on).
