@@ -49,6 +49,12 @@ void clt__cl_store_conv(clt_dtype compute, clt_dtype out, const char *x, char *b
 /* The backend's `fused` (lib/backend.h). */
 clt_status clt__cl_fused(clt_device *dev, const clt_fused *f);
 
+/* ---- devices (device.c), continued ------------------------------------------------------ */
+
+/* Marks d's queue for the wait at process exit (device.c: finish_at_exit): called by the native
+ * matmul, whose host code must not run during the process's teardown. */
+void clt__cl_wait_at_exit(clt_device *d);
+
 /* ---- errors (error.c) ------------------------------------------------------------------- */
 
 /* Maps an OpenCL error to a status and sets the message "<fn>: <what> failed on <dev>: NAME". */

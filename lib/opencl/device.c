@@ -83,20 +83,27 @@ static void no_memory(const char *what) {
 /* The devices discovered, kept until exit (the registry's list points into this array). */
 static struct clt_cl_device *opened;
 
-/* The devices opened, for finish_at_exit. */
+/* The devices whose queues finish_at_exit waits for (clt__cl_wait_at_exit marks them). */
 static clt_device **exit_list;
 static int exit_count;
+static atomic_bool exit_wait[256];
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 /* A program may return from main with device work still queued (nothing obliges it to
- * synchronize). That work then runs while the process tears down, and the native matmul's host
- * CBLAS call (lib/opencl/matmul.c) can find its library already finalized by its destructor: a
- * crash at exit, seen under load in the test suite. So at exit clt waits for the work queued on
- * its queues, each up to 10 s in all (a command waiting on an event the program never completes
- * must not hang the exit), by polling a marker rather than with clFinish. */
+ * synchronize). A native-kernel matmul (lib/opencl/matmul.c) still queued then runs while the
+ * process tears down, and its host CBLAS call can find the library already finalized by its
+ * destructor: a crash at exit, seen under load in the test suite. So at exit clt waits for the
+ * queues of the devices that ran native kernels, up to 10 s in all (a command waiting on an event
+ * the program never completes must not hang the exit), polling a marker rather than calling
+ * clFinish. The handler is registered at the first native kernel, after the OpenCL runtimes
+ * and the CBLAS library set up their own exit work, so it runs before theirs (an earlier
+ * registration, at discovery, ran after Oclgrind's clean-up and corrupted its heap). */
 static void finish_at_exit(void) {
   cl_event marks[64];
   int n = 0;
-  for (int i = 0; i < exit_count && n < 64; i++) {
+  for (int i = 0; i < exit_count && i < 256 && n < 64; i++) {
+    if (!atomic_load(&exit_wait[i]))
+      continue;
     cl_command_queue q = clt__cl(exit_list[i])->queue;
     if (clEnqueueMarkerWithWaitList(q, 0, NULL, &marks[n]) == CL_SUCCESS) {
       clFlush(q);
@@ -117,6 +124,16 @@ static void finish_at_exit(void) {
   }
   for (int i = 0; i < n; i++)
     clReleaseEvent(marks[i]);
+}
+
+static void register_exit(void) { atexit(finish_at_exit); }
+
+void clt__cl_wait_at_exit(clt_device *d) {
+  for (int i = 0; i < exit_count && i < 256; i++)
+    if (exit_list[i] == d && !atomic_load(&exit_wait[i])) {
+      atomic_store(&exit_wait[i], true);
+      pthread_once(&exit_once, register_exit);
+    }
 }
 
 void clt__cl_discover(clt_device ***out, int *count) {
@@ -222,7 +239,6 @@ void clt__cl_discover(clt_device ***out, int *count) {
   opened = devs; /* the list may point past a first device that could not be opened */
   exit_list = list;
   exit_count = n;
-  atexit(finish_at_exit);
 }
 
 clt_status clt__cl_synchronize(clt_device *d, const char *fn) {

@@ -158,6 +158,7 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
     err = clEnqueueNativeKernel(clt__cl(d)->queue, run_native, &ga, sizeof ga, nmem, mems, locs, 0,
                                 NULL, ev);
   if (err == CL_SUCCESS) {
+    clt__cl_wait_at_exit(d); /* the exit waits for it (device.c: finish_at_exit) */
     what = "clSetEventCallback";
     if ((err = clSetEventCallback(*ev, CL_COMPLETE, free_ctx, ctx)) != CL_SUCCESS) {
       clWaitForEvents(1, ev);
