@@ -281,26 +281,116 @@ static const void *as_dtype(const clt_tensor *t, clt_dtype to, void **tmp, const
   return *tmp;
 }
 
-/* Runs a strided inner loop over every row of the broadcast result. */
-static void over_rows(const clt_bcast *bc, int64_t numel,
-                      void (*row)(void *ctx, int64_t o, const int64_t *off, int64_t inner),
-                      void *ctx, int nops) {
+typedef void (*row_fn)(void *ctx, int64_t o, const int64_t *off, int64_t inner);
+
+/* Runs a strided inner loop over every row of the broadcast result (contiguous: row r starts at
+ * element r * inner), the rows shared among the threads. */
+static void over_rows(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx, int nops) {
   int nd = bc->ndim;
   int64_t inner = nd ? bc->shape[nd - 1] : 1;
   int64_t outer = inner ? numel / inner : 0;
-  int64_t idx[CLT_MAX_DIMS] = {0};
-  for (int64_t o = 0; o < outer; o++) {
-    int64_t off[3] = {0, 0, 0};
-    for (int d = 0; d < nd - 1; d++)
-      for (int k = 0; k < nops; k++)
-        off[k] += idx[d] * bc->s[k][d];
-    row(ctx, o * inner, off, inner);
-    for (int d = nd - 2; d >= 0; d--) {
-      if (++idx[d] < bc->shape[d])
-        break;
-      idx[d] = 0;
-    }
+  int64_t parts = clt__host_parts(numel);
+  if (parts > outer)
+    parts = outer;
+#define ROWS_(lo, hi)                                                                              \
+  do {                                                                                             \
+    int64_t idx[CLT_MAX_DIMS] = {0}, rem = (lo);                                                   \
+    for (int d = nd - 2; d >= 0; d--) {                                                            \
+      idx[d] = rem % bc->shape[d];                                                                 \
+      rem /= bc->shape[d];                                                                         \
+    }                                                                                              \
+    for (int64_t o = (lo); o < (hi); o++) {                                                        \
+      int64_t off[3] = {0, 0, 0};                                                                  \
+      for (int d = 0; d < nd - 1; d++)                                                             \
+        for (int k = 0; k < nops; k++)                                                             \
+          off[k] += idx[d] * bc->s[k][d];                                                          \
+      row(ctx, o * inner, off, inner);                                                             \
+      for (int d = nd - 2; d >= 0; d--) {                                                          \
+        if (++idx[d] < bc->shape[d])                                                               \
+          break;                                                                                   \
+        idx[d] = 0;                                                                                \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+  if (parts <= 1) {
+    ROWS_(0, outer);
+    return;
   }
+  CLT__PARALLEL_FOR
+  for (int64_t p = 0; p < parts; p++) {
+    int64_t lo = outer * p / parts, hi = outer * (p + 1) / parts;
+    ROWS_(lo, hi);
+  }
+#undef ROWS_
+}
+
+/* The operands (bit k for operand k) of bc that step through its last dimension by more than
+ * through the one before it, and not by 0: transposed views, read across their rows. */
+static int across_operands(const clt_bcast *bc, int nops) {
+  int mask = 0, last = bc->ndim - 1;
+  if (bc->ndim < 2)
+    return 0;
+  for (int k = 0; k < nops; k++)
+    if (bc->s[k][last - 1] > 0 && bc->s[k][last - 1] < bc->s[k][last])
+      mask |= 1 << k;
+  return mask;
+}
+
+/* over_rows for results with an operand read across its rows (across_operands): the last two
+ * dimensions are cut into blocks of TILE_BLOCK x TILE_BLOCK elements, shared among the threads,
+ * each walked in tiles of TILE x TILE, and the row function runs on each row of a tile. Row by
+ * row, such an operand moves to another cache line, often another page, at every element; in a
+ * tile its lines are all used while they are cached, and in a block its pages stay in the TLB. */
+#define TILE_BLOCK 512
+#define TILE 64
+static void over_tiles(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx, int nops) {
+  int last = bc->ndim - 1;
+  int64_t rows = bc->shape[last - 1], cols = bc->shape[last];
+  int64_t nbr = (rows + TILE_BLOCK - 1) / TILE_BLOCK, nbc = (cols + TILE_BLOCK - 1) / TILE_BLOCK;
+  int64_t units = numel / rows / cols * nbr * nbc, parts = clt__host_parts(numel);
+  if (parts > units)
+    parts = units;
+#define BLOCKS_(lo, hi)                                                                            \
+  for (int64_t u = (lo); u < (hi); u++) {                                                          \
+    int64_t c0 = u % nbc * TILE_BLOCK, q = u / nbc, r0 = q % nbr * TILE_BLOCK, rem = q / nbr;      \
+    int64_t base[3] = {0, 0, 0}, obase = rem * rows * cols;                                        \
+    for (int d = last - 2; d >= 0; d--) {                                                          \
+      int64_t c = rem % bc->shape[d];                                                              \
+      rem /= bc->shape[d];                                                                         \
+      for (int k = 0; k < nops; k++)                                                               \
+        base[k] += c * bc->s[k][d];                                                                \
+    }                                                                                              \
+    int64_t re = r0 + TILE_BLOCK < rows ? r0 + TILE_BLOCK : rows;                                  \
+    int64_t ce = c0 + TILE_BLOCK < cols ? c0 + TILE_BLOCK : cols;                                  \
+    for (int64_t rt = r0; rt < re; rt += TILE)                                                     \
+      for (int64_t ct = c0; ct < ce; ct += TILE) {                                                 \
+        int64_t rte = rt + TILE < re ? rt + TILE : re, w = ct + TILE < ce ? TILE : ce - ct;        \
+        for (int64_t r = rt; r < rte; r++) {                                                       \
+          int64_t off[3];                                                                          \
+          for (int k = 0; k < nops; k++)                                                           \
+            off[k] = base[k] + r * bc->s[k][last - 1] + ct * bc->s[k][last];                       \
+          row(ctx, obase + r * cols + ct, off, w);                                                 \
+        }                                                                                          \
+      }                                                                                            \
+  }
+  if (parts <= 1) {
+    BLOCKS_(0, units)
+    return;
+  }
+  CLT__PARALLEL_FOR
+  for (int64_t p = 0; p < parts; p++) {
+    int64_t lo = units * p / parts, hi = units * (p + 1) / parts;
+    BLOCKS_(lo, hi)
+  }
+#undef BLOCKS_
+}
+
+/* over_tiles where an operand is read across its rows and the result is large, else over_rows */
+static void over_elements(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx, int nops) {
+  if (numel >= (1 << 14) && across_operands(bc, nops))
+    over_tiles(bc, numel, row, ctx, nops);
+  else
+    over_rows(bc, numel, row, ctx, nops);
 }
 
 typedef struct rowctx {
@@ -360,40 +450,45 @@ static void copy_rows(char *dst, const int64_t *ds, const char *src, const int64
 }
 
 /* Copies the rows [lo, hi) of a 2-D strided copy whose source is read across its rows (the
- * source's stride along a row is not 1: a transposed view), in tiles of COPY_TILE x COPY_TILE
- * elements, so that the source rows a tile reads stay in the cache and the TLB; row by row, each
- * element of a row is another source row (and page). */
-#define COPY_TILE 64
+ * source's stride along a row is not 1: a transposed view), in tiles of TILE x TILE elements, so
+ * that the source rows a tile reads stay in the cache, within blocks of TILE_BLOCK x TILE_BLOCK,
+ * so that their pages stay in the TLB; row by row, each element of a row is another source row
+ * (and page). */
 static void copy_tiles(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
                        int64_t cols, size_t es, int64_t lo, int64_t hi) {
-  for (int64_t rt = lo; rt < hi; rt += COPY_TILE) {
-    int64_t re = rt + COPY_TILE < hi ? rt + COPY_TILE : hi;
-    for (int64_t jt = 0; jt < cols; jt += COPY_TILE) {
-      int64_t je = jt + COPY_TILE < cols ? jt + COPY_TILE : cols;
-      for (int64_t r = rt; r < re; r++) {
-        char *o = dst + (size_t)(r * ds[0]) * es;
-        const char *p = src + (size_t)(r * ss[0]) * es;
+  for (int64_t rb = lo; rb < hi; rb += TILE_BLOCK)
+    for (int64_t cb = 0; cb < cols; cb += TILE_BLOCK) {
+      int64_t rbe = rb + TILE_BLOCK < hi ? rb + TILE_BLOCK : hi;
+      int64_t cbe = cb + TILE_BLOCK < cols ? cb + TILE_BLOCK : cols;
+      for (int64_t rt = rb; rt < rbe; rt += TILE) {
+        int64_t re = rt + TILE < rbe ? rt + TILE : rbe;
+        for (int64_t jt = cb; jt < cbe; jt += TILE) {
+          int64_t je = jt + TILE < cbe ? jt + TILE : cbe;
+          for (int64_t r = rt; r < re; r++) {
+            char *o = dst + (size_t)(r * ds[0]) * es;
+            const char *p = src + (size_t)(r * ss[0]) * es;
 #define COPY_TILE_ROW_(T)                                                                          \
   for (int64_t j = jt; j < je; j++)                                                                \
     ((T *)o)[j * ds[1]] = ((const T *)p)[j * ss[1]];
-        switch (es) {
-        case 1:
-          COPY_TILE_ROW_(uint8_t)
-          break;
-        case 2:
-          COPY_TILE_ROW_(uint16_t)
-          break;
-        case 4:
-          COPY_TILE_ROW_(uint32_t)
-          break;
-        default:
-          COPY_TILE_ROW_(uint64_t)
-          break;
-        }
+            switch (es) {
+            case 1:
+              COPY_TILE_ROW_(uint8_t)
+              break;
+            case 2:
+              COPY_TILE_ROW_(uint16_t)
+              break;
+            case 4:
+              COPY_TILE_ROW_(uint32_t)
+              break;
+            default:
+              COPY_TILE_ROW_(uint64_t)
+              break;
+            }
 #undef COPY_TILE_ROW_
+          }
+        }
       }
     }
-  }
 }
 
 /* dst[i] = src[i] for every index i of shape, each at its own strides (elements of es bytes).
@@ -411,13 +506,14 @@ static void strided_copy(void *dst, const int64_t *dstr, const void *src, const 
   }
   if (numel == 0)
     return;
+  clt__bcast_memory_order(&b, 1); /* a transposed destination is written along its rows */
   clt__bcast_coalesce(&b, 1);
   int64_t inner = b.ndim ? b.shape[b.ndim - 1] : 1, rows = numel / inner;
   if (b.ndim == 1 && b.so[0] == 1 && b.s[0][0] == 1) {
     memcpy(dst, src, (size_t)numel * es);
     return;
   }
-  bool tiles = b.ndim == 2 && b.s[0][1] != 1 && b.s[0][0] < b.s[0][1];
+  bool tiles = b.ndim == 2 && across_operands(&b, 1);
   int64_t parts = clt__host_parts(numel);
   if (parts > rows)
     parts = rows;
@@ -477,11 +573,9 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   for (int k = 0; k < n && st == CLT_OK; k++) {
     use[k] = in[k];
     clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
-    /* read across its rows (a transposed view): the row loops would touch a new cache line,
-     * often a new page, per element; the tiled gather is several times faster (bench/views) */
-    bool across = !in[k]->contiguous && in[k]->ndim > 0 && in[k]->numel >= (1 << 14) &&
-                  in[k]->strides[in[k]->ndim - 1] > 1;
-    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want && !across))
+    /* binary and ternary ops read operands of their compute dtype through their strides
+     * (over_elements: in tiles where an operand is read across its rows, a transposed view) */
+    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want))
       continue;
     if ((st = gather(in[k], fn, &g[k])) != CLT_OK)
       break;
@@ -587,14 +681,14 @@ static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
                      c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0],
                          c.p[1] + (size_t)lo * c.es[1], hi - lo, 1, 1));
     else
-      over_rows(bc, out->numel, binary_row, &c, 2);
+      over_elements(bc, out->numel, binary_row, &c, 2);
   } else {
     c.g = ternary_table[op->kind][compute];
     if (!c.g) {
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    over_rows(bc, out->numel, ternary_row, &c, 3);
+    over_elements(bc, out->numel, ternary_row, &c, 3);
   }
 done:
   if (wide_out && st == CLT_OK)
