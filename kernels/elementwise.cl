@@ -291,8 +291,12 @@ __kernel void CLT_CAT(NAME, _tiled)(__global TO *restrict out,
         for (long r = rt; r < rte; r++) {
           const long io = bo + r * so_r, i0 = b0 + r * s0_r, i1 = b1 + r * s1_r,
                      i2 = b2 + r * s2_r;
-          for (long c = ct; c < cte; c++)
-            CLT_STRIDED_ONE(io + c * so_c, i0 + c * s0_c, i1 + c * s1_c, i2 + c * s2_c);
+          if (so_c == 1) /* the result's rows are contiguous: said, so the loop vectorizes */
+            for (long c = ct; c < cte; c++)
+              CLT_STRIDED_ONE(io + c, i0 + c * s0_c, i1 + c * s1_c, i2 + c * s2_c);
+          else
+            for (long c = ct; c < cte; c++)
+              CLT_STRIDED_ONE(io + c * so_c, i0 + c * s0_c, i1 + c * s1_c, i2 + c * s2_c);
         }
       }
     }
