@@ -19,6 +19,7 @@
  *              their value as float (the operand types are then half and ushort)
  *   STORE_AT(p,i,x)  stores x as element i of the result: p[i] = STORE(x), or rounded to f16
  *              (clt_store_f16) or bf16
+ *   CLT_TILED  1 in the programs of NAME_tiled (below), 0 in the others
  */
 
 /* f16 and bf16 without cl_khr_fp16: half is only ever a pointer's target, read and written by
@@ -224,7 +225,10 @@ __kernel void CLT_CAT(NAME, _strided)(__global TO *restrict out,
  *     ternary) are first read into local memory with neighbouring work-items on neighbouring
  *     elements of the operand (coalesced), then every work-item computes one element of the
  *     result, its row along the work-group (coalesced writes), taking the staged operands from
- *     local memory (the rows are padded to 17 against bank conflicts). */
+ *     local memory (the rows are padded to 17 against bank conflicts).
+ * Built only into the programs that launch it (CLT_TILED 1, a program of its own), so that the
+ * programs of contiguous and strided work do not take its build time. */
+#if CLT_TILED
 #define CLT_TILE_BLOCK 256 /* lib/opencl/elementwise.c counts the blocks with the same sizes */
 #define CLT_TILE_CPU 32
 #define CLT_TILE_GPU 16
@@ -372,3 +376,4 @@ __kernel void CLT_CAT(NAME, _tiled)(__global TO *restrict out,
   }
 #endif
 }
+#endif /* CLT_TILED */

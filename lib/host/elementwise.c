@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tgmath.h>
+#ifdef __SSE2__
+#include <xmmintrin.h>
+#endif
 
 /* ---- helpers the expressions of clt_ops.h use ---------------------------------------------- */
 
@@ -336,14 +339,74 @@ static int across_operands(const clt_bcast *bc, int nops) {
   return mask;
 }
 
-/* over_rows for results with an operand read across its rows (across_operands): the last two
- * dimensions are cut into blocks of TILE_BLOCK x TILE_BLOCK elements, shared among the threads,
- * each walked in tiles of TILE x TILE, and the row function runs on each row of a tile. Row by
- * row, such an operand moves to another cache line, often another page, at every element; in a
- * tile its lines are all used while they are cached, and in a block its pages stay in the TLB. */
+typedef struct rowctx {
+  binary_fn f;
+  ternary_fn g;
+  char *o;
+  const char *p[3];
+  size_t es[3], eo;
+  int64_t s[3];
+} rowctx;
+
+/* o[i * ow + j] = p[i * sr + j * sc] for i < h, j < w: a tile of an operand read across its rows
+ * (sr < sc), elements of es bytes, written along its rows. 4-byte elements one column apart
+ * (sr == 1, a transposed view) move in 4 x 4 blocks transposed in SSE registers: one 16-byte
+ * load per column and one store per row, instead of an element at a time. */
+static void tile_transpose(char *o, int64_t ow, const char *p, int64_t sr, int64_t sc, int64_t h,
+                           int64_t w, size_t es) {
+  int64_t h4 = 0, w4 = 0;
+#ifdef __SSE2__
+  if (es == 4 && sr == 1) {
+    float *fo = (float *)o;
+    const float *fp = (const float *)p;
+    h4 = h & ~(int64_t)3;
+    w4 = w & ~(int64_t)3;
+    for (int64_t i = 0; i < h4; i += 4)
+      for (int64_t j = 0; j < w4; j += 4) {
+        const float *q = fp + i + j * sc;
+        __m128 r0 = _mm_loadu_ps(q), r1 = _mm_loadu_ps(q + sc), r2 = _mm_loadu_ps(q + 2 * sc),
+               r3 = _mm_loadu_ps(q + 3 * sc);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3); /* bit moves only: any 4-byte dtype */
+        float *d = fo + i * ow + j;
+        _mm_storeu_ps(d, r0);
+        _mm_storeu_ps(d + ow, r1);
+        _mm_storeu_ps(d + 2 * ow, r2);
+        _mm_storeu_ps(d + 3 * ow, r3);
+      }
+  }
+#endif
+  /* what the blocks left: the columns from w4 of the rows below h4, and the rows from h4 */
+#define TRANSPOSE_REST_(T)                                                                         \
+  for (int64_t i = 0; i < h; i++)                                                                  \
+    for (int64_t j = i < h4 ? w4 : 0; j < w; j++)                                                  \
+      ((T *)o)[i * ow + j] = ((const T *)p)[i * sr + j * sc];
+  switch (es) {
+  case 1:
+    TRANSPOSE_REST_(uint8_t)
+    break;
+  case 2:
+    TRANSPOSE_REST_(uint16_t)
+    break;
+  case 4:
+    TRANSPOSE_REST_(uint32_t)
+    break;
+  default:
+    TRANSPOSE_REST_(uint64_t)
+    break;
+  }
+#undef TRANSPOSE_REST_
+}
+
+/* The row loops of a binary or ternary op (c->f or c->g) over a result with an operand read
+ * across its rows (across_operands, bits in mask): the last two dimensions are cut into blocks of
+ * TILE_BLOCK x TILE_BLOCK elements, shared among the threads, each walked in tiles of
+ * TILE x TILE. Each such operand's tile is first transposed into a buffer (tile_transpose), so
+ * that the row loops read it contiguously. Row by row in place, such an operand moves to another
+ * cache line, often another page, at every element; in a tile its lines are all used while they
+ * are cached, and in a block its pages stay in the TLB. */
 #define TILE_BLOCK 512
 #define TILE 64
-static void over_tiles(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx, int nops) {
+static void over_tiles(const clt_bcast *bc, int64_t numel, const rowctx *c, int nops, int mask) {
   int last = bc->ndim - 1;
   int64_t rows = bc->shape[last - 1], cols = bc->shape[last];
   int64_t nbr = (rows + TILE_BLOCK - 1) / TILE_BLOCK, nbc = (cols + TILE_BLOCK - 1) / TILE_BLOCK;
@@ -355,52 +418,53 @@ static void over_tiles(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx
     int64_t c0 = u % nbc * TILE_BLOCK, q = u / nbc, r0 = q % nbr * TILE_BLOCK, rem = q / nbr;      \
     int64_t base[3] = {0, 0, 0}, obase = rem * rows * cols;                                        \
     for (int d = last - 2; d >= 0; d--) {                                                          \
-      int64_t c = rem % bc->shape[d];                                                              \
+      int64_t cd = rem % bc->shape[d];                                                             \
       rem /= bc->shape[d];                                                                         \
       for (int k = 0; k < nops; k++)                                                               \
-        base[k] += c * bc->s[k][d];                                                                \
+        base[k] += cd * bc->s[k][d];                                                               \
     }                                                                                              \
     int64_t re = r0 + TILE_BLOCK < rows ? r0 + TILE_BLOCK : rows;                                  \
     int64_t ce = c0 + TILE_BLOCK < cols ? c0 + TILE_BLOCK : cols;                                  \
     for (int64_t rt = r0; rt < re; rt += TILE)                                                     \
       for (int64_t ct = c0; ct < ce; ct += TILE) {                                                 \
-        int64_t rte = rt + TILE < re ? rt + TILE : re, w = ct + TILE < ce ? TILE : ce - ct;        \
-        for (int64_t r = rt; r < rte; r++) {                                                       \
-          int64_t off[3];                                                                          \
+        int64_t h = rt + TILE < re ? TILE : re - rt, w = ct + TILE < ce ? TILE : ce - ct;          \
+        const char *tp[3];                                                                         \
+        int64_t st[3];                                                                             \
+        for (int k = 0; k < nops; k++) {                                                           \
+          int64_t sr = bc->s[k][last - 1], sc = bc->s[k][last];                                    \
+          tp[k] = c->p[k] + (size_t)(base[k] + rt * sr + ct * sc) * c->es[k];                      \
+          st[k] = sc;                                                                              \
+          if (mask >> k & 1) {                                                                     \
+            tile_transpose(buf[k], w, tp[k], sr, sc, h, w, c->es[k]);                              \
+            tp[k] = buf[k];                                                                        \
+            st[k] = 1;                                                                             \
+          }                                                                                        \
+        }                                                                                          \
+        for (int64_t r = 0; r < h; r++) {                                                          \
+          char *orow = c->o + (size_t)(obase + (rt + r) * cols + ct) * c->eo;                      \
+          const char *pr[3];                                                                       \
           for (int k = 0; k < nops; k++)                                                           \
-            off[k] = base[k] + r * bc->s[k][last - 1] + ct * bc->s[k][last];                       \
-          row(ctx, obase + r * cols + ct, off, w);                                                 \
+            pr[k] = tp[k] + (size_t)(mask >> k & 1 ? r * w : r * bc->s[k][last - 1]) * c->es[k];  \
+          if (nops == 2)                                                                           \
+            c->f(orow, pr[0], pr[1], w, st[0], st[1]);                                             \
+          else                                                                                     \
+            c->g(orow, pr[0], pr[1], pr[2], w, st);                                                \
         }                                                                                          \
       }                                                                                            \
   }
   if (parts <= 1) {
+    _Alignas(16) char buf[3][TILE * TILE * 8]; /* 96 KiB of stack */
     BLOCKS_(0, units)
     return;
   }
   CLT__PARALLEL_FOR
   for (int64_t p = 0; p < parts; p++) {
+    _Alignas(16) char buf[3][TILE * TILE * 8]; /* 96 KiB of this thread's stack */
     int64_t lo = units * p / parts, hi = units * (p + 1) / parts;
     BLOCKS_(lo, hi)
   }
 #undef BLOCKS_
 }
-
-/* over_tiles where an operand is read across its rows and the result is large, else over_rows */
-static void over_elements(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx, int nops) {
-  if (numel >= (1 << 14) && across_operands(bc, nops))
-    over_tiles(bc, numel, row, ctx, nops);
-  else
-    over_rows(bc, numel, row, ctx, nops);
-}
-
-typedef struct rowctx {
-  binary_fn f;
-  ternary_fn g;
-  char *o;
-  const char *p[3];
-  size_t es[3], eo;
-  int64_t s[3];
-} rowctx;
 
 static void binary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) {
   rowctx *c = c_;
@@ -412,6 +476,16 @@ static void ternary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) 
   rowctx *c = c_;
   c->g(c->o + (size_t)o * c->eo, c->p[0] + (size_t)off[0] * c->es[0],
        c->p[1] + (size_t)off[1] * c->es[1], c->p[2] + (size_t)off[2] * c->es[2], inner, c->s);
+}
+
+/* The row loops of a binary or ternary op: in tiles where an operand is read across its rows
+ * and the result is large, else row by row (row: binary_row or ternary_row). */
+static void over_elements(const clt_bcast *bc, int64_t numel, rowctx *c, row_fn row, int nops) {
+  int mask = numel >= (1 << 14) ? across_operands(bc, nops) : 0;
+  if (mask)
+    over_tiles(bc, numel, c, nops, mask);
+  else
+    over_rows(bc, numel, row, c, nops);
 }
 
 /* ---- views ------------------------------------------------------------------------------ */
@@ -453,7 +527,7 @@ static void copy_rows(char *dst, const int64_t *ds, const char *src, const int64
  * source's stride along a row is not 1: a transposed view), in tiles of TILE x TILE elements, so
  * that the source rows a tile reads stay in the cache, within blocks of TILE_BLOCK x TILE_BLOCK,
  * so that their pages stay in the TLB; row by row, each element of a row is another source row
- * (and page). */
+ * (and page). Into contiguous destination rows a tile goes through tile_transpose. */
 static void copy_tiles(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
                        int64_t cols, size_t es, int64_t lo, int64_t hi) {
   for (int64_t rb = lo; rb < hi; rb += TILE_BLOCK)
@@ -464,6 +538,12 @@ static void copy_tiles(char *dst, const int64_t *ds, const char *src, const int6
         int64_t re = rt + TILE < rbe ? rt + TILE : rbe;
         for (int64_t jt = cb; jt < cbe; jt += TILE) {
           int64_t je = jt + TILE < cbe ? jt + TILE : cbe;
+          if (ds[1] == 1) { /* the destination's rows are contiguous */
+            tile_transpose(dst + (size_t)(rt * ds[0] + jt) * es, ds[0],
+                           src + (size_t)(rt * ss[0] + jt * ss[1]) * es, ss[0], ss[1], re - rt,
+                           je - jt, es);
+            continue;
+          }
           for (int64_t r = rt; r < re; r++) {
             char *o = dst + (size_t)(r * ds[0]) * es;
             const char *p = src + (size_t)(r * ss[0]) * es;
@@ -681,14 +761,14 @@ static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
                      c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0],
                          c.p[1] + (size_t)lo * c.es[1], hi - lo, 1, 1));
     else
-      over_elements(bc, out->numel, binary_row, &c, 2);
+      over_elements(bc, out->numel, &c, binary_row, 2);
   } else {
     c.g = ternary_table[op->kind][compute];
     if (!c.g) {
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    over_elements(bc, out->numel, ternary_row, &c, 3);
+    over_elements(bc, out->numel, &c, ternary_row, 3);
   }
 done:
   if (wide_out && st == CLT_OK)

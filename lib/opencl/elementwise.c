@@ -158,13 +158,14 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
            "#define TP %s\n#define TC %s\n#define UTC %s\n#define TKP %s\n#define TKC %s\n"
            "#define CLT_FLOAT %d\n#define TO %s\n#define STORE(x) %s\n#define OP(a,b,c) (%s)\n"
            "#define LOAD_A(p,i) %s\n#define LOAD_B(p,i) %s\n#define LOAD_K(p,i) %s\n"
-           "#define STORE_AT(p,i,x) %s\n",
+           "#define STORE_AT(p,i,x) %s\n#define CLT_TILED %d\n",
            clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
            clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype), tp, tc,
            unsigned_twin(compute), op->cond ? "uchar" : tp, op->cond ? "uchar" : tc,
            is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr,
            load_expr(ta->dtype, compute), load_expr(tb->dtype, compute),
-           op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype));
+           op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype),
+           v == TILED ? 1 : 0);
   char kname[80];
   snprintf(kname, sizeof kname, "%s%s", name, variant_suffix[v]);
   return clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
