@@ -84,6 +84,11 @@ typedef struct clt_bcast {
  * through as one (a contiguous block, or a broadcast one), and drops dimensions of size 1: fewer,
  * longer dimensions for the strided loops. The element order does not change. */
 void clt__bcast_coalesce(clt_bcast *bc, int n);
+/* Reorders the dimensions of bc so that the result's strides decrease: the loops then walk the
+ * result in its memory order (a transposed result along its own rows), which an elementwise
+ * operation may do, as no element depends on another. A C-order result keeps its order.
+ * Coalesce after it. */
+void clt__bcast_memory_order(clt_bcast *bc, int n);
 
 /* ---- lazy fusion (lazy.c) ------------------------------------------------------------------
  * Deferred elementwise ops (docs/performance.md, "Fusion"): on a device whose backend has

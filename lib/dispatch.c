@@ -178,6 +178,24 @@ static clt_status broadcast(clt_tensor *const *in, int n, const char *fn, clt_bc
   return CLT_OK;
 }
 
+void clt__bcast_memory_order(clt_bcast *bc, int n) {
+  /* insertion sort, stable: an already ordered result (a new one) keeps its C order */
+  for (int d = 1; d < bc->ndim; d++)
+    for (int e = d; e > 0 && bc->so[e - 1] < bc->so[e]; e--) {
+      int64_t t = bc->shape[e];
+      bc->shape[e] = bc->shape[e - 1];
+      bc->shape[e - 1] = t;
+      t = bc->so[e];
+      bc->so[e] = bc->so[e - 1];
+      bc->so[e - 1] = t;
+      for (int k = 0; k < n; k++) {
+        t = bc->s[k][e];
+        bc->s[k][e] = bc->s[k][e - 1];
+        bc->s[k][e - 1] = t;
+      }
+    }
+}
+
 void clt__bcast_coalesce(clt_bcast *bc, int n) {
   int nd = 0;
   for (int d = 0; d < bc->ndim; d++) {

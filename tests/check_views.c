@@ -2952,6 +2952,259 @@ START_TEST(test_cat_promotes) {
 }
 END_TEST
 
+/* ---- tiles: operands read across their rows -------------------------------------------------
+ * A transposed operand (or result) goes through tiles: NAME_tiled in kernels/elementwise.cl on
+ * OpenCL devices (blocks of 256 x 256 in 32 x 32 tiles on CPU devices, 16 x 16 work-group tiles
+ * through local memory on GPUs such as Oclgrind), over_tiles and copy_tiles in
+ * lib/host/elementwise.c (blocks of 512 x 512 in 64 x 64 tiles, from 2^14 elements). These
+ * checks use shapes that are not multiples of any tile (the larger ones, skipped on Oclgrind,
+ * cross the block edges), every mix of transposed operands and result, broadcasting, a batch
+ * dimension, unary, binary and ternary ops and copies, over f32, i32 and f64 (copies also f16,
+ * u8 and bool). Expected values come from the index math here; each device's result is also
+ * compared with the host's. Self-contained: only check_util.h. */
+
+/* Storage element i of the operands: never 0, distinct along rows and columns, exact in f16. */
+static double tiled_va(int64_t i) { return (double)(i % 251 + 1); }
+static double tiled_vb(int64_t i) { return (double)(i % 13 + 2); }
+/* What a destination holds before it is written: uploaded, not filled (Oclgrind's
+ * uninitialized-value checker loses what clEnqueueFillBuffer writes: tests/oclgrind/known-reports) */
+static double tiled_vc(int64_t i) { return tiled_va(i) > tiled_vb(i) ? 1 : 0; }
+static double tiled_vo(int64_t i) { return (double)(-1 - i % 7); }
+
+/* A tensor of dt on dev whose storage element i is f(i). */
+static clt_tensor *tiled_tensor(double (*f)(int64_t), clt_dtype dt, int ndim, const int64_t *shape,
+                                clt_device *dev) {
+  int64_t n = cu_numel(ndim, shape);
+  void *buf = cu_malloc((size_t)n * clt_dtype_size(dt));
+  for (int64_t i = 0; i < n; i++)
+    cu_set(buf, dt, i, f(i));
+  clt_tensor *t = cu_tensor(buf, dt, ndim, shape, dev);
+  free(buf);
+  return t;
+}
+
+static clt_tensor *tiled_t(clt_tensor *x) {
+  clt_tensor *t = NULL;
+  CU_OK(clt_transpose(x, -2, -1, &t));
+  return t;
+}
+
+/* Compares t's elements (C order) with want[0..n), exactly, and, when host is not NULL, with
+ * the host's result host (C order too). Releases t. */
+static void tiled_expect(clt_tensor *t, const double *want, const clt_tensor *host, int64_t n,
+                         const char *what, const char *where) {
+  ck_assert_msg(clt_tensor_numel(t) == n, "%s (%s): %lld elements, expected %lld", what, where,
+                (long long)clt_tensor_numel(t), (long long)n);
+  double *got = cu_read_double(t), *h = host ? cu_read_double(host) : NULL;
+  for (int64_t i = 0; i < n; i++) {
+    ck_assert_msg(got[i] == want[i], "%s (%s): element %lld is %g, expected %g", what, where,
+                  (long long)i, got[i], want[i]);
+    if (h)
+      ck_assert_msg(got[i] == h[i], "%s (%s): element %lld is %g, the host gives %g", what,
+                    where, (long long)i, got[i], h[i]);
+  }
+  free(got);
+  free(h);
+  clt_tensor_release(t);
+}
+
+/* One shape (rows x cols, under a batch of nb when nb > 0) on dev in dt; hdev is the host, for
+ * the comparison (NULL when dev is the host). */
+static void tiled_case(clt_device *dev, clt_dtype dt, int nb, int64_t rows, int64_t cols) {
+  clt_device *cpu = clt_cpu();
+  int on_host = dev == cpu;
+  int nd = nb > 0 ? 3 : 2;
+  int64_t B = nb > 0 ? nb : 1, n = B * rows * cols;
+  int64_t shp[3] = {B, rows, cols}, tshp[3] = {B, cols, rows};
+  const int64_t *rc = nb > 0 ? shp : shp + 1, *cr = nb > 0 ? tshp : tshp + 1;
+  char where[128];
+  snprintf(where, sizeof where, "%s %s, %s%lld x %lld", cu_dev_name(dev), cu_dt_name(dt),
+           nb > 0 ? "batch 3 of " : "", (long long)rows, (long long)cols);
+  double *want = cu_malloc((size_t)n * sizeof *want);
+  /* element (q, i, j) of the views: a, b C order over (rows, cols); at, bt transposes of
+   * (cols, rows) storages */
+#define IDX(q, i, j) (((q) * rows + (i)) * cols + (j))
+#define TIDX(q, i, j) (((q) * cols + (j)) * rows + (i))
+#define EACH(...)                                                                                  \
+  for (int64_t q = 0; q < B; q++)                                                                  \
+    for (int64_t i = 0; i < rows; i++)                                                             \
+      for (int64_t j = 0; j < cols; j++) {                                                         \
+        __VA_ARGS__;                                                                               \
+      }
+  clt_tensor *a = tiled_tensor(tiled_va, dt, nd, rc, dev), *b = tiled_tensor(tiled_vb, dt, nd, rc, dev);
+  clt_tensor *as = tiled_tensor(tiled_va, dt, nd, cr, dev), *bs = tiled_tensor(tiled_vb, dt, nd, cr, dev);
+  clt_tensor *at = tiled_t(as), *bt = tiled_t(bs);
+  clt_tensor *ha = tiled_tensor(tiled_va, dt, nd, rc, cpu), *hb = tiled_tensor(tiled_vb, dt, nd, rc, cpu);
+  clt_tensor *has = tiled_tensor(tiled_va, dt, nd, cr, cpu), *hbs = tiled_tensor(tiled_vb, dt, nd, cr, cpu);
+  clt_tensor *hat = tiled_t(has), *hbt = tiled_t(hbs);
+  clt_tensor *r = NULL, *h = NULL;
+  char what[96];
+  /* binary, sub (order matters): transposed a, transposed b, both */
+  EACH(want[IDX(q, i, j)] = tiled_va(TIDX(q, i, j)) - tiled_vb(IDX(q, i, j)));
+  CU_OK(clt_sub(at, b, &r));
+  CU_OK(clt_sub(hat, hb, &h));
+  tiled_expect(r, want, on_host ? NULL : h, n, "sub(transpose(a), b)", where);
+  clt_tensor_release(h);
+  EACH(want[IDX(q, i, j)] = tiled_va(IDX(q, i, j)) - tiled_vb(TIDX(q, i, j)));
+  CU_OK(clt_sub(a, bt, &r));
+  CU_OK(clt_sub(ha, hbt, &h));
+  tiled_expect(r, want, on_host ? NULL : h, n, "sub(a, transpose(b))", where);
+  clt_tensor_release(h);
+  EACH(want[IDX(q, i, j)] = tiled_va(TIDX(q, i, j)) - tiled_vb(TIDX(q, i, j)));
+  CU_OK(clt_sub(at, bt, &r));
+  CU_OK(clt_sub(hat, hbt, &h));
+  tiled_expect(r, want, on_host ? NULL : h, n, "sub(transpose(a), transpose(b))", where);
+  clt_tensor_release(h);
+  /* a transposed result: _out into the transposed view of a (cols, rows) storage, from
+   * contiguous and from transposed operands; read through the storage and the view */
+  for (int from_t = 0; from_t < 2; from_t++) {
+    clt_tensor *o = tiled_tensor(tiled_vo, dt, nd, cr, dev), *ot;
+    ot = tiled_t(o);
+    CU_OK(clt_sub_out(from_t ? at : a, b, ot));
+    EACH(want[TIDX(q, i, j)] =
+             (from_t ? tiled_va(TIDX(q, i, j)) : tiled_va(IDX(q, i, j))) - tiled_vb(IDX(q, i, j)));
+    snprintf(what, sizeof what, "sub_out(%s, b, transpose(o)), o", from_t ? "transpose(a)" : "a");
+    tiled_expect(clt_tensor_retain(o), want, NULL, n, what, where);
+    EACH(want[IDX(q, i, j)] =
+             (from_t ? tiled_va(TIDX(q, i, j)) : tiled_va(IDX(q, i, j))) - tiled_vb(IDX(q, i, j)));
+    snprintf(what, sizeof what, "sub_out(%s, b, transpose(o)), the view", from_t ? "transpose(a)" : "a");
+    tiled_expect(ot, want, NULL, n, what, where);
+    clt_tensor_release(o);
+  }
+  /* broadcasting with a transposed operand: a row (cols) and a column (rows x 1) */
+  {
+    clt_tensor *row = tiled_tensor(tiled_vb, dt, 1, &cols, dev), *col = NULL, *hrow, *hcol;
+    clt_tensor *colsrc = tiled_tensor(tiled_vb, dt, 2, (int64_t[]){rows, 1}, dev);
+    col = clt_tensor_retain(colsrc);
+    hrow = tiled_tensor(tiled_vb, dt, 1, &cols, cpu);
+    hcol = tiled_tensor(tiled_vb, dt, 2, (int64_t[]){rows, 1}, cpu);
+    EACH(want[IDX(q, i, j)] = tiled_vb(j) - tiled_va(TIDX(q, i, j)));
+    CU_OK(clt_sub(row, at, &r));
+    CU_OK(clt_sub(hrow, hat, &h));
+    tiled_expect(r, want, on_host ? NULL : h, n, "sub(row, transpose(a))", where);
+    clt_tensor_release(h);
+    EACH(want[IDX(q, i, j)] = tiled_va(TIDX(q, i, j)) - tiled_vb(i));
+    CU_OK(clt_sub(at, col, &r));
+    CU_OK(clt_sub(hat, hcol, &h));
+    tiled_expect(r, want, on_host ? NULL : h, n, "sub(transpose(a), column)", where);
+    clt_tensor_release(h);
+    clt_tensor_release(row);
+    clt_tensor_release(col);
+    clt_tensor_release(colsrc);
+    clt_tensor_release(hrow);
+    clt_tensor_release(hcol);
+  }
+  /* unary and ternary: neg, and where(transpose(a) > b, transpose(a), b) with a transposed
+   * bool condition (made contiguous transposed, then transposed back) */
+  if (dt != CLT_U8) {
+    EACH(want[IDX(q, i, j)] = -tiled_va(TIDX(q, i, j)));
+    CU_OK(clt_neg(at, &r));
+    CU_OK(clt_neg(hat, &h));
+    tiled_expect(r, want, on_host ? NULL : h, n, "neg(transpose(a))", where);
+    clt_tensor_release(h);
+  }
+  {
+    /* the condition uploaded, not computed (Oclgrind loses track of what kernels write into
+     * a released buffer's slot: tests/oclgrind/known-reports) */
+    clt_tensor *gt = tiled_tensor(tiled_vc, CLT_BOOL, nd, cr, dev); /* (cols, rows) */
+    clt_tensor *hgt = tiled_tensor(tiled_vc, CLT_BOOL, nd, cr, cpu);
+    clt_tensor *cond = tiled_t(gt), *hcond = tiled_t(hgt);
+    EACH(double x = tiled_va(TIDX(q, i, j)), y = tiled_vb(TIDX(q, i, j));
+         want[IDX(q, i, j)] = x > y ? x : tiled_vb(IDX(q, i, j)));
+    CU_OK(clt_where(cond, at, b, &r));
+    CU_OK(clt_where(hcond, hat, hb, &h));
+    tiled_expect(r, want, on_host ? NULL : h, n, "where(transpose(a > b), transpose(a), b)", where);
+    clt_tensor_release(h);
+    EACH(want[IDX(q, i, j)] = tiled_va(TIDX(q, i, j)) > tiled_vb(TIDX(q, i, j)) ? 1 : 0);
+    CU_OK(clt_contiguous(cond, &r));
+    tiled_expect(r, want, NULL, n, "contiguous(transpose(a > b)), bool", where);
+    clt_tensor_release(cond);
+    clt_tensor_release(hcond);
+    clt_tensor_release(gt);
+    clt_tensor_release(hgt);
+  }
+  /* copies: clt_contiguous of the transpose, and clt_copy into a transposed view */
+  EACH(want[IDX(q, i, j)] = tiled_va(TIDX(q, i, j)));
+  CU_OK(clt_contiguous(at, &r));
+  tiled_expect(r, want, NULL, n, "contiguous(transpose(a))", where);
+  {
+    clt_tensor *o = tiled_tensor(tiled_vo, dt, nd, cr, dev), *ot;
+    ot = tiled_t(o);
+    CU_OK(clt_copy(ot, b));
+    EACH(want[TIDX(q, i, j)] = tiled_vb(IDX(q, i, j)));
+    tiled_expect(o, want, NULL, n, "copy(transpose(o), b), o", where);
+    clt_tensor_release(ot);
+  }
+#undef EACH
+#undef IDX
+#undef TIDX
+  clt_tensor *all[] = {a, b, as, bs, at, bt, ha, hb, has, hbs, hat, hbt};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+    clt_tensor_release(all[k]);
+  free(want);
+}
+
+START_TEST(test_tiled_transposed_ops) {
+  static const int64_t small[][2] = {{37, 53}, {1, 1000}, {1000, 1}, {65, 65}, {17, 16}};
+  static const int64_t large[][2] = {{600, 70}, {131, 257}};
+  static const clt_dtype dts[] = {CLT_F32, CLT_I32, CLT_F64};
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    int grind = devs[d] != clt_cpu() && cu_is_oclgrind(devs[d]);
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+      if (!cu_dtype_ok("tiled_transposed_ops", devs[d], dts[k]))
+        continue;
+      for (size_t s = 0; s < sizeof small / sizeof small[0]; s++)
+        tiled_case(devs[d], dts[k], 0, small[s][0], small[s][1]);
+      tiled_case(devs[d], dts[k], 3, 37, 53);
+      for (size_t s = 0; s < sizeof large / sizeof large[0] && !grind; s++)
+        tiled_case(devs[d], dts[k], 0, large[s][0], large[s][1]);
+    }
+  }
+}
+END_TEST
+
+/* Copies through tiles of every element size: clt_contiguous of a transposed view of f16 (2
+ * bytes), u8 and bool (1 byte), i64 (8 bytes). */
+START_TEST(test_tiled_transposed_copies) {
+  static const clt_dtype dts[] = {CLT_F16, CLT_U8, CLT_BOOL, CLT_I64};
+  static const int64_t shapes[][2] = {{37, 53}, {65, 65}, {600, 70}};
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    int grind = devs[d] != clt_cpu() && cu_is_oclgrind(devs[d]);
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
+      for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+        if (grind && n > 10000)
+          continue;
+        char where[96];
+        snprintf(where, sizeof where, "%s %s, %lld x %lld", cu_dev_name(devs[d]),
+                 cu_dt_name(dts[k]), (long long)rows, (long long)cols);
+        double (*f)(int64_t) = dts[k] == CLT_BOOL ? NULL : tiled_va;
+        void *buf = cu_malloc((size_t)n * clt_dtype_size(dts[k]));
+        for (int64_t i = 0; i < n; i++)
+          cu_set(buf, dts[k], i, f ? f(i) : (double)((i * 7 / 3) % 2));
+        clt_tensor *s_ = cu_tensor(buf, dts[k], 2, (int64_t[]){cols, rows}, devs[d]);
+        free(buf);
+        clt_tensor *t = tiled_t(s_), *r = NULL;
+        double *want = cu_malloc((size_t)n * sizeof *want);
+        for (int64_t i = 0; i < rows; i++)
+          for (int64_t j = 0; j < cols; j++) {
+            int64_t src = j * rows + i;
+            want[i * cols + j] = f ? f(src) : (double)((src * 7 / 3) % 2);
+          }
+        CU_OK(clt_contiguous(t, &r));
+        tiled_expect(r, want, NULL, n, "contiguous(transpose(x))", where);
+        free(want);
+        clt_tensor_release(t);
+        clt_tensor_release(s_);
+      }
+  }
+}
+END_TEST
+
 Suite *views_suite(void) {
   Suite *s = suite_create("views");
   TCase *tc;
@@ -2997,6 +3250,8 @@ Suite *views_suite(void) {
   tcase_add_test(tc, test_save_views);
   ONE_CASE("errors", test_errors);
   tcase_add_test(tc, test_cat_promotes);
+  ONE_CASE("tiled", test_tiled_transposed_ops);
+  tcase_add_test(tc, test_tiled_transposed_copies);
 #undef ONE_CASE
   return s;
 }

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tgmath.h>
+#ifdef __SSE2__
+#include <xmmintrin.h>
+#endif
 
 /* ---- helpers the expressions of clt_ops.h use ---------------------------------------------- */
 
@@ -281,26 +284,59 @@ static const void *as_dtype(const clt_tensor *t, clt_dtype to, void **tmp, const
   return *tmp;
 }
 
-/* Runs a strided inner loop over every row of the broadcast result. */
-static void over_rows(const clt_bcast *bc, int64_t numel,
-                      void (*row)(void *ctx, int64_t o, const int64_t *off, int64_t inner),
-                      void *ctx, int nops) {
+typedef void (*row_fn)(void *ctx, int64_t o, const int64_t *off, int64_t inner);
+
+/* Runs a strided inner loop over every row of the broadcast result (contiguous: row r starts at
+ * element r * inner), the rows shared among the threads. */
+static void over_rows(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx, int nops) {
   int nd = bc->ndim;
   int64_t inner = nd ? bc->shape[nd - 1] : 1;
   int64_t outer = inner ? numel / inner : 0;
-  int64_t idx[CLT_MAX_DIMS] = {0};
-  for (int64_t o = 0; o < outer; o++) {
-    int64_t off[3] = {0, 0, 0};
-    for (int d = 0; d < nd - 1; d++)
-      for (int k = 0; k < nops; k++)
-        off[k] += idx[d] * bc->s[k][d];
-    row(ctx, o * inner, off, inner);
-    for (int d = nd - 2; d >= 0; d--) {
-      if (++idx[d] < bc->shape[d])
-        break;
-      idx[d] = 0;
-    }
+  int64_t parts = clt__host_parts(numel);
+  if (parts > outer)
+    parts = outer;
+#define ROWS_(lo, hi)                                                                              \
+  do {                                                                                             \
+    int64_t idx[CLT_MAX_DIMS] = {0}, rem = (lo);                                                   \
+    for (int d = nd - 2; d >= 0; d--) {                                                            \
+      idx[d] = rem % bc->shape[d];                                                                 \
+      rem /= bc->shape[d];                                                                         \
+    }                                                                                              \
+    for (int64_t o = (lo); o < (hi); o++) {                                                        \
+      int64_t off[3] = {0, 0, 0};                                                                  \
+      for (int d = 0; d < nd - 1; d++)                                                             \
+        for (int k = 0; k < nops; k++)                                                             \
+          off[k] += idx[d] * bc->s[k][d];                                                          \
+      row(ctx, o * inner, off, inner);                                                             \
+      for (int d = nd - 2; d >= 0; d--) {                                                          \
+        if (++idx[d] < bc->shape[d])                                                               \
+          break;                                                                                   \
+        idx[d] = 0;                                                                                \
+      }                                                                                            \
+    }                                                                                              \
+  } while (0)
+  if (parts <= 1) {
+    ROWS_(0, outer);
+    return;
   }
+  CLT__PARALLEL_FOR
+  for (int64_t p = 0; p < parts; p++) {
+    int64_t lo = outer * p / parts, hi = outer * (p + 1) / parts;
+    ROWS_(lo, hi);
+  }
+#undef ROWS_
+}
+
+/* The operands (bit k for operand k) of bc that step through its last dimension by more than
+ * through the one before it, and not by 0: transposed views, read across their rows. */
+static int across_operands(const clt_bcast *bc, int nops) {
+  int mask = 0, last = bc->ndim - 1;
+  if (bc->ndim < 2)
+    return 0;
+  for (int k = 0; k < nops; k++)
+    if (bc->s[k][last - 1] > 0 && bc->s[k][last - 1] < bc->s[k][last])
+      mask |= 1 << k;
+  return mask;
 }
 
 typedef struct rowctx {
@@ -312,6 +348,124 @@ typedef struct rowctx {
   int64_t s[3];
 } rowctx;
 
+/* o[i * ow + j] = p[i * sr + j * sc] for i < h, j < w: a tile of an operand read across its rows
+ * (sr < sc), elements of es bytes, written along its rows. 4-byte elements one column apart
+ * (sr == 1, a transposed view) move in 4 x 4 blocks transposed in SSE registers: one 16-byte
+ * load per column and one store per row, instead of an element at a time. */
+static void tile_transpose(char *o, int64_t ow, const char *p, int64_t sr, int64_t sc, int64_t h,
+                           int64_t w, size_t es) {
+  int64_t h4 = 0, w4 = 0;
+#ifdef __SSE2__
+  if (es == 4 && sr == 1) {
+    float *fo = (float *)o;
+    const float *fp = (const float *)p;
+    h4 = h & ~(int64_t)3;
+    w4 = w & ~(int64_t)3;
+    for (int64_t i = 0; i < h4; i += 4)
+      for (int64_t j = 0; j < w4; j += 4) {
+        const float *q = fp + i + j * sc;
+        __m128 r0 = _mm_loadu_ps(q), r1 = _mm_loadu_ps(q + sc), r2 = _mm_loadu_ps(q + 2 * sc),
+               r3 = _mm_loadu_ps(q + 3 * sc);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3); /* bit moves only: any 4-byte dtype */
+        float *d = fo + i * ow + j;
+        _mm_storeu_ps(d, r0);
+        _mm_storeu_ps(d + ow, r1);
+        _mm_storeu_ps(d + 2 * ow, r2);
+        _mm_storeu_ps(d + 3 * ow, r3);
+      }
+  }
+#endif
+  /* what the blocks left: the columns from w4 of the rows below h4, and the rows from h4 */
+#define TRANSPOSE_REST_(T)                                                                         \
+  for (int64_t i = 0; i < h; i++)                                                                  \
+    for (int64_t j = i < h4 ? w4 : 0; j < w; j++)                                                  \
+      ((T *)o)[i * ow + j] = ((const T *)p)[i * sr + j * sc];
+  switch (es) {
+  case 1:
+    TRANSPOSE_REST_(uint8_t)
+    break;
+  case 2:
+    TRANSPOSE_REST_(uint16_t)
+    break;
+  case 4:
+    TRANSPOSE_REST_(uint32_t)
+    break;
+  default:
+    TRANSPOSE_REST_(uint64_t)
+    break;
+  }
+#undef TRANSPOSE_REST_
+}
+
+/* The row loops of a binary or ternary op (c->f or c->g) over a result with an operand read
+ * across its rows (across_operands, bits in mask): the last two dimensions are cut into blocks of
+ * TILE_BLOCK x TILE_BLOCK elements, shared among the threads, each walked in tiles of
+ * TILE x TILE. Each such operand's tile is first transposed into a buffer (tile_transpose), so
+ * that the row loops read it contiguously. Row by row in place, such an operand moves to another
+ * cache line, often another page, at every element; in a tile its lines are all used while they
+ * are cached, and in a block its pages stay in the TLB. */
+#define TILE_BLOCK 512
+#define TILE 64
+static void over_tiles(const clt_bcast *bc, int64_t numel, const rowctx *c, int nops, int mask) {
+  int last = bc->ndim - 1;
+  int64_t rows = bc->shape[last - 1], cols = bc->shape[last];
+  int64_t nbr = (rows + TILE_BLOCK - 1) / TILE_BLOCK, nbc = (cols + TILE_BLOCK - 1) / TILE_BLOCK;
+  int64_t units = numel / rows / cols * nbr * nbc, parts = clt__host_parts(numel);
+  if (parts > units)
+    parts = units;
+#define BLOCKS_(lo, hi)                                                                            \
+  for (int64_t u = (lo); u < (hi); u++) {                                                          \
+    int64_t c0 = u % nbc * TILE_BLOCK, q = u / nbc, r0 = q % nbr * TILE_BLOCK, rem = q / nbr;      \
+    int64_t base[3] = {0, 0, 0}, obase = rem * rows * cols;                                        \
+    for (int d = last - 2; d >= 0; d--) {                                                          \
+      int64_t cd = rem % bc->shape[d];                                                             \
+      rem /= bc->shape[d];                                                                         \
+      for (int k = 0; k < nops; k++)                                                               \
+        base[k] += cd * bc->s[k][d];                                                               \
+    }                                                                                              \
+    int64_t re = r0 + TILE_BLOCK < rows ? r0 + TILE_BLOCK : rows;                                  \
+    int64_t ce = c0 + TILE_BLOCK < cols ? c0 + TILE_BLOCK : cols;                                  \
+    for (int64_t rt = r0; rt < re; rt += TILE)                                                     \
+      for (int64_t ct = c0; ct < ce; ct += TILE) {                                                 \
+        int64_t h = rt + TILE < re ? TILE : re - rt, w = ct + TILE < ce ? TILE : ce - ct;          \
+        const char *tp[3];                                                                         \
+        int64_t st[3];                                                                             \
+        for (int k = 0; k < nops; k++) {                                                           \
+          int64_t sr = bc->s[k][last - 1], sc = bc->s[k][last];                                    \
+          tp[k] = c->p[k] + (size_t)(base[k] + rt * sr + ct * sc) * c->es[k];                      \
+          st[k] = sc;                                                                              \
+          if (mask >> k & 1) {                                                                     \
+            tile_transpose(buf[k], w, tp[k], sr, sc, h, w, c->es[k]);                              \
+            tp[k] = buf[k];                                                                        \
+            st[k] = 1;                                                                             \
+          }                                                                                        \
+        }                                                                                          \
+        for (int64_t r = 0; r < h; r++) {                                                          \
+          char *orow = c->o + (size_t)(obase + (rt + r) * cols + ct) * c->eo;                      \
+          const char *pr[3];                                                                       \
+          for (int k = 0; k < nops; k++)                                                           \
+            pr[k] = tp[k] + (size_t)(mask >> k & 1 ? r * w : r * bc->s[k][last - 1]) * c->es[k];  \
+          if (nops == 2)                                                                           \
+            c->f(orow, pr[0], pr[1], w, st[0], st[1]);                                             \
+          else                                                                                     \
+            c->g(orow, pr[0], pr[1], pr[2], w, st);                                                \
+        }                                                                                          \
+      }                                                                                            \
+  }
+  if (parts <= 1) {
+    _Alignas(16) char buf[3][TILE * TILE * 8]; /* 96 KiB of stack */
+    BLOCKS_(0, units)
+    return;
+  }
+  CLT__PARALLEL_FOR
+  for (int64_t p = 0; p < parts; p++) {
+    _Alignas(16) char buf[3][TILE * TILE * 8]; /* 96 KiB of this thread's stack */
+    int64_t lo = units * p / parts, hi = units * (p + 1) / parts;
+    BLOCKS_(lo, hi)
+  }
+#undef BLOCKS_
+}
+
 static void binary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) {
   rowctx *c = c_;
   c->f(c->o + (size_t)o * c->eo, c->p[0] + (size_t)off[0] * c->es[0],
@@ -322,6 +476,16 @@ static void ternary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) 
   rowctx *c = c_;
   c->g(c->o + (size_t)o * c->eo, c->p[0] + (size_t)off[0] * c->es[0],
        c->p[1] + (size_t)off[1] * c->es[1], c->p[2] + (size_t)off[2] * c->es[2], inner, c->s);
+}
+
+/* The row loops of a binary or ternary op: in tiles where an operand is read across its rows
+ * and the result is large, else row by row (row: binary_row or ternary_row). */
+static void over_elements(const clt_bcast *bc, int64_t numel, rowctx *c, row_fn row, int nops) {
+  int mask = numel >= (1 << 14) ? across_operands(bc, nops) : 0;
+  if (mask)
+    over_tiles(bc, numel, c, nops, mask);
+  else
+    over_rows(bc, numel, row, c, nops);
 }
 
 /* ---- views ------------------------------------------------------------------------------ */
@@ -360,40 +524,51 @@ static void copy_rows(char *dst, const int64_t *ds, const char *src, const int64
 }
 
 /* Copies the rows [lo, hi) of a 2-D strided copy whose source is read across its rows (the
- * source's stride along a row is not 1: a transposed view), in tiles of COPY_TILE x COPY_TILE
- * elements, so that the source rows a tile reads stay in the cache and the TLB; row by row, each
- * element of a row is another source row (and page). */
-#define COPY_TILE 64
+ * source's stride along a row is not 1: a transposed view), in tiles of TILE x TILE elements, so
+ * that the source rows a tile reads stay in the cache, within blocks of TILE_BLOCK x TILE_BLOCK,
+ * so that their pages stay in the TLB; row by row, each element of a row is another source row
+ * (and page). Into contiguous destination rows a tile goes through tile_transpose. */
 static void copy_tiles(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
                        int64_t cols, size_t es, int64_t lo, int64_t hi) {
-  for (int64_t rt = lo; rt < hi; rt += COPY_TILE) {
-    int64_t re = rt + COPY_TILE < hi ? rt + COPY_TILE : hi;
-    for (int64_t jt = 0; jt < cols; jt += COPY_TILE) {
-      int64_t je = jt + COPY_TILE < cols ? jt + COPY_TILE : cols;
-      for (int64_t r = rt; r < re; r++) {
-        char *o = dst + (size_t)(r * ds[0]) * es;
-        const char *p = src + (size_t)(r * ss[0]) * es;
+  for (int64_t rb = lo; rb < hi; rb += TILE_BLOCK)
+    for (int64_t cb = 0; cb < cols; cb += TILE_BLOCK) {
+      int64_t rbe = rb + TILE_BLOCK < hi ? rb + TILE_BLOCK : hi;
+      int64_t cbe = cb + TILE_BLOCK < cols ? cb + TILE_BLOCK : cols;
+      for (int64_t rt = rb; rt < rbe; rt += TILE) {
+        int64_t re = rt + TILE < rbe ? rt + TILE : rbe;
+        for (int64_t jt = cb; jt < cbe; jt += TILE) {
+          int64_t je = jt + TILE < cbe ? jt + TILE : cbe;
+          if (ds[1] == 1) { /* the destination's rows are contiguous */
+            tile_transpose(dst + (size_t)(rt * ds[0] + jt) * es, ds[0],
+                           src + (size_t)(rt * ss[0] + jt * ss[1]) * es, ss[0], ss[1], re - rt,
+                           je - jt, es);
+            continue;
+          }
+          for (int64_t r = rt; r < re; r++) {
+            char *o = dst + (size_t)(r * ds[0]) * es;
+            const char *p = src + (size_t)(r * ss[0]) * es;
 #define COPY_TILE_ROW_(T)                                                                          \
   for (int64_t j = jt; j < je; j++)                                                                \
     ((T *)o)[j * ds[1]] = ((const T *)p)[j * ss[1]];
-        switch (es) {
-        case 1:
-          COPY_TILE_ROW_(uint8_t)
-          break;
-        case 2:
-          COPY_TILE_ROW_(uint16_t)
-          break;
-        case 4:
-          COPY_TILE_ROW_(uint32_t)
-          break;
-        default:
-          COPY_TILE_ROW_(uint64_t)
-          break;
-        }
+            switch (es) {
+            case 1:
+              COPY_TILE_ROW_(uint8_t)
+              break;
+            case 2:
+              COPY_TILE_ROW_(uint16_t)
+              break;
+            case 4:
+              COPY_TILE_ROW_(uint32_t)
+              break;
+            default:
+              COPY_TILE_ROW_(uint64_t)
+              break;
+            }
 #undef COPY_TILE_ROW_
+          }
+        }
       }
     }
-  }
 }
 
 /* dst[i] = src[i] for every index i of shape, each at its own strides (elements of es bytes).
@@ -411,13 +586,14 @@ static void strided_copy(void *dst, const int64_t *dstr, const void *src, const 
   }
   if (numel == 0)
     return;
+  clt__bcast_memory_order(&b, 1); /* a transposed destination is written along its rows */
   clt__bcast_coalesce(&b, 1);
   int64_t inner = b.ndim ? b.shape[b.ndim - 1] : 1, rows = numel / inner;
   if (b.ndim == 1 && b.so[0] == 1 && b.s[0][0] == 1) {
     memcpy(dst, src, (size_t)numel * es);
     return;
   }
-  bool tiles = b.ndim == 2 && b.s[0][1] != 1 && b.s[0][0] < b.s[0][1];
+  bool tiles = b.ndim == 2 && across_operands(&b, 1);
   int64_t parts = clt__host_parts(numel);
   if (parts > rows)
     parts = rows;
@@ -477,11 +653,9 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   for (int k = 0; k < n && st == CLT_OK; k++) {
     use[k] = in[k];
     clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
-    /* read across its rows (a transposed view): the row loops would touch a new cache line,
-     * often a new page, per element; the tiled gather is several times faster (bench/views) */
-    bool across = !in[k]->contiguous && in[k]->ndim > 0 && in[k]->numel >= (1 << 14) &&
-                  in[k]->strides[in[k]->ndim - 1] > 1;
-    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want && !across))
+    /* binary and ternary ops read operands of their compute dtype through their strides
+     * (over_elements: in tiles where an operand is read across its rows, a transposed view) */
+    if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want))
       continue;
     if ((st = gather(in[k], fn, &g[k])) != CLT_OK)
       break;
@@ -587,14 +761,14 @@ static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
                      c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0],
                          c.p[1] + (size_t)lo * c.es[1], hi - lo, 1, 1));
     else
-      over_rows(bc, out->numel, binary_row, &c, 2);
+      over_elements(bc, out->numel, &c, binary_row, 2);
   } else {
     c.g = ternary_table[op->kind][compute];
     if (!c.g) {
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    over_rows(bc, out->numel, ternary_row, &c, 3);
+    over_elements(bc, out->numel, &c, ternary_row, 3);
   }
 done:
   if (wide_out && st == CLT_OK)

@@ -67,8 +67,8 @@ static const char *store_expr(clt_dtype out) {
 /* ---- the launch memo ------------------------------------------------------------------------
  * A kernel is named by its defines, so finding it in the program cache means formatting about
  * 400 bytes of defines and comparing them with every program's: about half of a small launch's
- * time on the host. What the defines depend on is fewer than 32 bits (the op, four dtypes,
- * broadcasting) plus the device, so launches look the kernel up here first, in a small
+ * time on the host. What the defines depend on is fewer than 64 bits (the op, four dtypes,
+ * the kernel variant) plus the device, so launches look the kernel up here first, in a small
  * open-addressing table keyed by those, filled from the program cache on a miss. The program
  * cache never drops a kernel, so an entry stays valid until exit. A full table just stops
  * memoizing. */
@@ -76,7 +76,7 @@ static const char *store_expr(clt_dtype out) {
 
 typedef struct memo_slot {
   const clt_device *dev; /* NULL: empty */
-  uint32_t key;
+  uint64_t key;
   cl_kernel kernel;
 } memo_slot;
 
@@ -85,18 +85,26 @@ static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Static_assert(CLT__OP_COUNT <= 2048 && CLT_DTYPE_COUNT <= 16, "the memo key's fields are too narrow");
 
-static uint32_t memo_key(const clt_op *op, clt_dtype out, clt_dtype compute, clt_dtype tk,
-                         clt_dtype ta, clt_dtype tb, bool broadcast) {
-  return (uint32_t)op->kind << 21 | (uint32_t)tk << 17 | (uint32_t)out << 13 |
-         (uint32_t)compute << 9 | (uint32_t)ta << 5 | (uint32_t)tb << 1 | (broadcast ? 1u : 0u);
+/* kernels/elementwise.cl's CLT_TILE_BLOCK and CLT_TILE_GPU: the tiled kernel's unit of work */
+#define TILE_BLOCK 256
+#define TILE_GPU 16
+
+/* Which kernel of an op: the fast one, NAME_strided or NAME_tiled. */
+typedef enum variant { FAST, STRIDED, TILED } variant;
+static const char *const variant_suffix[] = {"", "_strided", "_tiled"};
+
+static uint64_t memo_key(const clt_op *op, clt_dtype out, clt_dtype compute, clt_dtype tk,
+                         clt_dtype ta, clt_dtype tb, variant v) {
+  return (uint64_t)op->kind << 22 | (uint64_t)tk << 18 | (uint64_t)out << 14 |
+         (uint64_t)compute << 10 | (uint64_t)ta << 6 | (uint64_t)tb << 2 | (uint64_t)v;
 }
 
-static size_t memo_hash(const clt_device *d, uint32_t key) {
+static size_t memo_hash(const clt_device *d, uint64_t key) {
   uint64_t h = ((uint64_t)(uintptr_t)d >> 4) * 0x9e3779b97f4a7c15ull ^ key * 0xff51afd7ed558ccdull;
   return (size_t)(h >> 32) & (MEMO_SLOTS - 1);
 }
 
-static cl_kernel memo_get(const clt_device *d, uint32_t key) {
+static cl_kernel memo_get(const clt_device *d, uint64_t key) {
   cl_kernel k = NULL;
   pthread_mutex_lock(&memo_lock);
   for (size_t i = memo_hash(d, key), probes = 0; probes < MEMO_SLOTS && memo[i].dev;
@@ -109,7 +117,7 @@ static cl_kernel memo_get(const clt_device *d, uint32_t key) {
   return k;
 }
 
-static void memo_put(const clt_device *d, uint32_t key, cl_kernel k) {
+static void memo_put(const clt_device *d, uint64_t key, cl_kernel k) {
   pthread_mutex_lock(&memo_lock);
   for (size_t i = memo_hash(d, key), probes = 0; probes < MEMO_SLOTS / 2;
        i = (i + 1) & (MEMO_SLOTS - 1), probes++) {
@@ -125,7 +133,7 @@ static void memo_put(const clt_device *d, uint32_t key, cl_kernel k) {
 
 /* The kernel of op for these dtypes on d, from the program cache (building it if needed). */
 static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
-                              clt_tensor *const *in, clt_dtype compute, bool broadcast,
+                              clt_tensor *const *in, clt_dtype compute, variant v,
                               cl_kernel *kern) {
   const char *fn = op->fn;
   int n = op->arity;
@@ -151,16 +159,46 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
            "#define TP %s\n#define TC %s\n#define UTC %s\n#define TKP %s\n#define TKC %s\n"
            "#define CLT_FLOAT %d\n#define TO %s\n#define STORE(x) %s\n#define OP(a,b,c) (%s)\n"
            "#define LOAD_A(p,i) %s\n#define LOAD_B(p,i) %s\n#define LOAD_K(p,i) %s\n"
-           "#define STORE_AT(p,i,x) %s\n",
+           "#define STORE_AT(p,i,x) %s\n#define CLT_TILED %d\n",
            clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
            clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype), tp, tc,
            unsigned_twin(compute), op->cond ? "uchar" : tp, op->cond ? "uchar" : tc,
            is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr,
            load_expr(ta->dtype, compute), load_expr(tb->dtype, compute),
-           op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype));
+           op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype),
+           v == TILED ? 1 : 0);
   char kname[80];
-  snprintf(kname, sizeof kname, broadcast ? "%s_strided" : "%s", name);
+  snprintf(kname, sizeof kname, "%s%s", name, variant_suffix[v]);
   return clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
+}
+
+/* The operands (bit k for operand k) that step through the last dimension of c by more than
+ * through the one before it, and not by 0: transposed views, read across their rows. */
+static int across_operands(const clt_bcast *c, int n) {
+  int mask = 0, last = c->ndim - 1;
+  if (c->ndim < 2)
+    return 0;
+  for (int k = 0; k < n; k++)
+    if (c->s[k][last - 1] > 0 && c->s[k][last - 1] < c->s[k][last])
+      mask |= 1 << k;
+  return mask;
+}
+
+/* The kernel of this variant, from the memo or the program cache. */
+static clt_status variant_kernel(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                                 clt_dtype compute, variant v, cl_kernel *kern) {
+  clt_device *d = out->storage->dev;
+  int n = op->arity;
+  /* a ternary's operands are k, a, b: TK, TA, TB */
+  const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
+  uint64_t key =
+      memo_key(op, out->dtype, compute, n == 3 ? in[0]->dtype : CLT_BOOL, ta->dtype, tb->dtype, v);
+  if ((*kern = memo_get(d, key)) != NULL)
+    return CLT_OK;
+  clt_status st = find_kernel(op, d, out, in, compute, v, kern);
+  if (st == CLT_OK)
+    memo_put(d, key, *kern);
+  return st;
 }
 
 clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
@@ -168,17 +206,31 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   const char *fn = op->fn;
   clt_device *d = out->storage->dev;
   int n = op->arity;
-  /* a ternary's operands are k, a, b: TK, TA, TB */
-  const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
-  bool broadcast = n == 3 || !bc->same; /* the strided kernel */
-  uint32_t key = memo_key(op, out->dtype, compute, n == 3 ? in[0]->dtype : CLT_BOOL, ta->dtype,
-                          tb->dtype, broadcast);
-  cl_kernel kern = memo_get(d, key);
+  variant v = n == 3 || !bc->same ? STRIDED : FAST;
+  clt_bcast c;
+  int stage = 0;
+  if (v == STRIDED) {
+    /* the result's memory order, merged: a transposed result is walked along its own rows */
+    c = *bc;
+    clt__bcast_memory_order(&c, n);
+    clt__bcast_coalesce(&c, n);
+    /* the tiles take 256 work-items to a work-group on GPUs */
+    if ((stage = across_operands(&c, n)) != 0 && (d->chunked || d->max_work_group >= 256))
+      v = TILED;
+  }
+  cl_kernel kern;
   clt_status st;
-  if (!kern) {
-    if ((st = find_kernel(op, d, out, in, compute, broadcast, &kern)) != CLT_OK)
-      return st;
-    memo_put(d, key, kern);
+  if ((st = variant_kernel(op, out, in, compute, v, &kern)) != CLT_OK)
+    return st;
+  if (v == TILED && !d->chunked) {
+    size_t wg = 0; /* what this kernel can take on this device (registers, local memory) */
+    if (clGetKernelWorkGroupInfo(kern, clt__cl(d)->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+                                 NULL) != CL_SUCCESS ||
+        wg < 256) {
+      v = STRIDED;
+      if ((st = variant_kernel(op, out, in, compute, v, &kern)) != CLT_OK)
+        return st;
+    }
   }
 
   clt_storage *reads[3] = {NULL, NULL, NULL};
@@ -186,7 +238,26 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
     reads[k] = in[k]->storage;
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong count = (cl_ulong)out->numel, step = l.chunk;
-  clt_cl_arg args[10];
+  if (v == TILED) {
+    /* units: blocks of 256 x 256 (CPU devices) or tiles of 16 x 16 (GPUs), over the batch */
+    int64_t t = d->chunked ? TILE_BLOCK : TILE_GPU, rows = c.shape[c.ndim - 2], cols = c.shape[c.ndim - 1];
+    count = (cl_ulong)(out->numel / rows / cols) * (cl_ulong)((rows + t - 1) / t) *
+            (cl_ulong)((cols + t - 1) / t);
+    if (d->chunked) {
+      cl_ulong items = (cl_ulong)d->compute_units * 4;
+      step = (count + items - 1) / items;
+      l.global = (size_t)((count + step - 1) / step);
+      l.local = 1;
+    } else {
+      cl_ulong groups = (cl_ulong)d->compute_units * 16;
+      if (groups > count)
+        groups = count;
+      l.global = (size_t)groups * 256;
+      l.local = 256;
+      step = groups;
+    }
+  }
+  clt_cl_arg args[11];
   int arg = 0;
   args[arg++] = (clt_cl_arg){sizeof(cl_mem), &out->storage->buf};
   for (int k = 0; k < n; k++)
@@ -194,11 +265,9 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   args[arg++] = (clt_cl_arg){sizeof count, &count};
   args[arg++] = (clt_cl_arg){sizeof step, &step};
   clt_cl_strided g;
-  cl_int nd;
+  cl_int nd, cl_stage = stage;
   cl_ulong off[4];
-  if (broadcast) {
-    clt_bcast c = *bc;
-    clt__bcast_coalesce(&c, n);
+  if (v != FAST) {
     nd = c.ndim;
     memset(&g, 0, sizeof g);
     for (int i = 0; i < c.ndim; i++) {
@@ -211,6 +280,8 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
     for (int k = 0; k < n; k++)
       g.off[k + 1] = c.off[k];
     args[arg++] = (clt_cl_arg){sizeof nd, &nd};
+    if (v == TILED)
+      args[arg++] = (clt_cl_arg){sizeof cl_stage, &cl_stage};
     args[arg++] = (clt_cl_arg){sizeof g, &g};
   } else {
     off[0] = (cl_ulong)bc->ooff;
