@@ -19,56 +19,32 @@
 #include <clt.h>
 
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    clt_status st_ = (call);                                                                       \
-    if (st_ != CLT_OK) {                                                                           \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, clt_last_error());             \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define BENCH_NAME "fusion"
+#include "bench.h"
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static double now_ms(void) { return 1e3 * now_s(); }
 
 typedef clt_tensor *(*chain_fn)(clt_tensor *a, clt_tensor *b, clt_tensor *c);
 
 static clt_tensor *fma_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
   clt_tensor *t, *o;
-  CHECK(clt_mul(a, b, &t));
-  CHECK(clt_add(t, c, &o));
+  CLT_CHECK(clt_mul(a, b, &t));
+  CLT_CHECK(clt_add(t, c, &o));
   clt_tensor_release(t);
   return o;
 }
 
 static clt_tensor *eight_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
   clt_tensor *t[8];
-  CHECK(clt_mul(a, b, &t[0]));
-  CHECK(clt_add(t[0], c, &t[1]));
-  CHECK(clt_neg(t[1], &t[2]));
-  CHECK(clt_mul_scalar(t[2], 0.5, &t[3]));
-  CHECK(clt_exp(t[3], &t[4]));
-  CHECK(clt_sub(t[4], a, &t[5]));
-  CHECK(clt_relu(t[5], &t[6]));
-  CHECK(clt_mul(t[6], c, &t[7]));
+  CLT_CHECK(clt_mul(a, b, &t[0]));
+  CLT_CHECK(clt_add(t[0], c, &t[1]));
+  CLT_CHECK(clt_neg(t[1], &t[2]));
+  CLT_CHECK(clt_mul_scalar(t[2], 0.5, &t[3]));
+  CLT_CHECK(clt_exp(t[3], &t[4]));
+  CLT_CHECK(clt_sub(t[4], a, &t[5]));
+  CLT_CHECK(clt_relu(t[5], &t[6]));
+  CLT_CHECK(clt_mul(t[6], c, &t[7]));
   for (int i = 0; i < 7; i++)
     clt_tensor_release(t[i]);
   return t[7];
@@ -77,7 +53,7 @@ static clt_tensor *eight_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
 static clt_tensor *one_add(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
   (void)c;
   clt_tensor *o;
-  CHECK(clt_add(a, b, &o));
+  CLT_CHECK(clt_add(a, b, &o));
   return o;
 }
 
@@ -95,11 +71,11 @@ static float eight_ref(float a, float b, float c) {
 static clt_tensor *ramp(clt_device *d, int64_t n, float scale, float shift) {
   float *v = malloc(sizeof(float) * (size_t)n);
   if (!v)
-    exit(1);
+    die("out of host memory");
   for (int64_t i = 0; i < n; i++)
     v[i] = scale * (float)((i * 7919) % 1000) / 1000.0f + shift;
   clt_tensor *t;
-  CHECK(clt_from_host(v, CLT_F32, 1, &n, d, &t));
+  CLT_CHECK(clt_from_host(v, CLT_F32, 1, &n, d, &t));
   free(v);
   return t;
 }
@@ -108,11 +84,11 @@ static clt_tensor *ramp(clt_device *d, int64_t n, float scale, float shift) {
 static double run(chain_fn f, clt_tensor *a, clt_tensor *b, clt_tensor *c, int lazy,
                   clt_tensor **keep) {
   clt_device *d = clt_tensor_device(a);
-  CHECK(clt_device_synchronize(d));
+  CLT_CHECK(clt_device_synchronize(d));
   clt_set_lazy(lazy);
   double t0 = now_ms();
   clt_tensor *o = f(a, b, c);
-  CHECK(clt_device_synchronize(d));
+  CLT_CHECK(clt_device_synchronize(d));
   double ms = now_ms() - t0;
   clt_set_lazy(1);
   if (keep)
@@ -127,17 +103,16 @@ static void verify(clt_tensor *o, clt_tensor *a, clt_tensor *b, clt_tensor *c, i
   int64_t n = clt_tensor_numel(o);
   float *ov = malloc(sizeof(float) * (size_t)n), *av = malloc(sizeof(float) * (size_t)n),
         *bv = malloc(sizeof(float) * (size_t)n), *cv = malloc(sizeof(float) * (size_t)n);
-  CHECK(clt_tensor_read(o, ov, sizeof(float) * (size_t)n));
-  CHECK(clt_tensor_read(a, av, sizeof(float) * (size_t)n));
-  CHECK(clt_tensor_read(b, bv, sizeof(float) * (size_t)n));
-  CHECK(clt_tensor_read(c, cv, sizeof(float) * (size_t)n));
+  CLT_CHECK(clt_tensor_read(o, ov, sizeof(float) * (size_t)n));
+  CLT_CHECK(clt_tensor_read(a, av, sizeof(float) * (size_t)n));
+  CLT_CHECK(clt_tensor_read(b, bv, sizeof(float) * (size_t)n));
+  CLT_CHECK(clt_tensor_read(c, cv, sizeof(float) * (size_t)n));
   for (int64_t i = 0; i < n; i += n / 97 + 1) {
     float want = eight == 1   ? eight_ref(av[i], bv[i], cv[i])
                  : eight == 2 ? av[i] + bv[i]
                               : av[i] * bv[i] + cv[i];
     if (fabsf(ov[i] - want) > 1e-5f * (1 + fabsf(want))) {
-      fprintf(stderr, "%s: element %lld is %g, expected %g\n", what, (long long)i, ov[i], want);
-      exit(1);
+      die("%s: element %lld is %g, expected %g", what, (long long)i, ov[i], want);
     }
   }
   free(ov);
@@ -187,9 +162,9 @@ static result measure(const char *name, chain_fn f, clt_device *d, int64_t n, in
 
 static clt_tensor *first_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
   clt_tensor *t, *u, *o;
-  CHECK(clt_atan2(a, b, &t));
-  CHECK(clt_mul(t, c, &u));
-  CHECK(clt_expm1(u, &o));
+  CLT_CHECK(clt_atan2(a, b, &t));
+  CLT_CHECK(clt_mul(t, c, &u));
+  CLT_CHECK(clt_expm1(u, &o));
   clt_tensor_release(t);
   clt_tensor_release(u);
   return o;
@@ -219,11 +194,11 @@ int main(int argc, char **argv) {
   }
   /* (d) first, before anything of its shape ran in this process */
   clt_tensor *a = ramp(d, 1024, 1, 0.1f), *b = ramp(d, 1024, 1, 0.2f), *c = ramp(d, 1024, 1, 0);
-  CHECK(clt_device_synchronize(d));
+  CLT_CHECK(clt_device_synchronize(d));
   double t0 = now_ms();
   clt_tensor *o = first_chain(a, b, c);
-  CHECK(clt_eval(o));
-  CHECK(clt_device_synchronize(d));
+  CLT_CHECK(clt_eval(o));
+  CLT_CHECK(clt_device_synchronize(d));
   double first = now_ms() - t0;
   clt_tensor_release(o);
   clt_tensor_release(a);

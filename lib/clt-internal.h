@@ -8,11 +8,23 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "clt.h"
 #include "fault.h" /* injected faults: nothing unless configured with --enable-fault-injection */
 
 struct clt_backend;
+
+/* A malloc'ed copy of s, or NULL when out of memory (malloc, so injected faults reach it, where
+ * strdup would go around them). */
+static inline char *clt__strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *c = malloc(n);
+  if (c)
+    memcpy(c, s, n);
+  return c;
+}
 
 /* ---- errors (error.c) ------------------------------------------------------------------- */
 
@@ -173,6 +185,10 @@ clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, void *buf, siz
 clt_storage *clt__storage_retain(clt_storage *s);
 void clt__storage_release(clt_storage *s);
 
+/* Validates ndim and shape (0..CLT_MAX_DIMS dimensions, none negative, the size in bytes of
+ * dtype elements representable) for fn and gives the number of elements and bytes. */
+clt_status clt__check_shape(int ndim, const int64_t *shape, clt_dtype dtype, const char *fn,
+                            int64_t *numel, size_t *bytes);
 /* Validates dtype, ndim, shape and device for a new tensor and allocates it. */
 clt_status clt__tensor_new(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
                            const char *fn, clt_tensor **out);

@@ -104,6 +104,16 @@ static void list_remove(clt_lazy *n) {
   n->prev = n->next = NULL;
 }
 
+/* node is now what s will hold: s's reference to it, and the list of pending nodes. */
+static void make_pending(clt_lazy *node, clt_storage *s) {
+  node->out = s;
+  atomic_store(&s->pending, node);
+  node->next = pending_head;
+  if (pending_head)
+    pending_head->prev = node;
+  pending_head = node;
+}
+
 static void drop_leaf(clt_tensor *t) {
   atomic_fetch_sub(&t->storage->lazy_readers, 1);
   clt_tensor_release(t);
@@ -553,12 +563,7 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
     pthread_mutex_unlock(&lazy_lock);
     return st;
   }
-  node->out = out->storage;
-  atomic_store(&out->storage->pending, node);
-  node->next = pending_head;
-  if (pending_head)
-    pending_head->prev = node;
-  pending_head = node;
+  make_pending(node, out->storage);
   pthread_mutex_unlock(&lazy_lock);
   atomic_fetch_add(&stat_deferred, 1);
   *deferred = true;
@@ -676,12 +681,7 @@ clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const ch
     memcpy(&node->konst, &v, sizeof v);
   }
   pthread_mutex_lock(&lazy_lock);
-  node->out = t->storage;
-  atomic_store(&t->storage->pending, node);
-  node->next = pending_head;
-  if (pending_head)
-    pending_head->prev = node;
-  pending_head = node;
+  make_pending(node, t->storage);
   pthread_mutex_unlock(&lazy_lock);
   *out = t;
   return CLT_OK;

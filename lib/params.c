@@ -245,13 +245,6 @@ static meta_entry *find_meta(const clt_params *p, const char *key) {
   return NULL;
 }
 
-static char *dup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *c = malloc(n);
-  if (c)
-    memcpy(c, s, n);
-  return c;
-}
 
 /* Sets (value non-NULL) or removes key; key and value are not checked. */
 static clt_status set_meta(clt_params *p, const char *key, const char *value, const char *fn) {
@@ -265,7 +258,7 @@ static clt_status set_meta(clt_params *p, const char *key, const char *value, co
     }
     return CLT_OK;
   }
-  char *v = dup(value);
+  char *v = clt__strdup(value);
   if (!v)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   if (e) {
@@ -283,7 +276,7 @@ static clt_status set_meta(clt_params *p, const char *key, const char *value, co
     p->m = m;
     p->mcap = cap;
   }
-  char *k = dup(key);
+  char *k = clt__strdup(key);
   if (!k) {
     free(v);
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");

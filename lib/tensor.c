@@ -112,8 +112,8 @@ void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
     snprintf(buf + used, size - used, "]");
 }
 
-static clt_status check_shape(int ndim, const int64_t *shape, clt_dtype dtype, const char *fn,
-                              int64_t *numel_out, size_t *bytes_out) {
+clt_status clt__check_shape(int ndim, const int64_t *shape, clt_dtype dtype, const char *fn,
+                            int64_t *numel_out, size_t *bytes_out) {
   if (ndim < 0 || ndim > CLT_MAX_DIMS)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", ndim,
                       CLT_MAX_DIMS);
@@ -226,7 +226,7 @@ static clt_status check_new(clt_dtype dtype, int ndim, const int64_t *shape, clt
   if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
     return s;
   int64_t numel;
-  if ((s = check_shape(ndim, shape, dtype, fn, &numel, bytes)) != CLT_OK)
+  if ((s = clt__check_shape(ndim, shape, dtype, fn, &numel, bytes)) != CLT_OK)
     return s;
   if ((s = clt__check_device(dev, fn, "dev")) != CLT_OK)
     return s;

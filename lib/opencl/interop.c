@@ -79,29 +79,10 @@ clt_status clt_from_cl_mem(struct _cl_mem *mem, clt_dtype dtype, int ndim, const
                       "dev is %s, which has no OpenCL buffers; wrap host memory with "
                       "clt_from_host, or give the OpenCL device the buffer belongs to",
                       dev->name);
-  if (ndim < 0 || ndim > CLT_MAX_DIMS)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", ndim,
-                      CLT_MAX_DIMS);
-  if (ndim > 0 && !shape)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
-  int64_t numel = 1;
-  bool overflow = false, zero = false;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0)
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
-                        (long long)shape[i]);
-    zero |= shape[i] == 0;
-    if (!overflow && __builtin_mul_overflow(numel, shape[i], &numel))
-      overflow = true;
-  }
-  if (zero) {
-    numel = 0;
-    overflow = false;
-  }
+  int64_t numel;
   size_t bytes;
-  if (overflow || __builtin_mul_overflow((size_t)numel, clt_dtype_size(dtype), &bytes) ||
-      bytes > (size_t)INT64_MAX)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the shape's size in bytes overflows");
+  if ((st = clt__check_shape(ndim, shape, dtype, fn, &numel, &bytes)) != CLT_OK)
+    return st;
   if (dtype == CLT_F64 && !dev->fp64)
     return clt__error(CLT_ERR_UNSUPPORTED, fn, "%s (%s) does not support f64 (no cl_khr_fp64)",
                       dev->name, dev->model);

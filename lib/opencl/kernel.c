@@ -43,13 +43,6 @@ struct clt_kernel {
   dev_kernel *kernels;
 };
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
 
 static void arg_clear(kernel_arg *a) {
   if (a->kind == ARG_TENSOR)
@@ -73,8 +66,8 @@ static clt_status kernel_new(const char *source, const char *name, const char *o
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   clt_kernel *k = calloc(1, sizeof *k);
   size_t wlen = strlen(name) + (from ? strlen(from) : 0) + 32;
-  if (!k || !(k->source = dup_str(source)) || !(k->name = dup_str(name)) ||
-      !(k->options = dup_str(options ? options : "")) || !(k->what = malloc(wlen))) {
+  if (!k || !(k->source = clt__strdup(source)) || !(k->name = clt__strdup(name)) ||
+      !(k->options = clt__strdup(options ? options : "")) || !(k->what = malloc(wlen))) {
     if (k) {
       free(k->source);
       free(k->name);

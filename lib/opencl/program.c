@@ -36,13 +36,6 @@ struct clt_program_cache {
   program_entry *head;
 };
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
-}
 
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -78,7 +71,7 @@ static char *load_source(const char *name, const char *fn) {
   }
   for (size_t i = 0; i < clt__kernel_source_count; i++)
     if (strcmp(clt__kernel_sources[i].name, name) == 0) {
-      char *text = dup_str(clt__kernel_sources[i].text);
+      char *text = clt__strdup(clt__kernel_sources[i].text);
       if (!text)
         clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
       return text;
@@ -650,8 +643,8 @@ static clt_status built_entry(clt_device *dev, const char *family, const char *d
     e = e->next;
   if (!e) {
     e = calloc(1, sizeof *e);
-    if (!e || (family && !(e->family = dup_str(family))) || !(e->defines = dup_str(defines)) ||
-        (options && !(e->options = dup_str(options)))) {
+    if (!e || (family && !(e->family = clt__strdup(family))) || !(e->defines = clt__strdup(defines)) ||
+        (options && !(e->options = clt__strdup(options)))) {
       if (e) {
         free(e->family);
         free(e->defines);
@@ -699,7 +692,7 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
       goto done;
     }
     k = calloc(1, sizeof *k);
-    if (!k || !(k->name = dup_str(kernel))) {
+    if (!k || !(k->name = clt__strdup(kernel))) {
       free(k);
       clReleaseKernel(kern);
       st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
