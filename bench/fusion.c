@@ -12,6 +12,8 @@
  *       than eager);
  *   (d) the first evaluation in this process of a chain never run before in it: its program
  *       comes from the disk cache when an earlier run left it there (issue 15: <= 3 ms).
+ *   (e) one training step of examples/train_linear (its batch of 100 already on cl:0), the mean
+ *       of 20 steps per round (issue 15: faster than eager);
  * Every result is checked once against values computed here. --kv adds "key value" lines
  * (milliseconds) for bench/run.
  */
@@ -170,6 +172,69 @@ static clt_tensor *first_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
   return o;
 }
 
+/* (e) one step of examples/train_linear on device-resident data (the batch already there):
+ * forward, loss, gradients and the two in-place updates, then a synchronize. */
+static double train_step(clt_tensor *x, clt_tensor *y, clt_tensor *w, clt_tensor *b,
+                         clt_tensor *loss_sum, int lazy) {
+  clt_device *d = clt_tensor_device(x);
+  CLT_CHECK(clt_device_synchronize(d));
+  clt_set_lazy(lazy);
+  double t0 = now_ms();
+  clt_tensor *pred, *err, *sq, *loss, *errt, *gw, *gb, *step;
+  CLT_CHECK(clt_linear(x, w, b, &pred));
+  CLT_CHECK(clt_sub(pred, y, &err));
+  CLT_CHECK(clt_mul(err, err, &sq));
+  CLT_CHECK(clt_mean(sq, &loss));
+  CLT_CHECK(clt_add_(loss_sum, loss));
+  CLT_CHECK(clt_transpose(err, 0, 1, &errt));
+  CLT_CHECK(clt_matmul(errt, x, &gw));
+  CLT_CHECK(clt_mul_scalar(gw, 0.1 * 2.0 / 100, &step));
+  CLT_CHECK(clt_sub_(w, step));
+  clt_tensor_release(step);
+  CLT_CHECK(clt_sum_dim(err, 0, 0, &gb));
+  CLT_CHECK(clt_mul_scalar(gb, 0.1 * 2.0 / 100, &step));
+  CLT_CHECK(clt_sub_(b, step));
+  CLT_CHECK(clt_device_synchronize(d));
+  double ms = now_ms() - t0;
+  clt_set_lazy(1);
+  clt_tensor *objs[] = {pred, err, sq, loss, errt, gw, gb, step};
+  for (size_t k = 0; k < sizeof objs / sizeof objs[0]; k++)
+    clt_tensor_release(objs[k]);
+  return ms;
+}
+
+static result measure_train(clt_device *d, int reps) {
+  clt_tensor *x = ramp(d, 200, 2, -1), *y = ramp(d, 100, 3, 1), *w, *b, *loss, *xv, *yv;
+  int64_t sx[2] = {100, 2}, sy[2] = {100, 1}, sw[2] = {1, 2}, sb[1] = {1};
+  CLT_CHECK(clt_view(x, 2, sx, &xv));
+  CLT_CHECK(clt_view(y, 2, sy, &yv));
+  CLT_CHECK(clt_zeros(CLT_F32, 2, sw, d, &w));
+  CLT_CHECK(clt_zeros(CLT_F32, 1, sb, d, &b));
+  CLT_CHECK(clt_zeros(CLT_F32, 0, NULL, d, &loss));
+  int steps = 20;
+  double *tl = malloc(sizeof(double) * (size_t)reps), *te = malloc(sizeof(double) * (size_t)reps);
+  if (!tl || !te)
+    die("out of host memory");
+  for (int r = -2; r < reps; r++) {
+    double l = 0, e = 0;
+    for (int k = 0; k < steps; k++) { /* alternating, so both see the same weights' history */
+      l += train_step(xv, yv, w, b, loss, 1);
+      e += train_step(xv, yv, w, b, loss, 0);
+    }
+    if (r >= 0) {
+      tl[r] = l / steps;
+      te[r] = e / steps;
+    }
+  }
+  result res = {"train step cl:0", median(tl, reps), median(te, reps)};
+  free(tl);
+  free(te);
+  clt_tensor *objs[] = {x, y, xv, yv, w, b, loss};
+  for (size_t k = 0; k < sizeof objs / sizeof objs[0]; k++)
+    clt_tensor_release(objs[k]);
+  return res;
+}
+
 int main(int argc, char **argv) {
   int reps = 9, kv = 0;
   int64_t n = (int64_t)1 << 24;
@@ -205,15 +270,16 @@ int main(int argc, char **argv) {
   clt_tensor_release(b);
   clt_tensor_release(c);
 
-  result rs[5];
+  result rs[6];
   rs[0] = measure("a*b+c cl:0", fma_chain, d, n, 0, reps);
   rs[1] = measure("a*b+c cpu", fma_chain, clt_cpu(), n, 0, reps);
   rs[2] = measure("8-op chain cl:0", eight_chain, d, n, 1, reps);
   rs[3] = measure("3-element a*b+c cl:0", fma_chain, d, 3, 0, reps);
   rs[4] = measure("3-element add cl:0", one_add, d, 3, 2, reps);
+  rs[5] = measure_train(d, reps);
   printf("lazy fusion, %lld f32 elements, medians of %d rounds (ms)\n", (long long)n, reps);
   printf("%-22s %10s %10s %8s\n", "case", "deferred", "eager", "speedup");
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 6; i++)
     printf("%-22s %10.3f %10.3f %7.2fx\n", rs[i].name, rs[i].lazy, rs[i].eager,
            rs[i].eager / rs[i].lazy);
   printf("first evaluation of a new chain in this process: %.2f ms\n", first);
@@ -222,6 +288,8 @@ int main(int argc, char **argv) {
     printf("fusion_chain8_cl0_lazy %.4f\nfusion_chain8_cl0_eager %.4f\n", rs[2].lazy, rs[2].eager);
     printf("fusion_small_cl0_lazy %.4f\nfusion_small_cl0_eager %.4f\n", rs[3].lazy, rs[3].eager);
     printf("fusion_add3_cl0_lazy %.4f\nfusion_add3_cl0_eager %.4f\n", rs[4].lazy, rs[4].eager);
+    printf("fusion_train_step_cl0_lazy %.4f\nfusion_train_step_cl0_eager %.4f\n", rs[5].lazy,
+           rs[5].eager);
     printf("fusion_first_chain %.4f\n", first);
   }
   return 0;
