@@ -221,6 +221,14 @@ static int plan_node(planner *p, clt_lazy *n) {
   return f->nnodes++;
 }
 
+/* The ops of f (its scalar operands are nodes too). */
+static int count_ops(const clt_fused *f) {
+  int n = 0;
+  for (int i = 0; i < f->nnodes; i++)
+    n += f->node[i].op != NULL;
+  return n;
+}
+
 static void describe(const planner *p, char *buf, size_t size) {
   size_t at = 0;
   buf[0] = 0;
@@ -302,9 +310,7 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
     }
     if (lazy_debug && root->op) {
       char ops[512];
-      int nops = 0;
-      for (int i = 0; i < f->nnodes; i++)
-        nops += f->node[i].op != NULL;
+      int nops = count_ops(f);
       describe(&p, ops, sizeof ops);
       fprintf(stderr, "clt lazy: %s evaluates %d deferred op%s on %s (%s) into %d tensor%s\n",
               fn, nops, nops == 1 ? "" : "s", root->dev->name, ops, f->nouts,
@@ -347,9 +353,7 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
       return clt__error(st, fn, "evaluating the deferred ops (%s) on %s: %s", ops,
                         root->dev->name, clt_last_error());
     }
-    int nops = 0;
-    for (int i = 0; i < f->nnodes; i++)
-      nops += f->node[i].op != NULL;
+    int nops = count_ops(f);
     if (nops > 0) { /* not a scalar's fill */
       atomic_fetch_add(&stat_evals, 1);
       atomic_fetch_add(&stat_ops, nops);
@@ -434,41 +438,38 @@ clt_status clt_eval(clt_tensor *t) {
 
 /* ---- recording ---------------------------------------------------------------------------- */
 
-/* Whether the chains of node's deferred operands (chain[k], else in[k] is a leaf) and node fit
- * one fused kernel: planned as they would be, counting each node and leaf once. */
-static bool fits(const clt_lazy *node, clt_lazy *const *chain, clt_tensor *const *in,
-                 const clt_bcast *bc) {
+/* Whether op (result shape that of `like`) and the chains of its deferred operands (chain[k],
+ * else in[k] is a leaf) fit one fused kernel: planned as they would be, counting each node and
+ * leaf once. */
+static bool fits(const clt_op *op, const clt_tensor *like, clt_lazy *const *chain,
+                 clt_tensor *const *in, const clt_bcast *bc) {
   if (!chain[0] && !chain[1] && !chain[2])
     return true; /* one op over at most 3 leaves */
   planner p;
   memset(&p, 0, sizeof p);
-  p.f.ndim = node->ndim;
-  memcpy(p.f.shape, node->shape, sizeof p.f.shape);
-  for (int k = 0; k < node->op->arity; k++) {
+  p.f.ndim = like->ndim;
+  memcpy(p.f.shape, like->shape, sizeof p.f.shape);
+  for (int k = 0; k < op->arity; k++) {
     if (chain[k] && plan_node(&p, chain[k]) == INT32_MIN)
       return false;
     if (!chain[k] && plan_leaf(&p, in[k], bc->s[k], bc->off[k]) < 0)
       return false;
   }
-  int strided = 0, ops = 0;
+  int strided = 0, ops = count_ops(&p.f);
   for (int l = 0; l < p.f.nleaves; l++)
     strided += clt__leaf_kind(p.f.ndim, p.f.shape, p.f.ls[l]) == CLT__LEAF_STRIDED;
-  for (int i = 0; i < p.f.nnodes; i++)
-    ops += p.f.node[i].op != NULL;
   return ops < CLT__FUSE_MAX_OPS && p.f.nnodes - ops <= CLT__FUSE_MAX_CONSTS &&
          strided <= CLT__FUSE_MAX_STRIDED;
 }
-
-static bool fusable_dtype(clt_dtype dt) { return dt != CLT_F16 && dt != CLT_BF16; }
 
 /* Whether op over in, computing in `compute`, into a result of dtype `dtype`, can be a node:
  * floating-point computations only, for now (integer ops' wrapping and helper functions are per
  * compute type in kernels/elementwise.cl), and no f16/bf16 (they round at every store). */
 static bool fusable(const clt_op *op, clt_tensor *const *in, clt_dtype compute, clt_dtype dtype) {
-  if ((compute != CLT_F32 && compute != CLT_F64) || !fusable_dtype(dtype))
+  if ((compute != CLT_F32 && compute != CLT_F64) || clt__dtype_is_half(dtype))
     return false;
   for (int k = 0; k < op->arity; k++)
-    if (!fusable_dtype(in[k]->dtype))
+    if (clt__dtype_is_half(in[k]->dtype))
       return false;
   return true;
 }
@@ -545,9 +546,7 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
   clt_status st = CLT_OK;
   clt_lazy *chain[3];
   chains_of(op, in, out, chain);
-  clt_lazy probe = {.op = op, .ndim = out->ndim};
-  memcpy(probe.shape, out->shape, sizeof probe.shape);
-  if (!fits(&probe, chain, in, bc)) {
+  if (!fits(op, out, chain, in, bc)) {
     /* too long a chain for one kernel: its deferred operands are computed now, this op starts
      * a new chain reading them (scalars stay arguments) */
     for (int k = 0; k < op->arity && st == CLT_OK; k++)
@@ -615,9 +614,7 @@ clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *
     pthread_mutex_unlock(&lazy_lock); /* nothing to fuse with: the op's own kernel */
     return CLT_OK;
   }
-  clt_lazy probe = {.op = op, .ndim = dst->ndim};
-  memcpy(probe.shape, dst->shape, sizeof probe.shape);
-  if (!fits(&probe, chain, in, bc)) {
+  if (!fits(op, dst, chain, in, bc)) {
     pthread_mutex_unlock(&lazy_lock);
     return CLT_OK;
   }

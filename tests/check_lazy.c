@@ -16,6 +16,15 @@
 #include "backend.h"
 #include "check_util.h"
 
+/* Releases every tensor listed (NULL entries too). */
+static void release_all(clt_tensor *const *ts, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    clt_tensor_release(ts[i]);
+}
+#define RELEASE(...)                                                                               \
+  release_all((clt_tensor *[]){__VA_ARGS__},                                                       \
+              sizeof((clt_tensor *[]){__VA_ARGS__}) / sizeof(clt_tensor *))
+
 static clt_lazy_stats stats(void) {
   clt_lazy_stats s;
   clt__lazy_stats(&s);
@@ -43,9 +52,7 @@ static clt_tensor *chain(clt_tensor *a, clt_tensor *b, clt_tensor *row, clt_tens
   CU_OK(clt_cast(t11, CLT_F32, &t12));
   CU_OK(clt_maximum(t12, t3, &t13));
   CU_OK(clt_atan2(t13, t2, &t14));
-  clt_tensor *ts[] = {t1, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, bt};
-  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-    clt_tensor_release(ts[i]);
+  RELEASE(t1, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, bt);
   *keep = t2;
   return t14;
 }
@@ -139,9 +146,7 @@ START_TEST(test_lazy_bit_identical) {
     free(ev);
     free(kl);
     free(ke);
-    clt_tensor *ts[] = {a, b, row, n, lazy, eager, keep_l, keep_e};
-    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
-      clt_tensor_release(ts[k]);
+    RELEASE(a, b, row, n, lazy, eager, keep_l, keep_e);
   }
   free(host);
 }
@@ -215,9 +220,7 @@ START_TEST(test_lazy_views_of_deferred) {
   for (int i = 0; i < 64; i++)
     ck_assert_msg(x[i] == (i < 8 ? 100.0f : -(-3 + 0.5f * (float)i)), "u[%d] = %g", i, x[i]);
   free(x);
-  clt_tensor *ts[] = {a, t, v, w, u, uv};
-  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-    clt_tensor_release(ts[i]);
+  RELEASE(a, t, v, w, u, uv);
 }
 END_TEST
 
@@ -292,9 +295,7 @@ START_TEST(test_lazy_errors_at_the_call) {
   CU_FAILS(clt_add(t, c, &out), CLT_ERR_SHAPE_MISMATCH, "clt_add");
   ck_assert_ptr_eq(out, CU_SENTINEL);
   CU_FAILS(clt_eval(NULL), CLT_ERR_INVALID_ARGUMENT, "clt_eval");
-  clt_tensor *ts[] = {a, b, c, t};
-  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-    clt_tensor_release(ts[i]);
+  RELEASE(a, b, c, t);
 }
 END_TEST
 
@@ -350,9 +351,7 @@ START_TEST(test_lazy_what_is_deferred) {
   clt_tensor *h = filled(clt_cpu(), 5, 1, 1), *ho;
   CU_OK(clt_exp(h, &ho));
   ck_assert_msg(stats().deferred == s0.deferred + 1, "a host op was deferred");
-  clt_tensor *ts[] = {i, f, o, h, ho};
-  for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
-    clt_tensor_release(ts[k]);
+  RELEASE(i, f, o, h, ho);
 }
 END_TEST
 
@@ -508,9 +507,7 @@ START_TEST(test_lazy_into) {
                   i, v[i], want);
   }
   free(v);
-  clt_tensor *ts[] = {big, part, a, t};
-  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
-    clt_tensor_release(ts[i]);
+  RELEASE(big, part, a, t);
 }
 END_TEST
 
