@@ -152,6 +152,12 @@ typedef struct clt_fused {
 /* Whether elementwise ops on dev are deferred now (clt_set_lazy, CLT_LAZY; never under
  * CLT_SYNC=1, nor on a backend without `fused`). */
 bool clt__lazy_on(const clt_device *dev);
+/* Whether an elementwise op of numel elements on dev is deferred: clt__lazy_on, a result not
+ * empty, and on the host at least CLT__HOST_LAZY_MIN elements (below that the operands are in
+ * the cache anyway, and a deferred op costs more than the loop; CLT_LAZY_HOST_MIN=N changes it,
+ * for tests). */
+#define CLT__HOST_LAZY_MIN ((int64_t)1 << 16)
+bool clt__lazy_defers(const clt_device *dev, int64_t numel);
 /* Records out = op(in...) (arguments as the backend's elementwise gets them; out new and
  * contiguous) as a deferred node where it can be fused, setting *deferred; leaves *deferred
  * false where it cannot (its dtypes), and the caller launches it. */
@@ -364,6 +370,21 @@ clt_status clt__host_matmul(clt_tensor *out, const clt_tensor *a, const clt_tens
 clt_status clt__host_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
 clt_status clt__host_index_select(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                                   const clt_index_desc *g, const char *fn);
+/* Runs the fused chain f on the host (host/fuse.c): its nodes one after the other over blocks of
+ * elements that stay in cache, each with the loop of host/elementwise.c that runs it eagerly. */
+clt_status clt__host_fused(clt_device *dev, const clt_fused *f);
+/* host/elementwise.c's loops, for host/fuse.c: element i of o is the op of element i * s_k of
+ * each operand (the unary loop reads its operand contiguously), computed in the loop's dtype. */
+typedef void (*clt__host_loop1)(void *o, const void *a, int64_t n);
+typedef void (*clt__host_loop2)(void *o, const void *a, const void *b, int64_t n, int64_t sa,
+                                int64_t sb);
+typedef void (*clt__host_loop3)(void *o, const void *a, const void *b, const void *c, int64_t n,
+                                const int64_t *s);
+/* The loop of op kind k computing in dtype c, of the op's arity (the others set to NULL). */
+void clt__host_loops(clt_op_kind k, clt_dtype c, clt__host_loop1 *f1, clt__host_loop2 *f2,
+                     clt__host_loop3 *f3);
+/* n elements of dtype `from` at src converted to dtype `to` at dst, as clt_cast converts. */
+void clt__host_convert(void *dst, clt_dtype to, const void *src, clt_dtype from, int64_t n);
 /* The products g describes on host memory (a, b, c: the operands' first elements), with CBLAS
  * when built with it, else blocked loops. Used by the host backend and by the OpenCL
  * native-kernel path, which runs it in a CPU device's queue. */

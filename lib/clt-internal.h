@@ -149,6 +149,9 @@ typedef struct clt_storage {
    * read it (a command writing it evaluates them first). */
   _Atomic(struct clt_lazy *) pending;
   atomic_int lazy_readers;
+  /* Host memory the program can reach without clt: clt_tensor_data's pointer, a DLPack export,
+   * memory it lent (clt_from_dlpack). No deferred chain reads it (lazy.c). */
+  atomic_bool exposed;
   struct clt_storage *next_free; /* in the device's cache */
   /* Foreign memory (DLPack imports): clt did not allocate host or buf, so the storage never goes
    * to the cache nor counts in the allocator's statistics; when it is freed, clt waits for the

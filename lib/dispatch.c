@@ -386,13 +386,13 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
   memcpy(bc.so, r->strides, sizeof bc.so);
   bc.ooff = clt__elem_offset(r);
   bc.same = bc.same && r->contiguous;
-  if (dst && r->numel > 0 && clt__lazy_on(dev)) {
+  if (dst && clt__lazy_defers(dev, r->numel)) {
     /* a deferred operand's chain and this op run as one kernel into dst (lazy.c) */
     bool done = false;
     if ((s = clt__lazy_into(op, dst, in, compute, &bc, &done)) != CLT_OK || done)
       return s;
   }
-  if (!dst && r->numel > 0 && clt__lazy_on(dev)) {
+  if (!dst && clt__lazy_defers(dev, r->numel)) {
     /* deferred: recorded now, computed with the rest of its chain when needed (lazy.c) */
     bool deferred = false;
     if ((s = clt__lazy_record(op, r, in, compute, &bc, &deferred)) != CLT_OK) {
@@ -461,7 +461,7 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
     else if (dt == CLT_BOOL)
       dt = CLT_I64;
   }
-  if ((dt == CLT_F32 || dt == CLT_F64) && clt__lazy_on(t->storage->dev))
+  if ((dt == CLT_F32 || dt == CLT_F64) && clt__lazy_defers(t->storage->dev, t->numel))
     s = clt__lazy_scalar(dt, v, t->storage->dev, fn, out); /* a kernel argument when fused */
   else
     s = clt_full(dt, 0, NULL, v, t->storage->dev, out);

@@ -49,6 +49,9 @@ struct clt_lazy {
   bool into;
   int64_t out_off;
   clt_tensor *value;   /* once evaluated: its result, retained (the arguments are dropped) */
+  /* value's storage counts this node in its lazy_readers: nodes still deferred read the value,
+   * so a write to it must compute them first */
+  bool value_read;
   clt_lazy *prev, *next; /* in the list of pending nodes while out is set */
 };
 
@@ -56,6 +59,7 @@ static pthread_mutex_t lazy_lock;
 static pthread_once_t lazy_once = PTHREAD_ONCE_INIT;
 static atomic_int lazy_enabled; /* 1 on, 0 off */
 static int lazy_debug;
+static int64_t host_min = CLT__HOST_LAZY_MIN; /* CLT_LAZY_HOST_MIN: tests defer every host op */
 static clt_lazy *pending_head;
 static _Thread_local bool evaluating;
 static atomic_long stat_evals, stat_ops, stat_deferred;
@@ -77,6 +81,9 @@ static void lazy_init(void) {
                                       strcmp(e, "false") == 0 || strcmp(e, "no") == 0)));
   const char *d = getenv("CLT_LAZY_DEBUG");
   lazy_debug = d && *d ? atoi(d) : 0;
+  const char *h = getenv("CLT_LAZY_HOST_MIN");
+  if (h && *h)
+    host_min = atoll(h) > 0 ? atoll(h) : 1;
 }
 
 static void ensure_init(void) { pthread_once(&lazy_once, lazy_init); }
@@ -90,6 +97,10 @@ bool clt__lazy_on(const clt_device *dev) {
   ensure_init();
   return atomic_load_explicit(&lazy_enabled, memory_order_relaxed) && dev->backend->fused &&
          !clt__env_sync();
+}
+
+bool clt__lazy_defers(const clt_device *dev, int64_t numel) {
+  return numel > 0 && clt__lazy_on(dev) && (dev->kind != CLT_DEVICE_HOST || numel >= host_min);
 }
 
 /* ---- nodes -------------------------------------------------------------------------------- */
@@ -137,6 +148,8 @@ static void node_release(clt_lazy *n) {
   if (--n->refs > 0)
     return;
   drop_args(n);
+  if (n->value_read)
+    atomic_fetch_sub(&n->value->storage->lazy_readers, 1);
   clt_tensor_release(n->value);
   free(n);
 }
@@ -366,6 +379,15 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
       drop_args(n);
       n->out = NULL;
       list_remove(n);
+    }
+    for (int o = 0; o < f->nouts; o++) {
+      clt_lazy *n = p.outs[o];
+      if (n->into)
+        continue;
+      if (n->refs > 1) { /* deferred chains outside this kernel read it: now from its value */
+        n->value_read = true;
+        atomic_fetch_add(&n->value->storage->lazy_readers, 1);
+      }
       node_release(n); /* the storage's reference */
     }
     return CLT_OK;
@@ -479,15 +501,16 @@ static bool fusable(const clt_op *op, clt_tensor *const *in, clt_dtype compute, 
 static int chains_of(const clt_op *op, clt_tensor *const *in, const clt_tensor *like,
                      clt_lazy **chain) {
   int found = 0;
+  chain[0] = chain[1] = chain[2] = NULL; /* fits() looks at all three */
   for (int k = 0; k < op->arity; k++) {
     const clt_tensor *t = in[k];
     clt_lazy *p = atomic_load(&t->storage->pending);
-    chain[k] = NULL;
     if (p && !p->op && t->numel == 1 && t->offset == 0) { /* a scalar, for any shape */
       chain[k] = p;
       found++;
-    } else if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype && t->ndim == like->ndim &&
-        memcmp(t->shape, like->shape, sizeof(int64_t) * (size_t)like->ndim) == 0) {
+    } else if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype &&
+               t->ndim == like->ndim &&
+               memcmp(t->shape, like->shape, sizeof(int64_t) * (size_t)like->ndim) == 0) {
       chain[k] = p;
       found++;
     }
@@ -537,6 +560,15 @@ static clt_status make_node(const clt_op *op, const clt_tensor *like, clt_dtype 
   return CLT_OK;
 }
 
+/* Whether node reads host memory that the program can reach without clt (storage `exposed`). */
+static bool reads_exposed(const clt_lazy *node) {
+  for (int k = 0; k < node->nargs; k++)
+    if (node->arg[k].leaf && atomic_load_explicit(&node->arg[k].leaf->storage->exposed,
+                                                  memory_order_relaxed))
+      return true;
+  return false;
+}
+
 clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                             clt_dtype compute, const clt_bcast *bc, bool *deferred) {
   *deferred = false;
@@ -563,10 +595,15 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
     return st;
   }
   make_pending(node, out->storage);
-  pthread_mutex_unlock(&lazy_lock);
   atomic_fetch_add(&stat_deferred, 1);
-  *deferred = true;
-  return CLT_OK;
+  /* Host memory the program can write behind clt's back is read now, with the deferred chains
+   * of the other operands: the op is fused with them but not deferred. */
+  if (reads_exposed(node))
+    st = eval_node(node, op->fn);
+  pthread_mutex_unlock(&lazy_lock);
+  if (st == CLT_OK)
+    *deferred = true;
+  return st;
 }
 
 /* Whether node n or a node it reads (not yet computed) is m. */

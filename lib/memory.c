@@ -330,6 +330,7 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   clt_storage *s = caching ? cache_take(dev, size) : NULL;
   if (s) {
     atomic_store(&s->refs, 1);
+    atomic_store(&s->exposed, false); /* a pointer to its last tensor died with it */
     *out = s;
     return CLT_OK;
   }
@@ -405,6 +406,7 @@ clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, void *buf, siz
     }
   }
   s->host = host;
+  atomic_store(&s->exposed, host != NULL); /* its owner holds the pointer */
   s->buf = buf;
   s->release = release;
   s->release_ctx = ctx;

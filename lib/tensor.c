@@ -493,6 +493,7 @@ void *clt_tensor_data(clt_tensor *t) {
   /* The caller may read or write through the pointer: wait for every pending copy. */
   if (clt__storage_host_wait(t->storage, true, fn) != CLT_OK)
     return NULL;
+  atomic_store(&t->storage->exposed, true); /* no deferred op reads it from now on (lazy.c) */
   return clt__host_ptr(t);
 }
 

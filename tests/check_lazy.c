@@ -57,12 +57,17 @@ static clt_tensor *chain(clt_tensor *a, clt_tensor *b, clt_tensor *row, clt_tens
   return t14;
 }
 
-#define N 48 /* square, so that b and its transpose combine */
+/* The side of the square inputs (so that b and its transpose combine): on the host, large
+ * enough for its ops to be deferred (CLT__HOST_LAZY_MIN elements). */
+static int N = 48;
+#define N_HOST 256
+_Static_assert(N_HOST * N_HOST >= CLT__HOST_LAZY_MIN, "the host chain must be deferred");
 
 static void make_inputs(clt_device *d, clt_tensor **a, clt_tensor **b, clt_tensor **row,
                         clt_tensor **n) {
-  static float av[N * N], bv[N * N], rv[N];
-  static int32_t nv[N * N];
+  float *av = cu_malloc(sizeof(float) * (size_t)(N * N)),
+        *bv = cu_malloc(sizeof(float) * (size_t)(N * N)), *rv = cu_malloc(sizeof(float) * (size_t)N);
+  int32_t *nv = cu_malloc(sizeof(int32_t) * (size_t)(N * N));
   cu_rng r;
   cu_rng_seed(&r, 77);
   cu_fill(av, CLT_F32, N * N, &r, -2, 2, 0);
@@ -74,37 +79,40 @@ static void make_inputs(clt_device *d, clt_tensor **a, clt_tensor **b, clt_tenso
   *b = cu_tensor(bv, CLT_F32, 2, sh, d);
   *row = cu_tensor(rv, CLT_F32, 1, rs, d);
   *n = cu_tensor(nv, CLT_I32, 2, sh, d);
+  free(av);
+  free(bv);
+  free(rv);
+  free(nv);
 }
 
-/* The chain deferred and eager give the same bits, on every device; on the host (never
- * deferred) too. The values agree with a double-precision evaluation of the same formula. */
+/* The chain deferred and eager give the same bits, on every device, the host (host/fuse.c)
+ * included. The values agree with a double-precision evaluation of the same formula. */
 START_TEST(test_lazy_bit_identical) {
   clt_device *devs[CU_MAX_DEVICES];
   int nd = cu_devices(devs);
-  float *host = NULL;
+  float *first = NULL; /* the first OpenCL device's result */
   for (int i = 0; i < nd; i++) {
     clt_device *d = devs[i];
     if (!cu_dtype_ok("test_lazy_bit_identical", d, CLT_F64))
       continue;
+    N = d == clt_cpu() ? N_HOST : 48;
     clt_tensor *a, *b, *row, *n, *keep_l, *keep_e;
     make_inputs(d, &a, &b, &row, &n);
     clt_lazy_stats before = stats();
     clt_set_lazy(1);
     clt_tensor *lazy = chain(a, b, row, n, &keep_l);
     clt_lazy_stats mid = stats();
-    if (d != clt_cpu())
-      ck_assert_msg(mid.deferred - before.deferred == 14 && mid.evaluations == before.evaluations,
+    ck_assert_msg(mid.deferred - before.deferred == 14 && mid.evaluations == before.evaluations,
                     "%s: %ld deferred, %ld evaluations before any read", cu_dev_name(d),
                     mid.deferred - before.deferred, mid.evaluations - before.evaluations);
     float *lv = cu_read(lazy);
     float *kl = cu_read(keep_l);
     clt_lazy_stats after = stats();
-    if (d != clt_cpu()) {
-      /* one kernel for the fourteen ops, which wrote the held intermediate too */
-      ck_assert_msg(after.evaluations - mid.evaluations == 1 && after.ops - mid.ops == 14,
-                    "%s: %ld kernels computing %ld ops", cu_dev_name(d),
-                    after.evaluations - mid.evaluations, after.ops - mid.ops);
-    }
+    /* one kernel (one pass on the host) for the fourteen ops, which wrote the held
+     * intermediate too */
+    ck_assert_msg(after.evaluations - mid.evaluations == 1 && after.ops - mid.ops == 14,
+                  "%s: %ld kernels computing %ld ops", cu_dev_name(d),
+                  after.evaluations - mid.evaluations, after.ops - mid.ops);
     clt_set_lazy(0);
     clt_tensor *eager = chain(a, b, row, n, &keep_e);
     clt_set_lazy(1);
@@ -115,13 +123,13 @@ START_TEST(test_lazy_bit_identical) {
                   cu_dev_name(d));
     ck_assert_msg(memcmp(kl, ke, sizeof(float) * N * N) == 0,
                   "%s: the held intermediate differs", cu_dev_name(d));
-    if (!host) {
-      host = lv;
+    if (d != clt_cpu() && !first) {
+      first = lv;
       lv = NULL;
-    } else {
+    } else if (d != clt_cpu()) {
       for (int k = 0; k < N * N; k++)
-        ck_assert_msg(cu_close(lv[k], host[k], 1e-5, 1e-6), "%s [%d]: %g, host %g",
-                      cu_dev_name(d), k, lv[k], host[k]);
+        ck_assert_msg(cu_close(lv[k], first[k], 1e-5, 1e-6), "%s [%d]: %g, first device %g",
+                      cu_dev_name(d), k, lv[k], first[k]);
     }
     /* independently: the formula in double precision */
     float *av = cu_read(a), *bv = cu_read(b), *rv = cu_read(row);
@@ -148,7 +156,8 @@ START_TEST(test_lazy_bit_identical) {
     free(ke);
     RELEASE(a, b, row, n, lazy, eager, keep_l, keep_e);
   }
-  free(host);
+  free(first);
+  N = 48;
 }
 END_TEST
 
@@ -196,6 +205,87 @@ START_TEST(test_lazy_leaf_written_later) {
     clt_tensor_release(b);
     clt_tensor_release(c);
   }
+}
+END_TEST
+
+/* A deferred result that another deferred chain reads, written before that chain is computed
+ * (in place, clt_copy, clt_fill_, after a clt_eval of it alone): the chain sees the value the
+ * result had at its call, on every device. */
+START_TEST(test_lazy_result_written_later) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    clt_device *d = devs[i];
+    int64_t n = d == clt_cpu() ? CLT__HOST_LAZY_MIN : 100;
+    for (int how = 0; how < 4; how++) {
+      clt_tensor *a = filled(d, n, 1, 1), *b = filled(d, n, 0.5f, 0), *c, *e;
+      clt_lazy_stats s0 = stats();
+      CU_OK(clt_mul(a, b, &c)); /* c = a / 2 */
+      CU_OK(clt_add(c, b, &e)); /* e = a / 2 + 0.5, a chain continuing c's */
+      ck_assert_msg(stats().deferred == s0.deferred + 2, "%s: not deferred", cu_dev_name(d));
+      switch (how) {
+      case 0:
+        CU_OK(clt_add_(c, b));
+        break;
+      case 1:
+        CU_OK(clt_copy(c, a));
+        break;
+      case 2:
+        CU_OK(clt_fill_(c, -7));
+        break;
+      default:
+        CU_OK(clt_eval(c)); /* computed alone; e still refers to it */
+        CU_OK(clt_fill_(c, -7));
+      }
+      float *v = cu_read(e);
+      for (int64_t k = 0; k < n; k++)
+        ck_assert_msg(v[k] == (float)(k + 1) * 0.5f + 0.5f, "%s, write %d: e[%lld] = %g",
+                      cu_dev_name(d), how, (long long)k, v[k]);
+      free(v);
+      RELEASE(a, b, c, e);
+    }
+  }
+}
+END_TEST
+
+/* Host memory the program can write behind clt's back (clt_tensor_data's pointer) is never read
+ * by a deferred chain: an op reading it runs at the call, fused with the deferred chains of its
+ * other operands; taking the pointer computes the chains that read the memory. */
+START_TEST(test_lazy_host_pointer) {
+  clt_device *h = clt_cpu();
+  int64_t n = CLT__HOST_LAZY_MIN;
+  clt_tensor *a = filled(h, n, 1, 1), *b = filled(h, n, 2, 0), *x = filled(h, n, 3, 0), *t, *y,
+             *z;
+  float *p = clt_tensor_data(x);
+  ck_assert_ptr_nonnull(p);
+  clt_lazy_stats s0 = stats();
+  CU_OK(clt_mul(a, b, &t)); /* deferred */
+  ck_assert_msg(stats().deferred == s0.deferred + 1 && stats().evaluations == s0.evaluations,
+                "a * b was not deferred");
+  CU_OK(clt_add(t, x, &y)); /* reads x: computed now, with t's op */
+  clt_lazy_stats s1 = stats();
+  ck_assert_msg(s1.evaluations == s0.evaluations + 1 && s1.ops == s0.ops + 2,
+                "%ld passes computing %ld ops at the call reading x", s1.evaluations - s0.evaluations,
+                s1.ops - s0.ops);
+  p[0] = 1000; /* after the call: y does not see it */
+  p[n - 1] = 1000;
+  float *yv = cu_read(y);
+  for (int64_t k = 0; k < n; k++)
+    ck_assert_msg(yv[k] == (float)(k + 1) * 2 + 3, "y[%lld] = %g", (long long)k, yv[k]);
+  free(yv);
+  /* a pointer taken after the call */
+  CU_OK(clt_mul_scalar(a, 3.0, &z));
+  ck_assert_msg(stats().evaluations == s1.evaluations, "a * 3 was not deferred");
+  float *q = clt_tensor_data(a);
+  ck_assert_ptr_nonnull(q);
+  ck_assert_msg(stats().evaluations == s1.evaluations + 1, "taking a's pointer left z deferred");
+  q[0] = -1;
+  q[n - 1] = -1;
+  float *zv = cu_read(z);
+  for (int64_t k = 0; k < n; k++)
+    ck_assert_msg(zv[k] == (float)(k + 1) * 3, "z[%lld] = %g", (long long)k, zv[k]);
+  free(zv);
+  RELEASE(a, b, x, t, y, z);
 }
 END_TEST
 
@@ -347,10 +437,12 @@ START_TEST(test_lazy_what_is_deferred) {
   ck_assert_int_eq(clt_set_lazy(1), 0);
   CU_OK(clt_exp(f, &o));
   ck_assert_msg(stats().deferred == s0.deferred + 1, "not deferred while on");
-  /* host tensors never are */
+  /* small host tensors are not (below CLT__HOST_LAZY_MIN elements, unless CLT_LAZY_HOST_MIN
+   * says otherwise, as in .ci/run's run deferring every host op) */
   clt_tensor *h = filled(clt_cpu(), 5, 1, 1), *ho;
   CU_OK(clt_exp(h, &ho));
-  ck_assert_msg(stats().deferred == s0.deferred + 1, "a host op was deferred");
+  if (!getenv("CLT_LAZY_HOST_MIN"))
+    ck_assert_msg(stats().deferred == s0.deferred + 1, "a small host op was deferred");
   RELEASE(i, f, o, h, ho);
 }
 END_TEST
@@ -569,6 +661,8 @@ Suite *lazy_suite(void) {
   TCase *tc = cu_tcase("fusion");
   tcase_add_test(tc, test_lazy_bit_identical);
   tcase_add_test(tc, test_lazy_leaf_written_later);
+  tcase_add_test(tc, test_lazy_result_written_later);
+  tcase_add_test(tc, test_lazy_host_pointer);
   tcase_add_test(tc, test_lazy_views_of_deferred);
   tcase_add_test(tc, test_lazy_what_forces);
   tcase_add_test(tc, test_lazy_errors_at_the_call);

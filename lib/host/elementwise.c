@@ -73,10 +73,9 @@ static inline uint32_t iabs_u(uint32_t x) { return x; }
 #define TP0_INPLACE(T) T
 #define TP0_PLAIN(T) T
 
-typedef void (*unary_fn)(void *, const void *, int64_t);
-typedef void (*binary_fn)(void *, const void *, const void *, int64_t, int64_t, int64_t);
-typedef void (*ternary_fn)(void *, const void *, const void *, const void *, int64_t,
-                           const int64_t *);
+typedef clt__host_loop1 unary_fn;
+typedef clt__host_loop2 binary_fn;
+typedef clt__host_loop3 ternary_fn;
 
 /* TP: the operands' type (the compute dtype's); TC: computed in; TO: stored as. */
 #define LOOP_1(fname, TP, TP0, TC_, TO, EXPR)                                                      \
@@ -165,6 +164,13 @@ static const binary_fn binary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
 static const ternary_fn ternary_table[CLT__OP_COUNT][CLT_DTYPE_COUNT] = {
     CLT_ELEMENTWISE_OPS(TERNARY_ROW_)};
 
+void clt__host_loops(clt_op_kind k, clt_dtype c, clt__host_loop1 *f1, clt__host_loop2 *f2,
+                     clt__host_loop3 *f3) {
+  *f1 = unary_table[k][c];
+  *f2 = binary_table[k][c];
+  *f3 = ternary_table[k][c];
+}
+
 /* ---- conversion (casts and operand promotion) ---------------------------------------------- */
 
 /* float to integer: truncate toward zero, saturate, NaN gives 0 (OpenCL's convert_T_sat_rtz). */
@@ -178,7 +184,7 @@ static int64_t sat(double v, double lo, double hi) {
   return (int64_t)v;
 }
 
-static void convert(void *dst, clt_dtype to, const void *src, clt_dtype from, int64_t n) {
+void clt__host_convert(void *dst, clt_dtype to, const void *src, clt_dtype from, int64_t n) {
   if (to == from) {
     memcpy(dst, src, (size_t)n * clt_dtype_size(to));
     return;
@@ -260,7 +266,7 @@ static void *narrow_operand_f32(const clt_tensor *t, clt_dtype narrow, const cha
     *st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory converting an operand");
     return NULL;
   }
-  convert(f, CLT_F32, clt__host_ptr(t), t->dtype, t->numel);
+  clt__host_convert(f, CLT_F32, clt__host_ptr(t), t->dtype, t->numel);
   if (t->dtype != narrow)
     for (int64_t i = 0; i < t->numel; i++)
       f[i] = narrow == CLT_F16 ? clt__f16_to_f32(clt__f32_to_f16(f[i]))
@@ -280,7 +286,7 @@ static const void *as_dtype(const clt_tensor *t, clt_dtype to, void **tmp, const
     *st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory converting an operand");
     return NULL;
   }
-  convert(*tmp, to, clt__host_ptr(t), t->dtype, t->numel);
+  clt__host_convert(*tmp, to, clt__host_ptr(t), t->dtype, t->numel);
   return *tmp;
 }
 
@@ -700,9 +706,9 @@ static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
     size_t ei = clt_dtype_size(in[0]->dtype), eo = clt_dtype_size(out->dtype);
     char *po = clt__host_ptr(out);
     const char *pi = clt__host_ptr(in[0]);
-    CLT__FOR_PARTS(
-        out->numel, lo, hi,
-        convert(po + (size_t)lo * eo, out->dtype, pi + (size_t)lo * ei, in[0]->dtype, hi - lo));
+    CLT__FOR_PARTS(out->numel, lo, hi,
+                   clt__host_convert(po + (size_t)lo * eo, out->dtype, pi + (size_t)lo * ei,
+                                     in[0]->dtype, hi - lo));
     return CLT_OK;
   }
   void *tmp[3] = {NULL, NULL, NULL};
@@ -772,7 +778,7 @@ static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
   }
 done:
   if (wide_out && st == CLT_OK)
-    convert(clt__host_ptr(out), out->dtype, wide_out, CLT_F32, out->numel);
+    clt__host_convert(clt__host_ptr(out), out->dtype, wide_out, CLT_F32, out->numel);
   free(wide_out);
   for (int k = 0; k < 3; k++)
     free(tmp[k]);

@@ -59,4 +59,5 @@ const struct clt_backend clt__host_backend = {
     .matmul = clt__host_matmul,
     .matmul_path = clt__host_matmul_path,
     .index_select = clt__host_index_select,
+    .fused = clt__host_fused,
 };

@@ -53,6 +53,7 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out) {
   DLTensor *d = &c->m.dl_tensor;
   if (s->dev->kind == CLT_DEVICE_HOST) {
     d->data = clt__host_ptr(t);
+    atomic_store(&s->exposed, true); /* no deferred op reads it from now on (lazy.c) */
     d->device.device_type = kDLCPU;
     d->device.device_id = 0;
     d->byte_offset = 0;
