@@ -580,6 +580,12 @@ static void held(clt_tensor *w, clt_tensor *g) { /* c = 3 w held; w += 2 g; then
 /* In-place and _out forms continue a deferred chain in the same kernel (w -= lr * g is one
  * kernel), read what they overwrite only in place, and leave the rest of the memory alone. */
 START_TEST(test_lazy_into) {
+  /* the host, with tensors large enough to be deferred (CLT__HOST_LAZY_MIN) */
+  clt_device *h = clt_cpu();
+  same_both_ways(sgd, h, 256, 256, "cpu: w -= 0.1 g", 1, 2);
+  same_both_ways(decay, h, 256, 256, "cpu: w -= 0.1 (g + 0.01 w)", 1, 4);
+  same_both_ways(transposed, h, 256, 256, "cpu: w += 2 w^T", -1, 0);
+  same_both_ways(held, h, 256, 256, "cpu: c = 3 w held while w changes", -1, 0);
   if (!cu_need_cl("test_lazy_into", 1))
     return;
   clt_device *d = clt_device_at(0);
