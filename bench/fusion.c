@@ -15,7 +15,7 @@
  *       comes from the disk cache when an earlier run left it there (issue 15: <= 3 ms).
  *   (e) one training step of examples/train_linear (its batch of 100 already on cl:0), the mean
  *       of 20 steps per round (issue 15: faster than eager);
- * Every result is checked once against values computed here. --kv adds "key value" lines
+ * Every result is checked once against values computed here. --kv adds "kv key value" lines
  * (milliseconds) for bench/run.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -129,8 +129,7 @@ typedef struct result {
   double lazy, eager;
 } result;
 
-static result measure(const char *name, chain_fn f, clt_device *d, int64_t n, int eight,
-                      int reps) {
+static result measure(const char *name, chain_fn f, clt_device *d, int64_t n, int eight, int reps) {
   clt_tensor *a = ramp(d, n, 1, -0.5f), *b = ramp(d, n, 2, 0.25f), *c = ramp(d, n, 1, 0.1f);
   double *tl = malloc(sizeof(double) * (size_t)reps), *te = malloc(sizeof(double) * (size_t)reps);
   clt_tensor *o;
@@ -286,15 +285,19 @@ int main(int argc, char **argv) {
            rs[i].eager / rs[i].lazy);
   printf("first evaluation of a new chain in this process: %.2f ms\n", first);
   if (kv) {
-    printf("fusion_fma_cl0_lazy %.4f\nfusion_fma_cl0_eager %.4f\n", rs[0].lazy, rs[0].eager);
-    printf("fusion_chain8_cl0_lazy %.4f\nfusion_chain8_cl0_eager %.4f\n", rs[2].lazy, rs[2].eager);
-    printf("fusion_small_cl0_lazy %.4f\nfusion_small_cl0_eager %.4f\n", rs[3].lazy, rs[3].eager);
-    printf("fusion_add3_cl0_lazy %.4f\nfusion_add3_cl0_eager %.4f\n", rs[4].lazy, rs[4].eager);
-    printf("fusion_train_step_cl0_lazy %.4f\nfusion_train_step_cl0_eager %.4f\n", rs[5].lazy,
+    printf("kv fusion_fma_cl0_lazy %.4f\nkv fusion_fma_cl0_eager %.4f\n", rs[0].lazy, rs[0].eager);
+    printf("kv fusion_chain8_cl0_lazy %.4f\nkv fusion_chain8_cl0_eager %.4f\n", rs[2].lazy,
+           rs[2].eager);
+    printf("kv fusion_small_cl0_lazy %.4f\nkv fusion_small_cl0_eager %.4f\n", rs[3].lazy,
+           rs[3].eager);
+    printf("kv fusion_add3_cl0_lazy %.4f\nkv fusion_add3_cl0_eager %.4f\n", rs[4].lazy,
+           rs[4].eager);
+    printf("kv fusion_train_step_cl0_lazy %.4f\nkv fusion_train_step_cl0_eager %.4f\n", rs[5].lazy,
            rs[5].eager);
-    printf("fusion_fma_cpu_lazy %.4f\nfusion_fma_cpu_eager %.4f\n", rs[1].lazy, rs[1].eager);
-    printf("fusion_chain8_cpu_lazy %.4f\nfusion_chain8_cpu_eager %.4f\n", rs[6].lazy, rs[6].eager);
-    printf("fusion_first_chain %.4f\n", first);
+    printf("kv fusion_fma_cpu_lazy %.4f\nkv fusion_fma_cpu_eager %.4f\n", rs[1].lazy, rs[1].eager);
+    printf("kv fusion_chain8_cpu_lazy %.4f\nkv fusion_chain8_cpu_eager %.4f\n", rs[6].lazy,
+           rs[6].eager);
+    printf("kv fusion_first_chain %.4f\n", first);
   }
   return 0;
 }

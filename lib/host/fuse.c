@@ -136,8 +136,9 @@ static void run_range(const plan *pl, int64_t lo, int64_t hi, char *scratch) {
       for (int k = 0; k < op->arity; k++) {
         int r = nd->arg[k];
         val x = r >= 0 ? v[r] : leaf[-r - 1];
-        clt_dtype want = op->kind == CLT__OP_cast ? x.dt : op->cond && k == 0 ? CLT_BOOL
-                                                                            : nd->compute;
+        clt_dtype want = op->kind == CLT__OP_cast ? x.dt
+                         : op->cond && k == 0     ? CLT_BOOL
+                                                  : nd->compute;
         a[k] = as_dtype(x, want, m, arg_buf + bs * (size_t)k);
         s |= a[k].s;
       }
@@ -202,8 +203,9 @@ clt_status clt__host_fused(clt_device *dev, const clt_fused *f) {
     if (!nd->op || nd->op->kind == CLT__OP_cast)
       continue;
     clt__host_loops(nd->op->kind, nd->compute, &pl.f1[i], &pl.f2[i], &pl.f3[i]);
-    bool have = nd->op->arity == 1 ? pl.f1[i] != NULL : nd->op->arity == 2 ? pl.f2[i] != NULL
-                                                                           : pl.f3[i] != NULL;
+    bool have = nd->op->arity == 1   ? pl.f1[i] != NULL
+                : nd->op->arity == 2 ? pl.f2[i] != NULL
+                                     : pl.f3[i] != NULL;
     if (!have)
       return clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s in %s", nd->op->name,
                         clt_dtype_name(nd->compute));
