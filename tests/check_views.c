@@ -2954,8 +2954,8 @@ END_TEST
 
 /* ---- tiles: operands read across their rows -------------------------------------------------
  * A transposed operand (or result) goes through tiles: NAME_tiled in kernels/elementwise.cl on
- * OpenCL devices (blocks of 256 x 256 in 32 x 32 tiles on CPU devices, 16 x 16 work-group tiles
- * through local memory on GPUs such as Oclgrind), over_strips and copy_strips in
+ * OpenCL devices (strips of 32 x 1024 through local memory on CPU devices, 16 x 16 work-group
+ * tiles through local memory on GPUs such as Oclgrind), over_strips and copy_strips in
  * lib/host/elementwise.c (strips of 64 x 1024, from 2^14 elements). These checks use shapes that
  * are not multiples of any tile (the larger ones, skipped on Oclgrind, cross the block and strip
  * edges), every mix of transposed operands and result, broadcasting, a batch
