@@ -215,11 +215,21 @@ __kernel void CLT_CAT(NAME, _strided)(__global TO *restrict out,
  * split per tile. `units` counts the tiles, over the batch too.
  *
  * Work-items and their tiles:
- *   CPU devices (CLT_CHUNKED): each work-item takes `step` consecutive blocks of
- *     CLT_TILE_BLOCK x CLT_TILE_BLOCK elements, walked in tiles of CLT_TILE_CPU x CLT_TILE_CPU,
- *     each along the result's rows. A block's operand rows and pages stay in the L2 cache and
- *     the TLB while its tiles are walked (a 4096 x 4096 transposed f32 read: 2.5 times faster
- *     than plain 64 x 64 tiles on PoCL).
+ *   CPU devices (CLT_CHUNKED): each work-item (work-groups of one) takes `step` consecutive
+ *     strips of CLT_STRIP_ROWS x CLT_STRIP_COLS elements, as the host does
+ *     (lib/host/elementwise.c, over_strips). The staged operands' part of a strip is first
+ *     transposed into local memory (on CPUs, plain memory of the work-group's thread), reading
+ *     the operand a source line at a time (4 lines at a time, each along the strip's 32 rows;
+ *     4 x 4 blocks through vload4 where the operand is stored as it is staged and steps by 1
+ *     down a column: CLT_RAW0..2 from the host); then the strip is computed along the result's
+ *     rows, CLT_STRIP_COLS long, the staged operands read from local memory. The buffer's rows
+ *     are padded by 16 elements (rows a multiple of 4 KiB apart share a set of the L1 cache).
+ *     A 4096 x 4096 transposed f32 add on PoCL (2 threads, CPU time): 34 ms against 55 for the
+ *     32 x 32 tiles in 256 x 256 blocks before, 15 for the contiguous add; the transposed copy
+ *     29 ms against 33 (a copy of contiguous f32 12; the staging alone, in a raw kernel, 15 to
+ *     19: prefetch() did not help on PoCL, and no hardware prefetcher follows the 16 KiB
+ *     stride). A device whose local memory cannot hold the buffers (up to 3 x 32 x 1040
+ *     elements) runs NAME_strided instead (lib/opencl/elementwise.c asks the kernel).
  *   GPUs: a work-group of 256 takes one 16 x 16 tile at a time (grid-stride over the tiles,
  *     `step` work-groups). The operands flagged in `stage` (bit p for operand p: k, a, b for a
  *     ternary) are first read into local memory with neighbouring work-items on neighbouring
@@ -229,9 +239,19 @@ __kernel void CLT_CAT(NAME, _strided)(__global TO *restrict out,
  * Built only into the programs that launch it (CLT_TILED 1, a program of its own), so that the
  * programs of contiguous and strided work do not take its build time. */
 #if CLT_TILED
-#define CLT_TILE_BLOCK 256 /* lib/opencl/elementwise.c counts the blocks with the same sizes */
-#define CLT_TILE_CPU 32
+#define CLT_STRIP_ROWS 32 /* lib/opencl/elementwise.c counts the strips and tiles with the same */
+#define CLT_STRIP_COLS 1024 /* sizes */
+#define CLT_STRIP_STRIDE (CLT_STRIP_COLS + 16)
 #define CLT_TILE_GPU 16
+#ifndef CLT_RAW0
+#define CLT_RAW0 0
+#endif
+#ifndef CLT_RAW1
+#define CLT_RAW1 0
+#endif
+#ifndef CLT_RAW2
+#define CLT_RAW2 0
+#endif
 
 /* Operand p's value at element index i, converted as the expression takes it, and its type;
  * the expression over the values v0, v1, v2 of the operands. */
@@ -251,6 +271,20 @@ __kernel void CLT_CAT(NAME, _strided)(__global TO *restrict out,
 #define CLT_LOAD0(i) ((TC)(TP)LOAD_A(a, i))
 #define CLT_TILED_OP OP(v0, v0, v0)
 #endif
+/* Operand p's buffer and stored type (for CLT_RAWp's vload4). */
+#if ARITY == 3
+#define CLT_P0 k
+#define CLT_P1 a
+#define CLT_P2 b
+#define CLT_TYPE0 TK
+#define CLT_TYPE1 TA
+#define CLT_TYPE2 TB
+#else
+#define CLT_P0 a
+#define CLT_P1 b
+#define CLT_TYPE0 TA
+#define CLT_TYPE1 TB
+#endif
 
 __kernel void CLT_CAT(NAME, _tiled)(__global TO *restrict out,
 #if ARITY == 3
@@ -267,16 +301,22 @@ __kernel void CLT_CAT(NAME, _tiled)(__global TO *restrict out,
   const long so_r = g.so[L - 1], so_c = g.so[L], s0_r = g.s0[L - 1], s0_c = g.s0[L];
   const long s1_r = g.s1[L - 1], s1_c = g.s1[L], s2_r = g.s2[L - 1], s2_c = g.s2[L];
 #if CLT_CHUNKED
-  (void)stage;
-  const ulong nbr = (ulong)((R + CLT_TILE_BLOCK - 1) / CLT_TILE_BLOCK);
-  const ulong nbc = (ulong)((C + CLT_TILE_BLOCK - 1) / CLT_TILE_BLOCK);
+  __local CLT_T0 t0[CLT_STRIP_ROWS * CLT_STRIP_STRIDE];
+#if ARITY >= 2
+  __local TC t1[CLT_STRIP_ROWS * CLT_STRIP_STRIDE];
+#endif
+#if ARITY == 3
+  __local TC t2[CLT_STRIP_ROWS * CLT_STRIP_STRIDE];
+#endif
+  const ulong nsr = (ulong)((R + CLT_STRIP_ROWS - 1) / CLT_STRIP_ROWS);
+  const ulong nsc = (ulong)((C + CLT_STRIP_COLS - 1) / CLT_STRIP_COLS);
   ulong u = (ulong)get_global_id(0) * step, end = min(u + step, units);
   for (; u < end; u++) {
-    /* block u: column block, row block, then the batch index over the dimensions before */
-    ulong q = u / nbc;
-    const long c0 = (long)(u - q * nbc) * CLT_TILE_BLOCK;
-    ulong rem = q / nbr;
-    const long r0 = (long)(q - rem * nbr) * CLT_TILE_BLOCK;
+    /* strip u: column strip, row strip, then the batch index over the dimensions before */
+    ulong q = u / nsc;
+    const long c0 = (long)(u - q * nsc) * CLT_STRIP_COLS;
+    ulong rem = q / nsr;
+    const long r0 = (long)(q - rem * nsr) * CLT_STRIP_ROWS;
     long bo = g.off[0], b0 = g.off[1], b1 = g.off[2], b2 = g.off[3];
     for (int d = L - 2; d >= 0; d--) {
       ulong qd = rem / (ulong)g.shape[d];
@@ -287,23 +327,82 @@ __kernel void CLT_CAT(NAME, _tiled)(__global TO *restrict out,
       b1 += cd * g.s1[d];
       b2 += cd * g.s2[d];
     }
-    const long re = min(r0 + CLT_TILE_BLOCK, R), ce = min(c0 + CLT_TILE_BLOCK, C);
-    for (long rt = r0; rt < re; rt += CLT_TILE_CPU) {
-      const long rte = min(rt + CLT_TILE_CPU, re);
-      for (long ct = c0; ct < ce; ct += CLT_TILE_CPU) {
-        const long cte = min(ct + CLT_TILE_CPU, ce);
-        for (long r = rt; r < rte; r++) {
-          const long io = bo + r * so_r, i0 = b0 + r * s0_r, i1 = b1 + r * s1_r,
-                     i2 = b2 + r * s2_r;
-          if (so_c == 1) /* the result's rows are contiguous: said, so the loop vectorizes */
-            for (long c = ct; c < cte; c++)
-              CLT_STRIDED_ONE(io + c, i0 + c * s0_c, i1 + c * s1_c, i2 + c * s2_c);
-          else
-            for (long c = ct; c < cte; c++)
-              CLT_STRIDED_ONE(io + c * so_c, i0 + c * s0_c, i1 + c * s1_c, i2 + c * s2_c);
-        }
-      }
+    const long h = min((long)CLT_STRIP_ROWS, R - r0), w = min((long)CLT_STRIP_COLS, C - c0);
+    /* staging: element (r, c) of the strip into buf[r * CLT_STRIP_STRIDE + c], a source line
+     * (a column of the strip) at a time; from column c4 on element by element */
+#define CLT_STAGE_ANY(buf, LOAD, o_, s_r, s_c, c4)                                                 \
+  for (long c = (c4); c < w; c++)                                                                  \
+    for (long r = 0; r < h; r++)                                                                   \
+      buf[r * CLT_STRIP_STRIDE + c] = LOAD(o_ + r * (s_r) + c * (s_c));
+#define CLT_STAGE_RAW(buf, V, p, LOAD, o_, s_r, s_c)                                               \
+  do {                                                                                             \
+    long c4 = 0;                                                                                   \
+    if ((s_r) == 1 && (h & 3) == 0) {                                                              \
+      c4 = w & ~3L;                                                                                \
+      for (long c = 0; c < c4; c += 4)                                                             \
+        for (long r = 0; r < h; r += 4) {                                                          \
+          const long i_ = o_ + r + c * (s_c);                                                      \
+          const V a0 = vload4(0, (p) + i_), a1 = vload4(0, (p) + i_ + (s_c));                      \
+          const V a2 = vload4(0, (p) + i_ + 2 * (s_c)), a3 = vload4(0, (p) + i_ + 3 * (s_c));      \
+          vstore4((V)(a0.x, a1.x, a2.x, a3.x), 0, buf + r * CLT_STRIP_STRIDE + c);                 \
+          vstore4((V)(a0.y, a1.y, a2.y, a3.y), 0, buf + (r + 1) * CLT_STRIP_STRIDE + c);           \
+          vstore4((V)(a0.z, a1.z, a2.z, a3.z), 0, buf + (r + 2) * CLT_STRIP_STRIDE + c);           \
+          vstore4((V)(a0.w, a1.w, a2.w, a3.w), 0, buf + (r + 3) * CLT_STRIP_STRIDE + c);           \
+        }                                                                                          \
+    }                                                                                              \
+    CLT_STAGE_ANY(buf, LOAD, o_, s_r, s_c, c4)                                                     \
+  } while (0)
+    if (stage & 1) {
+      const long o_ = b0 + r0 * s0_r + c0 * s0_c;
+#if CLT_RAW0
+      CLT_STAGE_RAW(t0, CLT_CAT(CLT_TYPE0, 4), CLT_P0, CLT_LOAD0, o_, s0_r, s0_c);
+#else
+      CLT_STAGE_ANY(t0, CLT_LOAD0, o_, s0_r, s0_c, 0)
+#endif
     }
+#if ARITY >= 2
+    if (stage & 2) {
+      const long o_ = b1 + r0 * s1_r + c0 * s1_c;
+#if CLT_RAW1
+      CLT_STAGE_RAW(t1, CLT_CAT(CLT_TYPE1, 4), CLT_P1, CLT_LOAD1, o_, s1_r, s1_c);
+#else
+      CLT_STAGE_ANY(t1, CLT_LOAD1, o_, s1_r, s1_c, 0)
+#endif
+    }
+#endif
+#if ARITY == 3
+    if (stage & 4) {
+      const long o_ = b2 + r0 * s2_r + c0 * s2_c;
+#if CLT_RAW2
+      CLT_STAGE_RAW(t2, CLT_CAT(CLT_TYPE2, 4), CLT_P2, CLT_LOAD2, o_, s2_r, s2_c);
+#else
+      CLT_STAGE_ANY(t2, CLT_LOAD2, o_, s2_r, s2_c, 0)
+#endif
+    }
+#endif
+#undef CLT_STAGE_RAW
+#undef CLT_STAGE_ANY
+    /* computing, along the result's rows; one loop for each staging of a binary op, so that
+     * the compiler vectorizes each (a test per element made the transposed add 20% slower) */
+#if ARITY == 1
+#define CLT_STRIP_ROW(S)                                                                             for (long j = 0; j < w; j++) {                                                                       const long c = c0 + j;                                                                             CLT_T0 v0 = ((S) & 1) ? t0[t + j] : CLT_LOAD0(i0 + c * s0_c);                                      STORE_AT(out, io + c * so_c, CLT_TILED_OP);                                                      }
+#elif ARITY == 2
+#define CLT_STRIP_ROW(S)                                                                             for (long j = 0; j < w; j++) {                                                                       const long c = c0 + j;                                                                             CLT_T0 v0 = ((S) & 1) ? t0[t + j] : CLT_LOAD0(i0 + c * s0_c);                                      TC v1 = ((S) & 2) ? t1[t + j] : CLT_LOAD1(i1 + c * s1_c);                                          STORE_AT(out, io + c * so_c, CLT_TILED_OP);                                                      }
+#else
+#define CLT_STRIP_ROW(S)                                                                             for (long j = 0; j < w; j++) {                                                                       const long c = c0 + j;                                                                             CLT_T0 v0 = ((S) & 1) ? t0[t + j] : CLT_LOAD0(i0 + c * s0_c);                                      TC v1 = ((S) & 2) ? t1[t + j] : CLT_LOAD1(i1 + c * s1_c);                                          TC v2 = ((S) & 4) ? t2[t + j] : CLT_LOAD2(i2 + c * s2_c);                                          STORE_AT(out, io + c * so_c, CLT_TILED_OP);                                                      }
+#endif
+    for (long r = 0; r < h; r++) {
+      const long io = bo + (r0 + r) * so_r, i0 = b0 + (r0 + r) * s0_r, i1 = b1 + (r0 + r) * s1_r,
+                 i2 = b2 + (r0 + r) * s2_r, t = r * CLT_STRIP_STRIDE;
+      (void)i1, (void)i2;
+      if (stage == 1)
+        CLT_STRIP_ROW(1)
+      else if (stage == 2)
+        CLT_STRIP_ROW(2)
+      else
+        CLT_STRIP_ROW(stage)
+    }
+#undef CLT_STRIP_ROW
   }
 #else
   __local CLT_T0 t0[CLT_TILE_GPU][CLT_TILE_GPU + 1];

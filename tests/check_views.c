@@ -2954,11 +2954,11 @@ END_TEST
 
 /* ---- tiles: operands read across their rows -------------------------------------------------
  * A transposed operand (or result) goes through tiles: NAME_tiled in kernels/elementwise.cl on
- * OpenCL devices (blocks of 256 x 256 in 32 x 32 tiles on CPU devices, 16 x 16 work-group tiles
- * through local memory on GPUs such as Oclgrind), over_tiles and copy_tiles in
- * lib/host/elementwise.c (blocks of 512 x 512 in 64 x 64 tiles, from 2^14 elements). These
- * checks use shapes that are not multiples of any tile (the larger ones, skipped on Oclgrind,
- * cross the block edges), every mix of transposed operands and result, broadcasting, a batch
+ * OpenCL devices (strips of 32 x 1024 through local memory on CPU devices, 16 x 16 work-group
+ * tiles through local memory on GPUs such as Oclgrind), over_strips and copy_strips in
+ * lib/host/elementwise.c (strips of 64 x 1024, from 2^14 elements). These checks use shapes that
+ * are not multiples of any tile (the larger ones, skipped on Oclgrind, cross the block and strip
+ * edges), every mix of transposed operands and result, broadcasting, a batch
  * dimension, unary, binary and ternary ops and copies, over f32, i32 and f64 (copies also f16,
  * u8 and bool). Expected values come from the index math here; each device's result is also
  * compared with the host's. Self-contained: only check_util.h. */
@@ -3146,7 +3146,7 @@ static void tiled_case(clt_device *dev, clt_dtype dt, int nb, int64_t rows, int6
 
 START_TEST(test_tiled_transposed_ops) {
   static const int64_t small[][2] = {{37, 53}, {1, 1000}, {1000, 1}, {65, 65}, {17, 16}};
-  static const int64_t large[][2] = {{600, 70}, {131, 257}};
+  static const int64_t large[][2] = {{600, 70}, {131, 257}, {37, 1500}};
   static const clt_dtype dts[] = {CLT_F32, CLT_I32, CLT_F64};
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
@@ -3166,10 +3166,11 @@ START_TEST(test_tiled_transposed_ops) {
 END_TEST
 
 /* Copies through tiles of every element size: clt_contiguous of a transposed view of f16 (2
- * bytes), u8 and bool (1 byte), i64 (8 bytes). */
+ * bytes), u8 and bool (1 byte), i64 (8 bytes); and clt_copy of it into a view that steps over
+ * every other column (a destination whose rows are not contiguous either). */
 START_TEST(test_tiled_transposed_copies) {
   static const clt_dtype dts[] = {CLT_F16, CLT_U8, CLT_BOOL, CLT_I64};
-  static const int64_t shapes[][2] = {{37, 53}, {65, 65}, {600, 70}};
+  static const int64_t shapes[][2] = {{37, 53}, {65, 65}, {600, 70}, {37, 1500}};
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
   for (int d = 0; d < ndev; d++) {
@@ -3197,6 +3198,18 @@ START_TEST(test_tiled_transposed_copies) {
           }
         CU_OK(clt_contiguous(t, &r));
         tiled_expect(r, want, NULL, n, "contiguous(transpose(x))", where);
+        /* o[:, ::2] = transpose(x), o (rows x 2 cols) filled with 0 first */
+        clt_tensor *o = NULL, *ov = NULL;
+        CU_OK(clt_zeros(dts[k], 2, (int64_t[]){rows, 2 * cols}, devs[d], &o));
+        CU_OK(clt_slice(o, 1, 0, 2 * cols, 2, &ov));
+        CU_OK(clt_copy(ov, t));
+        double *want2 = cu_malloc((size_t)(2 * n) * sizeof *want2);
+        for (int64_t i = 0; i < rows; i++)
+          for (int64_t j = 0; j < 2 * cols; j++)
+            want2[i * 2 * cols + j] = j % 2 ? 0 : want[i * cols + j / 2];
+        tiled_expect(o, want2, NULL, 2 * n, "copy(o[:, ::2], transpose(x)), o", where);
+        clt_tensor_release(ov);
+        free(want2);
         free(want);
         clt_tensor_release(t);
         clt_tensor_release(s_);

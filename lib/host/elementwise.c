@@ -354,10 +354,46 @@ typedef struct rowctx {
   int64_t s[3];
 } rowctx;
 
-/* o[i * ow + j] = p[i * sr + j * sc] for i < h, j < w: a tile of an operand read across its rows
- * (sr < sc), elements of es bytes, written along its rows. 4-byte elements one column apart
- * (sr == 1, a transposed view) move in 4 x 4 blocks transposed in SSE registers: one 16-byte
- * load per column and one store per row, instead of an element at a time. */
+/* ---- strips, for operands read across their rows (transposed views) ------------------------
+ * An operand read across its rows (across_operands: a transposed view) moves to another cache
+ * line at every element of a result row. Such work is cut into strips of at most STRIP_ROWS
+ * rows by STRIP_COLS columns of the result; each across operand's part of a strip is first
+ * transposed into a buffer of the thread's (tile_transpose), then the strip's rows are computed
+ * (or copied) from it along the result's rows. The sizes, measured on a 4096 x 4096 f32
+ * transposed add (a standalone copy of these loops on a 2-core Xeon, one thread, memory on huge
+ * pages as clt's; profiles of bench/views):
+ *   - a source line (64 B) is used up while it is in the L1 cache: tile_transpose reads the
+ *     strip's source lines 4 at a time, each along its STRIP_ROWS elements (64 rows: 4 lines
+ *     of f32, which the L2 cache's adjacent-line prefetch fetches in pairs);
+ *   - the buffer's rows are STRIP_PAD bytes longer than the strip: 1024 f32 are 4 KiB, and rows
+ *     a multiple of 4 KiB apart share one set of the L1 cache (12 ways), so that a 64-row
+ *     buffer evicts itself at every store (the transposition took 14 ms instead of 6.5);
+ *   - the result's and the other operands' rows are STRIP_COLS long: the op's loop (or memcpy)
+ *     starts every row at the same address modulo 4 KiB as the row before it in the result and
+ *     in a contiguous operand (rows of 4096 f32, 16 KiB), and a load that follows recent
+ *     stores at the same address modulo 4 KiB waits for them (4K aliasing); in 64-element rows
+ *     (the tiles before) the add's own loop took 3 times as long as along whole rows.
+ * 64 x 1024 strips: 22 ms against 13 ms for the contiguous add (before tile_transpose's
+ * prefetch); 64 x 64 tiles in 512 x 512 blocks took 64 ms. */
+#define STRIP_ROWS 64
+#define STRIP_COLS 1024
+#define STRIP_PAD 64
+#define STRIP_PREFETCH 8 /* source lines ahead, in tile_transpose */
+
+/* The row stride, in elements, of a strip buffer of elements of es bytes for w columns. */
+static int64_t strip_stride(int64_t w, size_t es) { return w + (int64_t)(STRIP_PAD / es); }
+
+/* The bytes of a strip buffer for h x w elements of es bytes, a multiple of 64. */
+static size_t strip_bytes(int64_t h, int64_t w, size_t es) {
+  return ((size_t)(h * strip_stride(w, es)) * es + 63) / 64 * 64;
+}
+
+/* o[i * ow + j] = p[i * sr + j * sc] for i < h, j < w: a strip of an operand read across its
+ * rows (sr < sc), elements of es bytes, into a buffer written along its rows. The source is read
+ * a line at a time (j outer: 4 lines at a time, each along its h elements), so each of its cache
+ * lines is fetched once. 4-byte elements one column apart (sr == 1, a transposed view) move in
+ * 4 x 4 blocks transposed in SSE registers: one 16-byte load per source line and one store per
+ * buffer row, instead of an element at a time. */
 static void tile_transpose(char *o, int64_t ow, const char *p, int64_t sr, int64_t sc, int64_t h,
                            int64_t w, size_t es) {
   int64_t h4 = 0, w4 = 0;
@@ -367,8 +403,14 @@ static void tile_transpose(char *o, int64_t ow, const char *p, int64_t sr, int64
     const float *fp = (const float *)p;
     h4 = h & ~(int64_t)3;
     w4 = w & ~(int64_t)3;
-    for (int64_t i = 0; i < h4; i += 4)
-      for (int64_t j = 0; j < w4; j += 4) {
+    for (int64_t j = 0; j < w4; j += 4) {
+      /* the source lines 8 columns on: no hardware prefetcher follows a 16 KiB stride (a
+       * 4096 x 4096 transposed f32 strip: 11.5 ms without, 6 with) */
+      if (j + 4 + STRIP_PREFETCH <= w)
+        for (int64_t k = j + STRIP_PREFETCH; k < j + STRIP_PREFETCH + 4; k++)
+          for (int64_t i = 0; i < h; i += 16)
+            _mm_prefetch((const char *)(fp + i + k * sc), _MM_HINT_T0);
+      for (int64_t i = 0; i < h4; i += 4) {
         const float *q = fp + i + j * sc;
         __m128 r0 = _mm_loadu_ps(q), r1 = _mm_loadu_ps(q + sc), r2 = _mm_loadu_ps(q + 2 * sc),
                r3 = _mm_loadu_ps(q + 3 * sc);
@@ -379,12 +421,14 @@ static void tile_transpose(char *o, int64_t ow, const char *p, int64_t sr, int64
         _mm_storeu_ps(d + 2 * ow, r2);
         _mm_storeu_ps(d + 3 * ow, r3);
       }
+    }
   }
 #endif
-  /* what the blocks left: the columns from w4 of the rows below h4, and the rows from h4 */
+  /* what the blocks left, a source line at a time: the rows from h4 of the columns below w4,
+   * and the columns from w4 */
 #define TRANSPOSE_REST_(T)                                                                         \
-  for (int64_t i = 0; i < h; i++)                                                                  \
-    for (int64_t j = i < h4 ? w4 : 0; j < w; j++)                                                  \
+  for (int64_t j = 0; j < w; j++)                                                                  \
+    for (int64_t i = j < w4 ? h4 : 0; i < h; i++)                                                  \
       ((T *)o)[i * ow + j] = ((const T *)p)[i * sr + j * sc];
   switch (es) {
   case 1:
@@ -404,24 +448,32 @@ static void tile_transpose(char *o, int64_t ow, const char *p, int64_t sr, int64
 }
 
 /* The row loops of a binary or ternary op (c->f or c->g) over a result with an operand read
- * across its rows (across_operands, bits in mask): the last two dimensions are cut into blocks of
- * TILE_BLOCK x TILE_BLOCK elements, shared among the threads, each walked in tiles of
- * TILE x TILE. Each such operand's tile is first transposed into a buffer (tile_transpose), so
- * that the row loops read it contiguously. Row by row in place, such an operand moves to another
- * cache line, often another page, at every element; in a tile its lines are all used while they
- * are cached, and in a block its pages stay in the TLB. */
-#define TILE_BLOCK 512
-#define TILE 64
-static void over_tiles(const clt_bcast *bc, int64_t numel, const rowctx *c, int nops, int mask) {
+ * across its rows (across_operands, bits in mask), in strips (above): the strips of the last two
+ * dimensions, over the batch, are shared among the threads; each across operand's part of a
+ * strip is transposed into the thread's buffer, so that the row loops read it contiguously.
+ * Returns CLT_ERR_OUT_OF_MEMORY (fn's) when the buffers cannot be allocated. */
+static clt_status over_strips(const clt_bcast *bc, int64_t numel, const rowctx *c, int nops,
+                              int mask, const char *fn) {
   int last = bc->ndim - 1;
   int64_t rows = bc->shape[last - 1], cols = bc->shape[last];
-  int64_t nbr = (rows + TILE_BLOCK - 1) / TILE_BLOCK, nbc = (cols + TILE_BLOCK - 1) / TILE_BLOCK;
-  int64_t units = numel / rows / cols * nbr * nbc, parts = clt__host_parts(numel);
+  int64_t sh = rows < STRIP_ROWS ? rows : STRIP_ROWS, sw = cols < STRIP_COLS ? cols : STRIP_COLS;
+  int64_t nsr = (rows + sh - 1) / sh, nsc = (cols + sw - 1) / sw;
+  int64_t units = numel / rows / cols * nsr * nsc, parts = clt__host_parts(numel);
   if (parts > units)
     parts = units;
-#define BLOCKS_(lo, hi)                                                                            \
+  size_t at[3] = {0, 0, 0}, per = 0; /* operand k's buffer at byte at[k] of a part's */
+  for (int k = 0; k < nops; k++)
+    if (mask >> k & 1) {
+      at[k] = per;
+      per += strip_bytes(sh, sw, c->es[k]);
+    }
+  char *mem = aligned_alloc(64, (size_t)parts * per);
+  if (!mem)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory for %zu bytes of strip buffers",
+                      (size_t)parts * per);
+#define STRIPS_(lo, hi, buf)                                                                       \
   for (int64_t u = (lo); u < (hi); u++) {                                                          \
-    int64_t c0 = u % nbc * TILE_BLOCK, q = u / nbc, r0 = q % nbr * TILE_BLOCK, rem = q / nbr;      \
+    int64_t c0 = u % nsc * sw, q = u / nsc, r0 = q % nsr * sh, rem = q / nsr;                      \
     int64_t base[3] = {0, 0, 0}, obase = rem * rows * cols;                                        \
     for (int d = last - 2; d >= 0; d--) {                                                          \
       int64_t cd = rem % bc->shape[d];                                                             \
@@ -429,47 +481,44 @@ static void over_tiles(const clt_bcast *bc, int64_t numel, const rowctx *c, int 
       for (int k = 0; k < nops; k++)                                                               \
         base[k] += cd * bc->s[k][d];                                                               \
     }                                                                                              \
-    int64_t re = r0 + TILE_BLOCK < rows ? r0 + TILE_BLOCK : rows;                                  \
-    int64_t ce = c0 + TILE_BLOCK < cols ? c0 + TILE_BLOCK : cols;                                  \
-    for (int64_t rt = r0; rt < re; rt += TILE)                                                     \
-      for (int64_t ct = c0; ct < ce; ct += TILE) {                                                 \
-        int64_t h = rt + TILE < re ? TILE : re - rt, w = ct + TILE < ce ? TILE : ce - ct;          \
-        const char *tp[3];                                                                         \
-        int64_t st[3];                                                                             \
-        for (int k = 0; k < nops; k++) {                                                           \
-          int64_t sr = bc->s[k][last - 1], sc = bc->s[k][last];                                    \
-          tp[k] = c->p[k] + (size_t)(base[k] + rt * sr + ct * sc) * c->es[k];                      \
-          st[k] = sc;                                                                              \
-          if (mask >> k & 1) {                                                                     \
-            tile_transpose(buf[k], w, tp[k], sr, sc, h, w, c->es[k]);                              \
-            tp[k] = buf[k];                                                                        \
-            st[k] = 1;                                                                             \
-          }                                                                                        \
-        }                                                                                          \
-        for (int64_t r = 0; r < h; r++) {                                                          \
-          char *orow = c->o + (size_t)(obase + (rt + r) * cols + ct) * c->eo;                      \
-          const char *pr[3];                                                                       \
-          for (int k = 0; k < nops; k++)                                                           \
-            pr[k] = tp[k] + (size_t)(mask >> k & 1 ? r * w : r * bc->s[k][last - 1]) * c->es[k];  \
-          if (nops == 2)                                                                           \
-            c->f(orow, pr[0], pr[1], w, st[0], st[1]);                                             \
-          else                                                                                     \
-            c->g(orow, pr[0], pr[1], pr[2], w, st);                                                \
-        }                                                                                          \
+    int64_t h = r0 + sh < rows ? sh : rows - r0, w = c0 + sw < cols ? sw : cols - c0;              \
+    const char *tp[3];                                                                             \
+    int64_t st[3], rs[3];                                                                          \
+    for (int k = 0; k < nops; k++) {                                                               \
+      int64_t sr = bc->s[k][last - 1], sc = bc->s[k][last];                                        \
+      tp[k] = c->p[k] + (size_t)(base[k] + r0 * sr + c0 * sc) * c->es[k];                          \
+      st[k] = sc;                                                                                  \
+      rs[k] = sr;                                                                                  \
+      if (mask >> k & 1) {                                                                         \
+        rs[k] = strip_stride(sw, c->es[k]);                                                        \
+        tile_transpose((buf) + at[k], rs[k], tp[k], sr, sc, h, w, c->es[k]);                       \
+        tp[k] = (buf) + at[k];                                                                     \
+        st[k] = 1;                                                                                 \
       }                                                                                            \
+    }                                                                                              \
+    for (int64_t r = 0; r < h; r++) {                                                              \
+      char *orow = c->o + (size_t)(obase + (r0 + r) * cols + c0) * c->eo;                          \
+      const char *pr[3];                                                                           \
+      for (int k = 0; k < nops; k++)                                                               \
+        pr[k] = tp[k] + (size_t)(r * rs[k]) * c->es[k];                                            \
+      if (nops == 2)                                                                               \
+        c->f(orow, pr[0], pr[1], w, st[0], st[1]);                                                 \
+      else                                                                                         \
+        c->g(orow, pr[0], pr[1], pr[2], w, st);                                                    \
+    }                                                                                              \
   }
   if (parts <= 1) {
-    _Alignas(16) char buf[3][TILE * TILE * 8]; /* 96 KiB of stack */
-    BLOCKS_(0, units)
-    return;
+    STRIPS_(0, units, mem)
+  } else {
+    CLT__PARALLEL_FOR
+    for (int64_t p = 0; p < parts; p++) {
+      int64_t lo = units * p / parts, hi = units * (p + 1) / parts;
+      STRIPS_(lo, hi, mem + (size_t)p * per)
+    }
   }
-  CLT__PARALLEL_FOR
-  for (int64_t p = 0; p < parts; p++) {
-    _Alignas(16) char buf[3][TILE * TILE * 8]; /* 96 KiB of this thread's stack */
-    int64_t lo = units * p / parts, hi = units * (p + 1) / parts;
-    BLOCKS_(lo, hi)
-  }
-#undef BLOCKS_
+#undef STRIPS_
+  free(mem);
+  return CLT_OK;
 }
 
 static void binary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) {
@@ -484,14 +533,16 @@ static void ternary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) 
        c->p[1] + (size_t)off[1] * c->es[1], c->p[2] + (size_t)off[2] * c->es[2], inner, c->s);
 }
 
-/* The row loops of a binary or ternary op: in tiles where an operand is read across its rows
- * and the result is large, else row by row (row: binary_row or ternary_row). */
-static void over_elements(const clt_bcast *bc, int64_t numel, rowctx *c, row_fn row, int nops) {
+/* The row loops of a binary or ternary op: in strips where an operand is read across its rows
+ * and the result is large, else row by row (row: binary_row or ternary_row). Returns
+ * CLT_ERR_OUT_OF_MEMORY (fn's) when the strips' buffers cannot be allocated. */
+static clt_status over_elements(const clt_bcast *bc, int64_t numel, rowctx *c, row_fn row,
+                                int nops, const char *fn) {
   int mask = numel >= (1 << 14) ? across_operands(bc, nops) : 0;
   if (mask)
-    over_tiles(bc, numel, c, nops, mask);
-  else
-    over_rows(bc, numel, row, c, nops);
+    return over_strips(bc, numel, c, nops, mask, fn);
+  over_rows(bc, numel, row, c, nops);
+  return CLT_OK;
 }
 
 /* ---- views ------------------------------------------------------------------------------ */
@@ -530,58 +581,55 @@ static void copy_rows(char *dst, const int64_t *ds, const char *src, const int64
 }
 
 /* Copies the rows [lo, hi) of a 2-D strided copy whose source is read across its rows (the
- * source's stride along a row is not 1: a transposed view), in tiles of TILE x TILE elements, so
- * that the source rows a tile reads stay in the cache, within blocks of TILE_BLOCK x TILE_BLOCK,
- * so that their pages stay in the TLB; row by row, each element of a row is another source row
- * (and page). Into contiguous destination rows a tile goes through tile_transpose. */
-static void copy_tiles(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
-                       int64_t cols, size_t es, int64_t lo, int64_t hi) {
-  for (int64_t rb = lo; rb < hi; rb += TILE_BLOCK)
-    for (int64_t cb = 0; cb < cols; cb += TILE_BLOCK) {
-      int64_t rbe = rb + TILE_BLOCK < hi ? rb + TILE_BLOCK : hi;
-      int64_t cbe = cb + TILE_BLOCK < cols ? cb + TILE_BLOCK : cols;
-      for (int64_t rt = rb; rt < rbe; rt += TILE) {
-        int64_t re = rt + TILE < rbe ? rt + TILE : rbe;
-        for (int64_t jt = cb; jt < cbe; jt += TILE) {
-          int64_t je = jt + TILE < cbe ? jt + TILE : cbe;
-          if (ds[1] == 1) { /* the destination's rows are contiguous */
-            tile_transpose(dst + (size_t)(rt * ds[0] + jt) * es, ds[0],
-                           src + (size_t)(rt * ss[0] + jt * ss[1]) * es, ss[0], ss[1], re - rt,
-                           je - jt, es);
-            continue;
-          }
-          for (int64_t r = rt; r < re; r++) {
-            char *o = dst + (size_t)(r * ds[0]) * es;
-            const char *p = src + (size_t)(r * ss[0]) * es;
-#define COPY_TILE_ROW_(T)                                                                          \
-  for (int64_t j = jt; j < je; j++)                                                                \
-    ((T *)o)[j * ds[1]] = ((const T *)p)[j * ss[1]];
-            switch (es) {
-            case 1:
-              COPY_TILE_ROW_(uint8_t)
-              break;
-            case 2:
-              COPY_TILE_ROW_(uint16_t)
-              break;
-            case 4:
-              COPY_TILE_ROW_(uint32_t)
-              break;
-            default:
-              COPY_TILE_ROW_(uint64_t)
-              break;
-            }
-#undef COPY_TILE_ROW_
-          }
+ * source's stride along a row is not 1: a transposed view), in strips (see over_strips): each
+ * strip goes through tile_transpose into buf (strip_bytes of the strip), then along its rows
+ * into the destination, by memcpy where the destination's rows are contiguous. */
+static void copy_strips(char *dst, const int64_t *ds, const char *src, const int64_t *ss,
+                        int64_t cols, size_t es, int64_t lo, int64_t hi, char *buf) {
+  int64_t bw = strip_stride(cols < STRIP_COLS ? cols : STRIP_COLS, es);
+  for (int64_t rt = lo; rt < hi; rt += STRIP_ROWS) {
+    int64_t h = rt + STRIP_ROWS < hi ? STRIP_ROWS : hi - rt;
+    for (int64_t ct = 0; ct < cols; ct += STRIP_COLS) {
+      int64_t w = ct + STRIP_COLS < cols ? STRIP_COLS : cols - ct;
+      tile_transpose(buf, bw, src + (size_t)(rt * ss[0] + ct * ss[1]) * es, ss[0], ss[1], h, w,
+                     es);
+      for (int64_t r = 0; r < h; r++) {
+        char *o = dst + (size_t)((rt + r) * ds[0] + ct * ds[1]) * es;
+        const char *p = buf + (size_t)(r * bw) * es;
+        if (ds[1] == 1) {
+          memcpy(o, p, (size_t)w * es);
+          continue;
         }
+#define COPY_STRIP_ROW_(T)                                                                         \
+  for (int64_t j = 0; j < w; j++)                                                                  \
+    ((T *)o)[j * ds[1]] = ((const T *)p)[j];
+        switch (es) {
+        case 1:
+          COPY_STRIP_ROW_(uint8_t)
+          break;
+        case 2:
+          COPY_STRIP_ROW_(uint16_t)
+          break;
+        case 4:
+          COPY_STRIP_ROW_(uint32_t)
+          break;
+        default:
+          COPY_STRIP_ROW_(uint64_t)
+          break;
+        }
+#undef COPY_STRIP_ROW_
       }
     }
+  }
 }
 
 /* dst[i] = src[i] for every index i of shape, each at its own strides (elements of es bytes).
  * The rows are shared among the threads by the element count (a 4096 x 4096 copy has only 4096
- * rows, fewer than CLT__PAR_MIN). */
-static void strided_copy(void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
-                         const int64_t *shape, int nd, size_t es) {
+ * rows, fewer than CLT__PAR_MIN). Returns CLT_ERR_OUT_OF_MEMORY (fn's) when a transposed copy's
+ * strip buffers cannot be allocated; dst is then untouched. */
+static clt_status strided_copy(void *dst, const int64_t *dstr, const void *src,
+                               const int64_t *sstr, const int64_t *shape, int nd, size_t es,
+                               const char *fn) {
   clt_bcast b = {.ndim = nd};
   int64_t numel = 1;
   for (int d = 0; d < nd; d++) {
@@ -591,40 +639,54 @@ static void strided_copy(void *dst, const int64_t *dstr, const void *src, const 
     numel *= shape[d];
   }
   if (numel == 0)
-    return;
+    return CLT_OK;
   clt__bcast_memory_order(&b, 1); /* a transposed destination is written along its rows */
   clt__bcast_coalesce(&b, 1);
   int64_t inner = b.ndim ? b.shape[b.ndim - 1] : 1, rows = numel / inner;
   if (b.ndim == 1 && b.so[0] == 1 && b.s[0][0] == 1) {
     memcpy(dst, src, (size_t)numel * es);
-    return;
+    return CLT_OK;
   }
-  bool tiles = b.ndim == 2 && across_operands(&b, 1);
+  bool strips = b.ndim == 2 && across_operands(&b, 1);
   int64_t parts = clt__host_parts(numel);
   if (parts > rows)
     parts = rows;
-#define COPY_PART_(lo, hi)                                                                         \
-  (tiles ? copy_tiles(dst, b.so, src, b.s[0], inner, es, lo, hi)                                   \
-         : copy_rows(dst, b.so, src, b.s[0], b.shape, b.ndim, es, lo, hi))
-  if (parts <= 1) {
-    COPY_PART_(0, rows);
-    return;
+  size_t per = 0;
+  char *mem = NULL;
+  if (strips) {
+    per = strip_bytes(rows < STRIP_ROWS ? rows : STRIP_ROWS,
+                      inner < STRIP_COLS ? inner : STRIP_COLS, es);
+    if (!(mem = aligned_alloc(64, (size_t)parts * per)))
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
+                        "out of host memory for %zu bytes of strip buffers", (size_t)parts * per);
   }
-  CLT__PARALLEL_FOR
-  for (int64_t k = 0; k < parts; k++) {
-    int64_t lo, hi;
-    clt__part(rows, parts, k, &lo, &hi);
-    COPY_PART_(lo, hi);
+#define COPY_PART_(lo, hi, buf)                                                                    \
+  (strips ? copy_strips(dst, b.so, src, b.s[0], inner, es, lo, hi, buf)                            \
+          : copy_rows(dst, b.so, src, b.s[0], b.shape, b.ndim, es, lo, hi))
+  if (parts <= 1) {
+    COPY_PART_(0, rows, mem);
+  } else {
+    CLT__PARALLEL_FOR
+    for (int64_t k = 0; k < parts; k++) {
+      int64_t lo, hi;
+      clt__part(rows, parts, k, &lo, &hi);
+      COPY_PART_(lo, hi, mem + (size_t)k * per);
+    }
   }
 #undef COPY_PART_
+  free(mem);
+  return CLT_OK;
 }
 
 /* A contiguous host copy of the view t (which lives on the host). */
 static clt_status gather(const clt_tensor *t, const char *fn, clt_tensor **out) {
   clt_status s = clt__tensor_new(t->dtype, t->ndim, t->shape, clt_cpu(), fn, out);
-  if (s == CLT_OK)
-    strided_copy(clt__host_ptr(*out), (*out)->strides, clt__host_ptr(t), t->strides, t->shape,
-                 t->ndim, clt_dtype_size(t->dtype));
+  if (s == CLT_OK &&
+      (s = strided_copy(clt__host_ptr(*out), (*out)->strides, clt__host_ptr(t), t->strides,
+                        t->shape, t->ndim, clt_dtype_size(t->dtype), fn)) != CLT_OK) {
+    clt_tensor_release(*out);
+    *out = NULL;
+  }
   return s;
 }
 
@@ -645,11 +707,9 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     return st;
   /* A copy (a cast to the same dtype: clt_contiguous, clt_clone, clt_cat, clt_copy) goes from
    * the operand's strides to the result's in one pass, not through a gathered copy. */
-  if (op->kind == CLT__OP_cast && in[0]->dtype == out->dtype) {
-    strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(in[0]), in[0]->strides,
-                 out->shape, out->ndim, clt_dtype_size(out->dtype));
-    return CLT_OK;
-  }
+  if (op->kind == CLT__OP_cast && in[0]->dtype == out->dtype)
+    return strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(in[0]), in[0]->strides,
+                        out->shape, out->ndim, clt_dtype_size(out->dtype), fn);
   /* Operands the loops cannot read through their strides (a unary op's or a cast's, or one that
    * is converted first) are gathered into contiguous copies; a result that is not contiguous is
    * computed contiguous, then scattered. */
@@ -660,7 +720,7 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     use[k] = in[k];
     clt_dtype want = (op->cond && k == 0) ? CLT_BOOL : compute;
     /* binary and ternary ops read operands of their compute dtype through their strides
-     * (over_elements: in tiles where an operand is read across its rows, a transposed view) */
+     * (over_elements: in strips where an operand is read across its rows, a transposed view) */
     if (in[k]->contiguous || (n > 1 && !half && in[k]->dtype == want))
       continue;
     if ((st = gather(in[k], fn, &g[k])) != CLT_OK)
@@ -683,8 +743,8 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     st = elementwise_contiguous_out(op, tmp_out ? tmp_out : out, use, compute, &b);
   }
   if (st == CLT_OK && tmp_out)
-    strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(tmp_out), tmp_out->strides,
-                 out->shape, out->ndim, clt_dtype_size(out->dtype));
+    st = strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(tmp_out), tmp_out->strides,
+                      out->shape, out->ndim, clt_dtype_size(out->dtype), fn);
   clt_tensor_release(tmp_out);
   for (int k = 0; k < 3; k++)
     clt_tensor_release(g[k]);
@@ -767,14 +827,14 @@ static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
                      c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0],
                          c.p[1] + (size_t)lo * c.es[1], hi - lo, 1, 1));
     else
-      over_elements(bc, out->numel, &c, binary_row, 2);
+      st = over_elements(bc, out->numel, &c, binary_row, 2, fn);
   } else {
     c.g = ternary_table[op->kind][compute];
     if (!c.g) {
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    over_elements(bc, out->numel, &c, ternary_row, 3);
+    st = over_elements(bc, out->numel, &c, ternary_row, 3, fn);
   }
 done:
   if (wide_out && st == CLT_OK)

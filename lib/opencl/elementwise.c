@@ -85,8 +85,10 @@ static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Static_assert(CLT__OP_COUNT <= 2048 && CLT_DTYPE_COUNT <= 16, "the memo key's fields are too narrow");
 
-/* kernels/elementwise.cl's CLT_TILE_BLOCK and CLT_TILE_GPU: the tiled kernel's unit of work */
-#define TILE_BLOCK 256
+/* kernels/elementwise.cl's CLT_STRIP_ROWS, CLT_STRIP_COLS and CLT_TILE_GPU: the tiled kernel's
+ * unit of work (a strip on CPU devices, a tile on GPUs) */
+#define STRIP_ROWS 32
+#define STRIP_COLS 1024
 #define TILE_GPU 16
 
 /* Which kernel of an op: the fast one, NAME_strided or NAME_tiled. */
@@ -151,7 +153,19 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
                       clt_dtype_name(compute));
   /* a ternary's operands are k, a, b: TK, TA, TB */
   const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
-  char name[64], store[64], defines[1536];
+  char name[64], store[64], defines[1536], raw[96] = "";
+  if (v == TILED && d->chunked) {
+    /* CLT_RAWp: operand p is stored as the tiled kernel stages it (plain loads, no conversion),
+     * so that it can be staged through vload4 */
+    int len = 0;
+    for (int k = 0; k < n; k++) {
+      const char *staged = op->cond && k == 0 ? "uchar" : tc;
+      bool plain = strcmp(op->cond && k == 0 ? "((p)[i])" : load_expr(in[k]->dtype, compute),
+                          "((p)[i])") == 0 &&
+                   strcmp(clt__dtype_cl_type(in[k]->dtype), staged) == 0;
+      len += snprintf(raw + len, sizeof raw - (size_t)len, "#define CLT_RAW%d %d\n", k, plain);
+    }
+  }
   snprintf(name, sizeof name, "%s_%s", op->name, clt_dtype_name(out->dtype));
   clt__cl_store_conv(compute, out->dtype, "x", store, sizeof store);
   snprintf(defines, sizeof defines,
@@ -159,14 +173,14 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
            "#define TP %s\n#define TC %s\n#define UTC %s\n#define TKP %s\n#define TKC %s\n"
            "#define CLT_FLOAT %d\n#define TO %s\n#define STORE(x) %s\n#define OP(a,b,c) (%s)\n"
            "#define LOAD_A(p,i) %s\n#define LOAD_B(p,i) %s\n#define LOAD_K(p,i) %s\n"
-           "#define STORE_AT(p,i,x) %s\n#define CLT_TILED %d\n",
+           "#define STORE_AT(p,i,x) %s\n#define CLT_TILED %d\n%s",
            clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
            clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype), tp, tc,
            unsigned_twin(compute), op->cond ? "uchar" : tp, op->cond ? "uchar" : tc,
            is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr,
            load_expr(ta->dtype, compute), load_expr(tb->dtype, compute),
            op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype),
-           v == TILED ? 1 : 0);
+           v == TILED ? 1 : 0, raw);
   char kname[80];
   snprintf(kname, sizeof kname, "%s%s", name, variant_suffix[v]);
   return clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
@@ -222,11 +236,22 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   clt_status st;
   if ((st = variant_kernel(op, out, in, compute, v, &kern)) != CLT_OK)
     return st;
-  if (v == TILED && !d->chunked) {
-    size_t wg = 0; /* what this kernel can take on this device (registers, local memory) */
-    if (clGetKernelWorkGroupInfo(kern, clt__cl(d)->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
-                                 NULL) != CL_SUCCESS ||
-        wg < 256) {
+  if (v == TILED) {
+    /* what this kernel can take on this device: 256 work-items to a group on GPUs (registers,
+     * local memory); on CPU devices, its strip buffers in local memory */
+    size_t wg = 0;
+    cl_ulong need = 0, have = 0;
+    cl_device_id id = clt__cl(d)->id;
+    bool fits = d->chunked
+                    ? clGetKernelWorkGroupInfo(kern, id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof need,
+                                               &need, NULL) == CL_SUCCESS &&
+                          clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have,
+                                          NULL) == CL_SUCCESS &&
+                          need <= have
+                    : clGetKernelWorkGroupInfo(kern, id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
+                                               &wg, NULL) == CL_SUCCESS &&
+                          wg >= 256;
+    if (!fits) {
       v = STRIDED;
       if ((st = variant_kernel(op, out, in, compute, v, &kern)) != CLT_OK)
         return st;
@@ -239,10 +264,11 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong count = (cl_ulong)out->numel, step = l.chunk;
   if (v == TILED) {
-    /* units: blocks of 256 x 256 (CPU devices) or tiles of 16 x 16 (GPUs), over the batch */
-    int64_t t = d->chunked ? TILE_BLOCK : TILE_GPU, rows = c.shape[c.ndim - 2], cols = c.shape[c.ndim - 1];
-    count = (cl_ulong)(out->numel / rows / cols) * (cl_ulong)((rows + t - 1) / t) *
-            (cl_ulong)((cols + t - 1) / t);
+    /* units: strips of 32 x 1024 (CPU devices) or tiles of 16 x 16 (GPUs), over the batch */
+    int64_t th = d->chunked ? STRIP_ROWS : TILE_GPU, tw = d->chunked ? STRIP_COLS : TILE_GPU;
+    int64_t rows = c.shape[c.ndim - 2], cols = c.shape[c.ndim - 1];
+    count = (cl_ulong)(out->numel / rows / cols) * (cl_ulong)((rows + th - 1) / th) *
+            (cl_ulong)((cols + tw - 1) / tw);
     if (d->chunked) {
       cl_ulong items = (cl_ulong)d->compute_units * 4;
       step = (count + items - 1) / items;
