@@ -337,19 +337,20 @@ CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
  *  have finished (the call itself does not wait). NULL-safe. */
 CLT_API void clt_tensor_release(clt_tensor *t);
 
-/** Lazy fusion (docs/performance.md, "Fusion"). On an OpenCL device, an elementwise operation
- *  that returns a new float tensor (f32 or f64 computation) is deferred: the call checks its
+/** Lazy fusion (docs/performance.md, "Fusion"). On an OpenCL device, and on the host for results
+ *  of 65536 elements or more, an elementwise operation that returns a new float tensor (f32 or
+ *  f64 computation) is deferred: the call checks its
  *  arguments, devices, dtypes and shapes, allocates the result and returns it at once, and the
- *  chain of such operations runs later as one generated kernel, when something needs its values
+ *  chain of such operations runs later as one generated kernel (on the host, one pass), when something needs its values
  *  (a reduction, matmul, a copy or transfer, printing, clt_tensor_read, clt_item, a write into an
  *  operand, an event, clt_device_synchronize, a save, an MPI collective, clt_eval) or when the
  *  chain reaches 32 operations. Only the result and the intermediates still held are written to
  *  memory. Results are bit-identical to running the operations one by one. An error while
  *  running the chain is returned by the call that needed its values, naming the operations.
  *  The _out and in-place forms run at once, in one kernel with the deferred chains of their
- *  operands (w -= lr * g is one kernel). Integer, bool, f16 and bf16 computations and host
- *  tensors (whose memory the program may hold pointers to) run at once, as does everything
- *  when CLT_SYNC=1.
+ *  operands (w -= lr * g is one kernel). Integer, bool, f16 and bf16 computations run at once,
+ *  as does everything when CLT_SYNC=1; so does an operation reading host memory the program
+ *  holds a pointer to (clt_tensor_data, DLPack), together with its operands' deferred chains.
  *
  *  clt_set_lazy(1) or (0) turns deferring on or off for the whole process and returns the
  *  previous setting (1 or 0); CLT_LAZY=0 in the environment starts with it off (default: on).
@@ -382,7 +383,9 @@ CLT_API int clt_tensor_is_pinned(const clt_tensor *t);
  *  of it. Returns NULL (last status CLT_ERR_NOT_ON_HOST) for a device tensor: copy it to the
  *  host with clt_to(t, clt_cpu(), &h) first; and NULL (CLT_ERR_INVALID_ARGUMENT) for a view
  *  whose elements are not contiguous: clt_contiguous gives a tensor whose are. For a contiguous
- *  view, the pointer is to its first element. Owned by the tensor. */
+ *  view, the pointer is to its first element. Owned by the tensor. Deferred operations that
+ *  read or write t run first, and from then on every operation reading t's memory runs at its
+ *  call (lazy fusion never reads memory the program may change behind clt's back). */
 CLT_API void *clt_tensor_data(clt_tensor *t);
 
 /** Copies all elements of t (any view), on any device, into dst (C order), blocking until done.
