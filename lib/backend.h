@@ -352,6 +352,7 @@ static inline void clt__part(int64_t n, int64_t parts, int64_t k, int64_t *lo, i
 
 extern const struct clt_backend clt__host_backend;
 extern const struct clt_backend clt__opencl_backend;
+extern const struct clt_backend clt__ref_backend; /* lib/ref/: off unless CLT_REF_DEVICES=N */
 
 /* Host backend pieces (lib/host/). */
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
