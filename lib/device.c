@@ -171,7 +171,9 @@ void clt__device_forget(clt_device *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* Lists the devices of every backend of the table, one backend after the other. Each backend
+/* Lists the devices of every backend of the table, one backend after the other, in an array of
+ * the registry's own: a backend's array stays the backend's (the OpenCL backend keeps its own to
+ * finish its queues at exit), so it is copied, never adopted, grown or freed here. Each backend
  * numbers its contexts from 0; the registry moves each backend's numbers past those of the
  * backends before it, so that equal context_index means one backend and one context (what
  * clt_device_info promises, and what lib/transfer.c copies directly between). */
@@ -184,10 +186,8 @@ static void discover_all(void) {
     clt_device **found = NULL;
     int n = 0;
     device_backends[b]->discover(&found, &n);
-    if (n == 0) {
-      free(found);
+    if (n == 0)
       continue;
-    }
     int next_base = context_base;
     for (int i = 0; i < n; i++) {
       found[i]->context_index += context_base;
@@ -195,22 +195,15 @@ static void discover_all(void) {
         next_base = found[i]->context_index + 1;
     }
     context_base = next_base;
-    if (!devices) { /* the first backend with devices: its list is the registry's */
-      devices = found;
-      ndevices = n;
-      continue;
-    }
     clt_device **all = realloc(devices, (size_t)(ndevices + n) * sizeof *all);
     if (!all) {
       fprintf(stderr,
               "clt: warning: out of host memory while listing the devices of the %s "
               "backend; skipping them\n",
               device_backends[b]->name);
-      free(found); /* the devices themselves stay allocated, unused, until exit */
-      continue;
+      continue; /* the devices themselves stay allocated, unused, until exit */
     }
     memcpy(all + ndevices, found, (size_t)n * sizeof *all);
-    free(found);
     devices = all;
     ndevices += n;
   }

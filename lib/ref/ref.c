@@ -176,6 +176,9 @@ static int wanted(void) {
   return (int)n;
 }
 
+static struct clt_ref_device *ref_devices; /* kept until exit, as the list of them */
+static clt_device **ref_list;
+
 static void ref_discover(clt_device ***out, int *count) {
   *out = NULL;
   *count = 0;
@@ -214,6 +217,8 @@ static void ref_discover(clt_device ***out, int *count) {
     clt__device_setup(d);
     list[i] = d;
   }
+  ref_devices = devs;
+  ref_list = list;
   *out = list;
   *count = n;
 }
