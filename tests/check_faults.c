@@ -409,7 +409,8 @@ static void child(const walk_config *c, long n, report *r) {
   int nd = 1;
   devs[0] = clt_cpu();
   for (int i = 0; i < clt_device_count() && nd < CU_MAX_DEVICES; i++)
-    devs[nd++] = clt_device_at(i);
+    if (cu_is_cl(clt_device_at(i))) /* the walk counts OpenCL objects (cl_objects) */
+      devs[nd++] = clt_device_at(i);
   if (nd < 2) {
     flag(r, "no OpenCL device");
     return;
