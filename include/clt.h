@@ -171,7 +171,8 @@ typedef enum clt_device_kind {
   CLT_DEVICE_CL_CPU,         /**< an OpenCL CPU device (PoCL, Intel CPU runtime) */
   CLT_DEVICE_CL_GPU,         /**< an OpenCL GPU */
   CLT_DEVICE_CL_ACCELERATOR, /**< an OpenCL accelerator (CL_DEVICE_TYPE_ACCELERATOR) */
-  CLT_DEVICE_CL_OTHER        /**< any other OpenCL device type */
+  CLT_DEVICE_CL_OTHER        /**< any other OpenCL device type, or a device of another
+                                  backend (the reference devices ref:N of CLT_REF_DEVICES) */
 } clt_device_kind;
 
 /** What is known about a device. Strings are owned by clt, valid until exit. */
@@ -188,17 +189,19 @@ typedef struct clt_device_info {
   uint64_t max_alloc_bytes;   /**< largest single buffer */
   int compute_units;          /**< compute units (logical CPUs for the host) */
   int fp64;                   /**< 1 if f64 tensors are supported */
-  int platform_index;         /**< -1 for the host */
+  int platform_index;         /**< -1 for the host and the reference devices */
   int context_index;          /**< devices with equal context_index copy directly; -1 host */
 } clt_device_info;
 
 /** The host device, "cpu". Never NULL. */
 CLT_API clt_device *clt_cpu(void);
 
-/** Number of OpenCL devices found (the host is not counted; it always exists). */
+/** Number of devices found besides the host (which always exists): the OpenCL devices, then
+ *  the reference devices that CLT_REF_DEVICES asks for (none by default). */
 CLT_API int clt_device_count(void);
 
-/** The OpenCL device "cl:<index>", or NULL (with the last error set) if out of range. */
+/** Device number index of clt_device_count(): the OpenCL device "cl:<index>" for the first
+ *  ones, then "ref:0", ...; NULL (with the last error set) if out of range. */
 CLT_API clt_device *clt_device_at(int index);
 
 /** Looks a device up by name ("cpu", "cl:0", ...). On an unknown name returns

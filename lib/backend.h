@@ -292,12 +292,12 @@ struct clt_backend {
   clt_status (*buffer_retain)(clt_device *dev, void *buf, const char *fn);
   void (*buffer_free)(clt_storage *s);
   /* (optional: device backends) Discovery, run once by lib/device.c's registry, which lists the
-   * devices of every backend of its table in turn: sets *out to a malloc'ed array of pointers to
-   * the *count devices of this kind (kept until exit; NULL and 0 when there are none), each
-   * named, described and opened (clt__device_setup, then whatever the backend needs: the OpenCL
-   * backend's context and queue). Each device is allocated by the backend, inside a struct of its
-   * own that begins with the struct clt_device. Devices that cannot be opened are left out with a
-   * warning on stderr. */
+   * devices of every backend of its table in turn: sets *out to an array of pointers to the
+   * *count devices of this kind (the backend's, kept until exit: the registry copies the pointers
+   * and never frees or grows it; NULL and 0 when there are none), each named, described and
+   * opened (clt__device_setup, then whatever the backend needs: the OpenCL backend's context and
+   * queue). Each device is allocated by the backend, inside a struct of its own that begins with
+   * the struct clt_device. Devices that cannot be opened are left out with a warning on stderr. */
   void (*discover)(clt_device ***out, int *count);
   /* (optional: device backends) The events on storages, which the backend records in their
    * write_ev/write_q and read_ev/read_q and marks as its own by setting s->order to its table:
@@ -358,6 +358,7 @@ static inline void clt__part(int64_t n, int64_t parts, int64_t k, int64_t *lo, i
 
 extern const struct clt_backend clt__host_backend;
 extern const struct clt_backend clt__opencl_backend;
+extern const struct clt_backend clt__ref_backend; /* lib/ref/: off unless CLT_REF_DEVICES=N */
 
 /* Host backend pieces (lib/host/). */
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,

@@ -62,12 +62,13 @@ void clt__afile_abort(clt__afile *f);
  * struct clt_cl_device, with the platform, context, queue and program cache), so no field here
  * is of a device API's type. */
 struct clt_device {
-  int index; /* -1 for the host, else the n of "cl:n" */
+  int index; /* -1 for the host, else the backend's own number: the n of "cl:n", "ref:n" */
   char name[16];
   clt_device_kind kind;
   const struct clt_backend *backend;
   /* Which context of its backend the device is in (devices of one context copy buffers to each
-   * other directly) and which platform, numbered from 0 in discovery order; -1 on the host. */
+   * other directly) and which platform, numbered from 0 in discovery order; -1 on the host. The
+   * registry moves each backend's context numbers past the previous backends' (device.c). */
   int context_index;
   int platform_index;
   bool fp64;
@@ -129,7 +130,7 @@ clt_device *const *clt__device_list(int *count);
  * (lib/opencl/order.c owns the events). */
 typedef struct clt_storage {
   atomic_int refs;
-  clt_device *dev; /* where it lives: the host (host/pinned memory) or an OpenCL device */
+  clt_device *dev; /* where it lives: the host (host/pinned memory) or a device of a backend */
   size_t bytes;
   void *host;           /* host memory (host tensors), or the mapped pointer when pinned */
   void *buf;            /* device buffer; for pinned host memory the buffer behind it */

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 /* The device backends whose devices follow the host's, in this order (clt_device_at's indices).
- * A new backend adds its table here. */
-static const struct clt_backend *const device_backends[] = {&clt__opencl_backend};
+ * A new backend adds its table here, after the OpenCL one, so that cl:N stays clt_device_at(N).
+ * The reference backend (lib/ref/) lists devices only when CLT_REF_DEVICES asks for them. */
+static const struct clt_backend *const device_backends[] = {&clt__opencl_backend,
+                                                            &clt__ref_backend};
 
 static clt_device host_device;
 static clt_device **devices; /* every backend's devices, in device_backends order */
@@ -169,35 +171,39 @@ void clt__device_forget(clt_device *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* Lists the devices of every backend of the table, one backend after the other. */
+/* Lists the devices of every backend of the table, one backend after the other, in an array of
+ * the registry's own: a backend's array stays the backend's (the OpenCL backend keeps its own to
+ * finish its queues at exit), so it is copied, never adopted, grown or freed here. Each backend
+ * numbers its contexts from 0; the registry moves each backend's numbers past those of the
+ * backends before it, so that equal context_index means one backend and one context (what
+ * clt_device_info promises, and what lib/transfer.c copies directly between). */
 static void discover_all(void) {
   const size_t nb = sizeof device_backends / sizeof device_backends[0];
+  int context_base = 0;
   for (size_t b = 0; b < nb; b++) {
     if (!device_backends[b]->discover)
       continue;
     clt_device **found = NULL;
     int n = 0;
     device_backends[b]->discover(&found, &n);
-    if (n == 0) {
-      free(found);
+    if (n == 0)
       continue;
+    int next_base = context_base;
+    for (int i = 0; i < n; i++) {
+      found[i]->context_index += context_base;
+      if (found[i]->context_index + 1 > next_base)
+        next_base = found[i]->context_index + 1;
     }
-    if (!devices) { /* the first backend with devices: its list is the registry's */
-      devices = found;
-      ndevices = n;
-      continue;
-    }
+    context_base = next_base;
     clt_device **all = realloc(devices, (size_t)(ndevices + n) * sizeof *all);
     if (!all) {
       fprintf(stderr,
               "clt: warning: out of host memory while listing the devices of the %s "
               "backend; skipping them\n",
               device_backends[b]->name);
-      free(found); /* the devices themselves stay allocated, unused, until exit */
-      continue;
+      continue; /* the devices themselves stay allocated, unused, until exit */
     }
     memcpy(all + ndevices, found, (size_t)n * sizeof *all);
-    free(found);
     devices = all;
     ndevices += n;
   }
@@ -242,7 +248,9 @@ clt_device *clt_device_at(int index) {
   ensure_registry();
   if (index < 0 || index >= ndevices) {
     clt__error(CLT_ERR_DEVICE_NOT_FOUND, "clt_device_at",
-               "index %d is out of range: there are %d OpenCL devices", index, ndevices);
+               "index %d is out of range: clt_device_count() is %d (the devices besides cpu, "
+               "numbered from 0)",
+               index, ndevices);
     return NULL;
   }
   return devices[index];

@@ -300,11 +300,12 @@ static clt_status out_of_memory(clt_device *dev, size_t bytes, int err, const ch
                       a, dev->name, h, g, m);
   const struct clt_backend *b = dev->backend;
   return clt__error(b->error_is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
-                    "cannot allocate %s on %s: clCreateBuffer failed with %s (%d), also after "
-                    "emptying clt's cache of %s (tensors there hold %s; the device has %s, largest "
-                    "buffer %s); release tensors you no longer need or use smaller ones; "
-                    "clt_device_empty_cache(NULL) frees the blocks cached for other devices too",
-                    a, dev->name, b->error_name(err), err, dev->name, h, g, m);
+                    "cannot allocate %s on %s: the %s backend's allocation failed with %s (%d), "
+                    "also after emptying clt's cache of %s (tensors there hold %s; the device has "
+                    "%s, largest buffer %s); release tensors you no longer need or use smaller "
+                    "ones; clt_device_empty_cache(NULL) frees the blocks cached for other devices "
+                    "too",
+                    a, dev->name, b->name, b->error_name(err), err, dev->name, h, g, m);
 }
 
 clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out) {
@@ -364,10 +365,14 @@ clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char 
   size_t alloc = bytes ? bytes : 1;
   if ((uint64_t)alloc > near->max_alloc)
     return too_large(near, alloc, "pinned host memory", fn);
+  const struct clt_backend *b = near->backend;
+  if (!b->pinned_alloc) /* (optional) */
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "%s has no pinned host memory; use plain host memory (clt_empty on cpu)",
+                      near->name);
   clt_storage *s = storage_new(clt_cpu(), bytes);
   if (!s)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  const struct clt_backend *b = near->backend;
   int err = b->pinned_alloc(near, s, alloc);
   if (err != 0 && b->error_is_oom(err)) {
     /* Pinned memory is host memory: give back what the caches hold there, and try again. */

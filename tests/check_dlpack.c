@@ -158,7 +158,7 @@ END_TEST
 START_TEST(test_opencl_round_trip) {
   if (!cu_need_cl("test_opencl_round_trip", 1))
     return;
-  for (int k = 0; k < clt_device_count() && k < 2; k++) {
+  for (int k = 0; k < cu_cl_count() && k < 2; k++) {
     clt_device *d = clt_device_at(k);
     clt_tensor *t, *u, *one;
     int64_t n = 1000;

@@ -498,6 +498,11 @@ START_TEST(test_dlpack) {
   int64_t n = 40;
   clt_dtype dt = halves[_i]; /* a loop test: f16, then bf16 */
   for (int d = 0; d < ndev; d++) {
+    if (!clt_device_is_host(devs[d]) && !cu_is_cl(devs[d])) {
+      cu_skip("test_dlpack", "DLPack describes host memory and OpenCL buffers only: ref:N is "
+                             "refused (tests/check_ref.c)");
+      continue;
+    }
     uint16_t *p = pattern(dt, n);
     clt_tensor *t = cu_tensor(p, dt, 1, &n, devs[d]), *u;
     DLManagedTensor *m;

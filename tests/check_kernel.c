@@ -63,7 +63,7 @@ static void assert_has(const char *what) {
 START_TEST(test_kernel_results) {
   if (!cu_need_cl("test_kernel_results", 1))
     return;
-  for (int di = 0; di < clt_device_count() && di < 2; di++) {
+  for (int di = 0; di < cu_cl_count() && di < 2; di++) {
     clt_device *d = clt_device_at(di);
     int n = small_n(d) + 3; /* not a multiple of the work-group */
     int64_t shape[1] = {n};
@@ -156,7 +156,7 @@ END_TEST
 START_TEST(test_kernel_views) {
   if (!cu_need_cl("test_kernel_views", 1))
     return;
-  clt_device *d = clt_device_at(clt_device_count() > 1 ? 1 : 0);
+  clt_device *d = clt_device_at(cu_cl_count() > 1 ? 1 : 0);
   enum { N = 40, S = 3, M = 20 };
   int64_t shape[1] = {N};
   float *x = host_data(N, 3), *y = host_data(N, 4);
@@ -226,7 +226,7 @@ static void ordering(void) {
                             "  b[i] = a[i] + 1.0f;\n"
                             "  a[i] = 2.0f * a[i];\n"
                             "}\n";
-  int nd = clt_device_count() > 1 ? 2 : 1;
+  int nd = cu_cl_count() > 1 ? 2 : 1;
   for (int di = 0; di < nd; di++) {
     clt_device *d = clt_device_at(di);
     int n = small_n(d);
@@ -326,7 +326,7 @@ START_TEST(test_kernel_devices_refused) {
   CU_FAILS(clt_kernel_set_tensor(k, 0, h, CLT_READ), CLT_ERR_UNSUPPORTED, "clt_kernel_set_tensor");
   assert_has("clt_to");
   assert_has("OpenCL device");
-  if (clt_device_count() > 1) {
+  if (cu_cl_count() > 1) {
     CU_OK(clt_ones(CLT_F32, 1, shape, clt_device_at(1), &t1));
     float a = 1;
     int n = 8;
@@ -566,7 +566,7 @@ END_TEST
 START_TEST(test_device_cl_handles) {
   if (!cu_need_cl("test_device_cl_handles", 1))
     return;
-  for (int i = 0; i < clt_device_count(); i++) {
+  for (int i = 0; i < cu_cl_count(); i++) {
     clt_device *d = clt_device_at(i);
     cl_platform_id p = NULL;
     cl_device_id id = NULL;
@@ -699,7 +699,7 @@ END_TEST
 START_TEST(test_acquire_release) {
   if (!cu_need_cl("test_acquire_release", 1))
     return;
-  clt_device *d = clt_device_at(clt_device_count() > 1 ? 1 : 0);
+  clt_device *d = clt_device_at(cu_cl_count() > 1 ? 1 : 0);
   cl_context ctx;
   cl_device_id id;
   CU_OK(clt_device_cl(d, NULL, &id, &ctx, NULL));
@@ -877,7 +877,7 @@ START_TEST(test_kernel_threads) {
   /* Oclgrind is not thread-safe (tests/oclgrind/threads.c): its devices are left out. */
   clt_device *devs[CU_MAX_DEVICES];
   int nd = 0;
-  for (int i = 0; i < clt_device_count() && nd < CU_MAX_DEVICES; i++)
+  for (int i = 0; i < cu_cl_count() && nd < CU_MAX_DEVICES; i++)
     if (!cu_is_oclgrind(clt_device_at(i)))
       devs[nd++] = clt_device_at(i);
   if (nd == 0) {

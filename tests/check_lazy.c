@@ -102,17 +102,22 @@ START_TEST(test_lazy_bit_identical) {
     clt_set_lazy(1);
     clt_tensor *lazy = chain(a, b, row, n, &keep_l);
     clt_lazy_stats mid = stats();
-    ck_assert_msg(mid.deferred - before.deferred == 14 && mid.evaluations == before.evaluations,
+    /* only a backend with a fused member defers: OpenCL's and the host's (not ref:0's) */
+    bool fuses = d->backend->fused != NULL;
+    if (fuses)
+      ck_assert_msg(mid.deferred - before.deferred == 14 && mid.evaluations == before.evaluations,
                     "%s: %ld deferred, %ld evaluations before any read", cu_dev_name(d),
                     mid.deferred - before.deferred, mid.evaluations - before.evaluations);
     float *lv = cu_read(lazy);
     float *kl = cu_read(keep_l);
     clt_lazy_stats after = stats();
-    /* one kernel (one pass on the host) for the fourteen ops, which wrote the held
-     * intermediate too */
-    ck_assert_msg(after.evaluations - mid.evaluations == 1 && after.ops - mid.ops == 14,
-                  "%s: %ld kernels computing %ld ops", cu_dev_name(d),
-                  after.evaluations - mid.evaluations, after.ops - mid.ops);
+    if (fuses) {
+      /* one kernel (one pass on the host) for the fourteen ops, which wrote the held
+       * intermediate too */
+      ck_assert_msg(after.evaluations - mid.evaluations == 1 && after.ops - mid.ops == 14,
+                    "%s: %ld kernels computing %ld ops", cu_dev_name(d),
+                    after.evaluations - mid.evaluations, after.ops - mid.ops);
+    }
     clt_set_lazy(0);
     clt_tensor *eager = chain(a, b, row, n, &keep_e);
     clt_set_lazy(1);
@@ -222,7 +227,8 @@ START_TEST(test_lazy_result_written_later) {
       clt_lazy_stats s0 = stats();
       CU_OK(clt_mul(a, b, &c)); /* c = a / 2 */
       CU_OK(clt_add(c, b, &e)); /* e = a / 2 + 0.5, a chain continuing c's */
-      ck_assert_msg(stats().deferred == s0.deferred + 2, "%s: not deferred", cu_dev_name(d));
+      ck_assert_msg(!d->backend->fused || stats().deferred == s0.deferred + 2, "%s: not deferred",
+                    cu_dev_name(d));
       switch (how) {
       case 0:
         CU_OK(clt_add_(c, b));

@@ -41,6 +41,7 @@ int main(void) {
   srunner_add_suite(sr, views_suite());
   srunner_add_suite(sr, kernel_suite());
   srunner_add_suite(sr, lazy_suite());
+  srunner_add_suite(sr, ref_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

@@ -343,7 +343,7 @@ START_TEST(test_cl_many_buffers) {
   setenv("POCL_MEMORY_LIMIT", "1", 1);
   if (!cu_need_cl("test_cl_many_buffers", 1))
     return;
-  for (int v = 0; v < clt_device_count(); v++)
+  for (int v = 0; v < cu_cl_count(); v++)
     many_buffers(clt_device_at(v));
 }
 END_TEST

@@ -166,7 +166,7 @@ enum {
 /* In a child: clt_add of two 1000-element f32 tensors of ones on cl:0, checks the result, that
  * the disk cache gave want_hits programs (-1: any) and is in dir (NULL: off). */
 static int cache_child(long want_hits, const char *dir) {
-  if (clt_device_count() < 1)
+  if (cu_cl_count() < 1)
     return CHILD_NO_CL;
   clt_device *d = clt_device_at(0);
   if (!d)
@@ -414,7 +414,7 @@ static void count_entry(const clt_kernel_cache_entry *e, void *ctx) {
 /* In a child: warms cl:0, then checks that list shows the entries the directory holds and that
  * clear removes them all and only them (dir also holds keep.txt). Exit statuses as cache_child. */
 static int api_child(const char *dir) {
-  if (clt_device_count() < 1)
+  if (cu_cl_count() < 1)
     return CHILD_NO_CL;
   const char *got = clt_kernel_cache_dir();
   if (!got || strcmp(got, dir) != 0)

@@ -456,7 +456,7 @@ START_TEST(test_data) {
     const char *msg = clt_last_error();
     cu_assert_prefix(msg, "clt_tensor_data", "clt_tensor_data of a device tensor");
     char want[32];
-    snprintf(want, sizeof want, "tensor is on cl:%d", i);
+    snprintf(want, sizeof want, "tensor is on %s", clt_device_name(dev));
     ck_assert_msg(strstr(msg, want) != NULL, "message lacks \"%s\": %s", want, msg);
     ck_assert_msg(strstr(msg, "clt_to(t, clt_cpu()") != NULL,
                   "message lacks \"clt_to(t, clt_cpu()\": %s", msg);
@@ -534,7 +534,7 @@ END_TEST
 START_TEST(test_pinned) {
   if (!cu_need_cl("test_pinned", 1))
     return;
-  int ncl = clt_device_count() < 2 ? 1 : 2;
+  int ncl = cu_cl_count() < 2 ? 1 : 2;
   int64_t shape[2] = {37, 29};
   cu_rng r;
   cu_rng_seed(&r, 5);

@@ -46,8 +46,17 @@ int cu_devices(clt_device **devs) {
   return n;
 }
 
+bool cu_is_cl(const clt_device *d) { return strncmp(clt_device_name(d), "cl:", 3) == 0; }
+
+int cu_cl_count(void) {
+  int n = 0;
+  for (int i = 0; i < clt_device_count(); i++)
+    n += cu_is_cl(clt_device_at(i));
+  return n;
+}
+
 int cu_need_cl(const char *test, int n) {
-  int count = clt_device_count();
+  int count = cu_cl_count();
   if (count >= n)
     return 1;
   char why[128];

@@ -40,6 +40,7 @@ Suite *threads_suite(void);
 Suite *fuzz_suite(void);
 Suite *oom_suite(void);    /* check_oom.c: out of memory (reliability) */
 Suite *faults_suite(void); /* check_faults.c: injected faults (reliability) */
+Suite *ref_suite(void);    /* check_ref.c: the reference backend, lib/ref/ (issue 12) */
 
 /* 1 when Check runs each test in its own child process (the default); set by check_main.c
  * before any test runs. Tests that need a fresh process (environment variables read once at
@@ -55,8 +56,15 @@ void cu_skip(const char *test, const char *why);
 /* ---- devices ------------------------------------------------------------------------------ */
 #define CU_MAX_DEVICES 16
 
-/* Fills devs with cpu, cl:0, cl:1, ... (at most CU_MAX_DEVICES) and returns how many. */
+/* Fills devs with cpu and every device of the registry, cl:0, cl:1, ... and then those of other
+ * backends (ref:0 under CLT_REF_DEVICES=1), at most CU_MAX_DEVICES, and returns how many. */
 int cu_devices(clt_device **devs);
+
+/* Whether d is an OpenCL device ("cl:N"): what a test of an OpenCL-only feature (user kernels,
+ * cl_mem handles, the program cache, matmul's OpenCL paths) runs on. The OpenCL devices are
+ * clt_device_at(0) to clt_device_at(cu_cl_count() - 1), before any other backend's. */
+bool cu_is_cl(const clt_device *d);
+int cu_cl_count(void);
 
 /* 1 if there are at least n OpenCL devices; otherwise prints a skip message and gives 0. */
 int cu_need_cl(const char *test, int n);

@@ -3,7 +3,8 @@
 #
 # Points the ICD loader at an empty vendors directory (OCL_ICD_VENDORS), so that
 # clGetPlatformIDs finds nothing, then checks that clt-devices lists only cpu and that an
-# ordinary program (tests/outside) computes on cpu. Run by 'make check' with $top_builddir set;
+# ordinary program (tests/outside) computes on cpu, and on ref:0 when CLT_REF_DEVICES=1 asks for
+# the reference backend, which needs no OpenCL. Run by 'make check' with $top_builddir set;
 # the programs may be libtool wrapper scripts, which is fine.
 # Exit status: 0 pass, 1 fail, 99 hard error (automake's conventions).
 
@@ -15,6 +16,8 @@ trap 'exit 99' HUP INT TERM
 OCL_ICD_VENDORS=$tmpdir
 export OCL_ICD_VENDORS
 unset CLT_DEVICE
+# the host alone: no reference devices either (step 5 asks for one)
+unset CLT_REF_DEVICES
 
 status=0
 fail() {
@@ -69,6 +72,19 @@ if [ "$rc" -eq 0 ]; then
 else
   cat "$tmpdir/fallback.out" "$tmpdir/fallback.err"
   fail "CLT_DEVICE=cl:0 outside exited with status $rc"
+fi
+
+# 5. A device of another backend needs no OpenCL: ref:0 (CLT_REF_DEVICES=1, lib/ref/) computes,
+# and is never the default.
+CLT_REF_DEVICES=1 "$top_builddir"/tests/outside >"$tmpdir/ref.out" 2>"$tmpdir/ref.err"
+rc=$?
+if [ "$rc" -eq 0 ]; then
+  grep -q '^default: cpu$' "$tmpdir/ref.out" || fail "CLT_REF_DEVICES=1: default is not cpu"
+  grep -q '^add on ref:0: 42$' "$tmpdir/ref.out" || fail "CLT_REF_DEVICES=1: no add on ref:0"
+  grep -q '^outside: ok$' "$tmpdir/ref.out" || fail "CLT_REF_DEVICES=1: outside failed"
+else
+  cat "$tmpdir/ref.out" "$tmpdir/ref.err"
+  fail "CLT_REF_DEVICES=1 outside exited with status $rc"
 fi
 
 [ "$status" -eq 0 ] && echo "no_opencl: ok"

@@ -44,6 +44,12 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out) {
   if (!out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   clt_storage *s = t->storage;
+  if (s->dev->kind != CLT_DEVICE_HOST && !clt__cl_device_context(s->dev))
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "t is on %s, whose memory DLPack cannot describe (clt exports host memory "
+                      "as kDLCPU and OpenCL buffers as kDLOpenCL); copy it with clt_to(t, "
+                      "clt_cpu(), &h) and export the copy",
+                      s->dev->name);
   /* The consumer knows nothing of clt's queues: finish what is pending on the memory. */
   if ((st = clt__storage_host_wait(s, true, fn)) != CLT_OK)
     return st;

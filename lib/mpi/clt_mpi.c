@@ -711,6 +711,18 @@ static clt_status move_run(const move *m, clt_status *local) {
 
 static _Thread_local char device_reason[256];
 
+/* How many OpenCL devices there are: the registry lists them first (clt_device_at(0) on), then
+ * the devices of other backends (ref:0 under CLT_REF_DEVICES), which have no cl_mem to stage
+ * through and are left to the user. */
+static int cl_device_count(void) {
+  int n = 0;
+  while (n < clt_device_count() &&
+         clt_device_cl(clt_device_at(n), NULL, NULL, NULL, NULL) == CLT_OK)
+    n++;
+  clt_clear_error();
+  return n;
+}
+
 const char *clt_mpi_device_reason(void) { return device_reason; }
 
 clt_status clt_mpi_device(MPI_Comm comm, clt_device **out) {
@@ -731,7 +743,7 @@ clt_status clt_mpi_device(MPI_Comm comm, clt_device **out) {
     return mpi_error(fn, rc, "MPI_Comm_rank on the node communicator");
   if (!out)
     return clt_set_error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  int n = clt_device_count();
+  int n = cl_device_count();
   clt_device *d = n > 0 ? clt_device_at(lrank % n) : NULL;
   if (!d) {
     clt_clear_error();

@@ -13,8 +13,11 @@ int clt_internal_mpi_version(void) { return CLT_INTERNAL_MPI_VERSION; }
 clt_status clt_internal_tensor_cl(const clt_tensor *t, cl_command_queue *queue, cl_mem *mem,
                                   size_t *offset, const char *fn) {
   clt_device *d = t->storage->dev;
-  if (clt_device_is_host(d) || !t->storage->buf)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "the tensor is not in OpenCL device memory");
+  if (d->backend != &clt__opencl_backend || !t->storage->buf)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the tensor is on %s, not in OpenCL device memory; copy it to cpu or an "
+                      "OpenCL device with clt_to() first",
+                      d->name);
   *queue = clt__cl(d)->queue;
   *mem = t->storage->buf;
   *offset = t->offset;

@@ -136,9 +136,10 @@ static clt_status check_device_tensor(const clt_tensor *t, const char *fn) {
     return st;
   if (t->storage->dev->backend != &clt__opencl_backend)
     return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                      "t is on %s, which has no OpenCL buffers; use clt_tensor_data, or move it "
-                      "with clt_to(t, dev, &t_dev) first",
-                      t->storage->dev->name);
+                      "t is on %s, which has no OpenCL buffers; move it to an OpenCL device "
+                      "with clt_to(t, dev, &t_dev) first%s",
+                      t->storage->dev->name,
+                      t->storage->dev->kind == CLT_DEVICE_HOST ? " (or use clt_tensor_data)" : "");
   return CLT_OK;
 }
 

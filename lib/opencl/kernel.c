@@ -230,11 +230,11 @@ clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t, int ac
                       "with CLT_OFFSET",
                       access);
   clt_device *dev = t->storage->dev;
-  if (dev->kind == CLT_DEVICE_HOST)
+  if (dev->backend != &clt__opencl_backend)
     return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                      "t (argument %d of kernel %s) is on cpu, but a kernel runs on an OpenCL "
+                      "t (argument %d of kernel %s) is on %s, but a kernel runs on an OpenCL "
                       "device; move it with clt_to(t, dev, &t_dev) first",
-                      index, k->name);
+                      index, k->name, dev->name);
   if (!t->contiguous)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "t (argument %d of kernel %s) is a view whose elements are not contiguous "
