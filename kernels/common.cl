@@ -27,6 +27,29 @@
 #define CLT_FOR_EACH(i, n, step) for (ulong i = get_global_id(0); i < (ulong)(n); i += (step))
 #endif
 
+/* The integer helpers of the op table (include/clt_ops.h), one owner for kernels/elementwise.cl
+ * (its compute type) and kernels/fused.cl (each integer type a chain computes in).
+ * CLT_DEFINE_IPOW(NAME, TC, UTC) defines TC NAME(TC a, TC b): integer power by squaring in the
+ * unsigned type UTC (wraps); negative exponents give 0 unless the base is 1 or -1, as integer
+ * division would.
+ * CLT_IABS_AS(TC, a) is the built-in abs (unsigned result; |INT_MIN| wraps back to INT_MIN as
+ * on the host). Not the select (a < 0 ? 0 - a : a): clang turns that into llvm.abs, an
+ * intrinsic Oclgrind cannot run. */
+#define CLT_DEFINE_IPOW(NAME, TC, UTC)                                                           \
+  TC NAME(TC a, TC b) {                                                                          \
+    if (b < 0)                                                                                   \
+      return a == (TC)1 ? (TC)1 : a == (TC)-1 ? (((b & 1) != 0) ? (TC)-1 : (TC)1) : (TC)0;       \
+    UTC r = 1, x = (UTC)a;                                                                       \
+    while (b > 0) {                                                                              \
+      if (b & 1)                                                                                 \
+        r *= x;                                                                                  \
+      x *= x;                                                                                    \
+      b >>= 1;                                                                                   \
+    }                                                                                            \
+    return (TC)r;                                                                                \
+  }
+#define CLT_IABS_AS(TC, a) ((TC)abs(a))
+
 /* Strided geometry of an elementwise op (views and broadcasting): the result's shape, the
  * element strides of the result (so) and of each operand (s0, s1, s2; 0 on broadcast
  * dimensions), and the element offsets of the result and the operands (off[0], off[1..3]).

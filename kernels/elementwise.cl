@@ -47,24 +47,10 @@ float clt_round_f16(float x) {
 }
 float clt_round_bf16(float x) { return clt_bf16_to_f32(clt_f32_to_bf16(x)); }
 #if !CLT_FLOAT
-/* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless
- * the base is 1 or -1, as integer division would. */
-TC clt_ipow(TC a, TC b) {
-  if (b < 0)
-    return a == (TC)1 ? (TC)1 : a == (TC)-1 ? (((b & 1) != 0) ? (TC)-1 : (TC)1) : (TC)0;
-  UTC r = 1, x = (UTC)a;
-  while (b > 0) {
-    if (b & 1)
-      r *= x;
-    x *= x;
-    b >>= 1;
-  }
-  return (TC)r;
-}
+/* The integer helpers, kernels/common.cl's, for this compute type */
+CLT_DEFINE_IPOW(clt_ipow, TC, UTC)
 #define CLT_IPOW(a, b) clt_ipow(a, b)
-/* The built-in abs (unsigned result; |INT_MIN| wraps back to INT_MIN as on the host). Not the
- * select (a < 0 ? 0 - a : a): clang turns that into llvm.abs, an intrinsic Oclgrind cannot run. */
-#define CLT_IABS(a) ((TC)abs(a))
+#define CLT_IABS(a) CLT_IABS_AS(TC, a)
 #endif
 
 #if ARITY == 1

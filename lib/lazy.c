@@ -463,10 +463,11 @@ static bool fits(const clt_op *op, const clt_tensor *like, clt_lazy *const *chai
 }
 
 /* Whether op over in, computing in `compute`, into a result of dtype `dtype`, can be a node:
- * floating-point computations only, for now (integer ops' wrapping and helper functions are per
- * compute type in kernels/elementwise.cl), and no f16/bf16 (they round at every store). */
+ * f32, f64, integer and bool computations (a fused kernel computes each node in its own compute
+ * type, integer wrapping and helpers included, and converts it as that op's kernel stores it),
+ * but nothing of f16 or bf16 (they round at every store and load through conversions). */
 static bool fusable(const clt_op *op, clt_tensor *const *in, clt_dtype compute, clt_dtype dtype) {
-  if ((compute != CLT_F32 && compute != CLT_F64) || clt__dtype_is_half(dtype))
+  if (clt__dtype_is_half(compute) || clt__dtype_is_half(dtype))
     return false;
   for (int k = 0; k < op->arity; k++)
     if (clt__dtype_is_half(in[k]->dtype))

@@ -152,6 +152,210 @@ START_TEST(test_lazy_bit_identical) {
 }
 END_TEST
 
+/* ---- integer and bool chains ---------------------------------------------------------------
+ * Every way an integer or bool computation differs from a float one, in one deferred chain
+ * compared byte for byte with the eager ops: i32, i64 and u8 arithmetic that wraps around
+ * (multiplies, negation, u8 sums past 255), integer pow with negative exponents, abs of the
+ * smallest integer, true division of integers (f32, by zero too) and back, comparisons into
+ * bool, logical ops and bool arithmetic (| and &), where on them, casts from float to every
+ * integer dtype and bool (saturating, NaN giving 0), integer to float, bool to integer, integer
+ * scalars and a broadcast row: 41 ops. */
+/* 640 elements: no u8 or bool result takes the 512-byte slot of a released scalar, which
+ * Oclgrind's uninitialized-value checker would then report (tests/oclgrind/known-reports) */
+#define IR 8
+#define IC 80
+#define IN (IR * IC)
+#define INT_OUTS 18
+
+typedef struct int_inputs {
+  clt_tensor *x, *y, *s, *row, *z, *u, *f;
+} int_inputs;
+
+static void make_int_inputs(clt_device *d, int_inputs *in) {
+  static int32_t x[IN], y[IN], s[IN], row[IC];
+  static int64_t z[IN];
+  static uint8_t u[IN];
+  static float f[IN];
+  cu_rng r;
+  cu_rng_seed(&r, 1234);
+  for (int k = 0; k < IN; k++) {
+    x[k] = (int32_t)(uint32_t)cu_rng_next(&r);
+    y[k] = (int32_t)(cu_rng_next(&r) % 36) - 4; /* [-4, 31]: pow's exponents */
+    s[k] = (int32_t)(cu_rng_next(&r) % 7) - 3;  /* [-3, 3]: pow's bases */
+    z[k] = (int64_t)cu_rng_next(&r);
+    u[k] = (uint8_t)cu_rng_next(&r);
+    f[k] = (float)((cu_rng_uniform(&r) - 0.5) * 2e10);
+  }
+  for (int c = 0; c < IC; c++)
+    row[c] = (int32_t)(uint32_t)cu_rng_next(&r);
+  /* the edges, at known places (checked after the run) */
+  const int32_t xe[] = {INT32_MIN, INT32_MAX, -1, 0, 1, 46341, -46341};
+  memcpy(x, xe, sizeof xe);
+  const int32_t sb[] = {-1, 2, 1, -1, 3, -3, 0, 0}, ye[] = {-3, -1, -7, -4, 31, 21, 0, -2};
+  memcpy(s, sb, sizeof sb);
+  memcpy(y, ye, sizeof ye);
+  z[0] = INT64_MIN;
+  z[1] = INT64_MAX;
+  u[0] = 100;
+  u[1] = 255;
+  u[2] = 0;
+  const float fe[] = {NAN, INFINITY, -INFINITY, 1e20f, -3e9f, -0.5f, 2147483648.0f, 2.7f,
+                      -2.7f, 300.0f, -1.5f, 255.9f, 0.0f, -0.0f, 2147483520.0f, -2147483648.0f};
+  memcpy(f, fe, sizeof fe);
+  int64_t sh[2] = {IR, IC}, rs[1] = {IC};
+  in->x = cu_tensor(x, CLT_I32, 2, sh, d);
+  in->y = cu_tensor(y, CLT_I32, 2, sh, d);
+  in->s = cu_tensor(s, CLT_I32, 2, sh, d);
+  in->row = cu_tensor(row, CLT_I32, 1, rs, d);
+  in->z = cu_tensor(z, CLT_I64, 2, sh, d);
+  in->u = cu_tensor(u, CLT_U8, 2, sh, d);
+  in->f = cu_tensor(f, CLT_F32, 2, sh, d);
+}
+
+/* The chain; out[] gets the INT_OUTS results it holds, the rest is released at once. */
+static void int_chain(const int_inputs *in, clt_tensor **out) {
+  clt_tensor *t1, *t2, *t3, *t4, *t5, *t6, *t7, *t8, *t9, *t10, *t11, *t12, *t13, *t14, *t15, *t16,
+      *t17, *c1, *c2, *c3, *c4, *c5, *c6, *c7, *w1, *w2, *fi, *fu, *fl, *fb, *r1, *r2, *r3, *r4,
+      *r5, *q, *qi, *r6, *sg, *r7, *r8;
+  CU_OK(clt_mul(in->x, in->x, &t1)); /* i32, wraps */
+  CU_OK(clt_add(t1, in->y, &t2));
+  CU_OK(clt_pow(in->s, in->y, &t3)); /* negative exponents */
+  CU_OK(clt_abs(in->x, &t4));        /* |INT32_MIN| */
+  CU_OK(clt_neg(t4, &t5));
+  CU_OK(clt_sub(t5, in->row, &t6)); /* a broadcast row */
+  CU_OK(clt_mul_scalar(t6, 3, &t7)); /* an i32 scalar */
+  CU_OK(clt_cast(t6, CLT_I64, &t8));
+  CU_OK(clt_mul(t8, in->z, &t9)); /* i64, wraps */
+  CU_OK(clt_pow(t9, in->y, &t10)); /* i64 pow of i64 and i32 */
+  CU_OK(clt_abs(in->z, &t11));     /* |INT64_MIN| */
+  CU_OK(clt_mul(in->u, in->u, &t12)); /* u8, wraps */
+  CU_OK(clt_cast(in->x, CLT_U8, &t13));
+  CU_OK(clt_add(t12, t13, &t14));
+  CU_OK(clt_neg(t14, &t15));
+  CU_OK(clt_add_scalar(in->u, 200, &t16)); /* a u8 scalar, past 255 */
+  CU_OK(clt_pow(t16, in->u, &t17));
+  CU_OK(clt_gt(t2, t7, &c1)); /* bool of i32 */
+  CU_OK(clt_lt(t9, in->z, &c2)); /* bool of i64 */
+  CU_OK(clt_logical_and(c1, c2, &c3)); /* bool computing in bool */
+  CU_OK(clt_logical_xor(c3, t15, &c4)); /* bool and u8, in u8 */
+  CU_OK(clt_logical_not(c4, &c5));
+  CU_OK(clt_add(c5, c1, &c6)); /* bool + bool: or */
+  CU_OK(clt_mul(c6, c2, &c7)); /* bool * bool: and */
+  CU_OK(clt_where(c3, t2, t7, &w1));
+  CU_OK(clt_where(c7, t10, w1, &w2)); /* i64 and i32 */
+  CU_OK(clt_cast(in->f, CLT_I32, &fi)); /* saturating, NaN to 0 */
+  CU_OK(clt_cast(in->f, CLT_U8, &fu));
+  CU_OK(clt_cast(in->f, CLT_I64, &fl));
+  CU_OK(clt_cast(in->f, CLT_BOOL, &fb)); /* nonzero, NaN included */
+  CU_OK(clt_add(w2, fl, &r1));
+  CU_OK(clt_cast(w2, CLT_F32, &r2)); /* i64 to f32, rounded */
+  CU_OK(clt_cast(c7, CLT_I32, &r3));
+  CU_OK(clt_add(r3, fu, &r4)); /* i32 and u8 */
+  CU_OK(clt_maximum(r4, fi, &r5));
+  CU_OK(clt_div(t2, in->y, &q)); /* true division, in f32: by 0 too */
+  CU_OK(clt_cast(q, CLT_I32, &qi));
+  CU_OK(clt_clamp_scalar(t3, -5, 5, &r6));
+  CU_OK(clt_sign(t5, &sg));
+  CU_OK(clt_where(fb, t17, t15, &r7));
+  CU_OK(clt_minimum(c1, fb, &r8)); /* bool: and */
+  clt_tensor *keep[INT_OUTS] = {t2, t3, t4, t10, t11, t15, t16, t17, c7,
+                                fi, fu, fb, r1, r2, r5, qi, r7, r8};
+  memcpy(out, keep, sizeof keep);
+  RELEASE(t1, t5, t6, t7, t8, t9, t12, t13, t14, c1, c2, c3, c4, c5, c6, w1, w2, fl, r3, r4, q,
+          r6, sg);
+}
+
+/* x^e wrapping in 32 or 64 bits, by repeated multiplication (not by squaring, as the kernels) */
+static uint64_t wrap_pow(uint64_t x, int e, int bits) {
+  uint64_t r = 1;
+  for (int i = 0; i < e; i++)
+    r *= x;
+  return bits == 64 ? r : r & 0xffffffffu;
+}
+
+START_TEST(test_lazy_integer_bit_identical) {
+  if (!cu_need_cl("test_lazy_integer_bit_identical", 1))
+    return;
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    clt_device *d = devs[i];
+    if (d == clt_cpu())
+      continue;
+    int_inputs in;
+    make_int_inputs(d, &in);
+    clt_tensor *lz[INT_OUTS], *eg[INT_OUTS];
+    clt_set_lazy(1);
+    clt_lazy_stats before = stats();
+    int_chain(&in, lz);
+    clt_lazy_stats mid = stats();
+    ck_assert_msg(mid.deferred - before.deferred == 41 && mid.evaluations == before.evaluations,
+                  "%s: %ld of the 41 integer ops deferred, %ld evaluations before any read",
+                  cu_dev_name(d), mid.deferred - before.deferred,
+                  mid.evaluations - before.evaluations);
+    /* Every chain, each in one kernel: the results (18 tensors, some also read by later ops)
+     * end eight chains, and a released op that two chains read is computed in both (8 kernels
+     * computing 61 ops today) */
+    CU_OK(clt_device_synchronize(d));
+    clt_lazy_stats after = stats();
+    long kernels = after.evaluations - mid.evaluations, ops = after.ops - mid.ops;
+    ck_assert_msg(ops >= 41 && kernels <= 8, "%s: %ld kernels computing %ld ops", cu_dev_name(d),
+                  kernels, ops);
+    void *lv[INT_OUTS], *ev[INT_OUTS];
+    for (int o = 0; o < INT_OUTS; o++)
+      lv[o] = cu_read(lz[o]);
+    ck_assert_msg(stats().evaluations == after.evaluations, "%s: evaluated again", cu_dev_name(d));
+    clt_set_lazy(0);
+    int_chain(&in, eg);
+    clt_set_lazy(1);
+    ck_assert_msg(stats().deferred == after.deferred, "deferred with clt_set_lazy(0)");
+    for (int o = 0; o < INT_OUTS; o++) {
+      ev[o] = cu_read(eg[o]);
+      ck_assert_int_eq(lz[o]->dtype, eg[o]->dtype);
+      size_t bytes = clt_dtype_size(eg[o]->dtype) * IN;
+      for (size_t b = 0; b < bytes; b++)
+        ck_assert_msg(((uint8_t *)lv[o])[b] == ((uint8_t *)ev[o])[b],
+                      "%s: result %d (%s) differs at element %zu: deferred and eager",
+                      cu_dev_name(d), o, cu_dt_name(eg[o]->dtype), b / clt_dtype_size(eg[o]->dtype));
+    }
+    /* independently: the edges (deferred and eager are the same bytes now) */
+    const int32_t *x = cu_read(in.x), *y = cu_read(in.y), *t2 = ev[0], *t3 = ev[1], *t4 = ev[2];
+    for (int k = 0; k < IN; k++)
+      ck_assert_msg(t2[k] == (int32_t)((uint32_t)x[k] * (uint32_t)x[k] + (uint32_t)y[k]),
+                    "%s: x*x+y [%d] = %d", cu_dev_name(d), k, t2[k]);
+    const int32_t t3e[] = {-1, 0, 1, 1, (int32_t)wrap_pow(3, 31, 32),
+                           (int32_t)wrap_pow((uint64_t)(int64_t)-3, 21, 32), 1, 0};
+    for (int k = 0; k < 8; k++)
+      ck_assert_msg(t3[k] == t3e[k], "%s: pow [%d] = %d, expected %d", cu_dev_name(d), k, t3[k],
+                    t3e[k]);
+    ck_assert_int_eq(t4[0], INT32_MIN);
+    ck_assert_int_eq(t4[2], 1);
+    ck_assert_msg(((int64_t *)ev[4])[0] == INT64_MIN, "%s: |INT64_MIN|", cu_dev_name(d));
+    ck_assert_int_eq(((uint8_t *)ev[6])[0], 44); /* 100 + 200 - 256 */
+    const int32_t fie[] = {0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0, INT32_MAX, 2, -2,
+                           300, -1, 255, 0, 0, 2147483520, INT32_MIN};
+    const uint8_t fue[] = {0, 255, 0, 255, 0, 0, 255, 2, 0, 255, 0, 255, 0, 0, 255, 0};
+    const uint8_t fbe[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1};
+    for (int k = 0; k < 16; k++) {
+      ck_assert_msg(((int32_t *)ev[9])[k] == fie[k], "%s: cast to i32 [%d] = %d, expected %d",
+                    cu_dev_name(d), k, ((int32_t *)ev[9])[k], fie[k]);
+      ck_assert_msg(((uint8_t *)ev[10])[k] == fue[k], "%s: cast to u8 [%d] = %d, expected %d",
+                    cu_dev_name(d), k, ((uint8_t *)ev[10])[k], fue[k]);
+      ck_assert_msg(((uint8_t *)ev[11])[k] == fbe[k], "%s: cast to bool [%d] = %d",
+                    cu_dev_name(d), k, ((uint8_t *)ev[11])[k]);
+    }
+    free((void *)x);
+    free((void *)y);
+    for (int o = 0; o < INT_OUTS; o++) {
+      free(lv[o]);
+      free(ev[o]);
+      RELEASE(lz[o], eg[o]);
+    }
+    RELEASE(in.x, in.y, in.s, in.row, in.z, in.u, in.f);
+  }
+}
+END_TEST
+
 static clt_tensor *filled(clt_device *d, int64_t n, float first, float step) {
   float *v = cu_malloc(sizeof(float) * (size_t)n);
   for (int64_t i = 0; i < n; i++)
@@ -326,8 +530,8 @@ START_TEST(test_lazy_long_chain) {
 }
 END_TEST
 
-/* Integer and in-place ops are not deferred; clt_set_lazy(0) turns deferring off and says what
- * it was. */
+/* f16 and in-place ops are not deferred, integer ops are; clt_set_lazy(0) turns deferring off
+ * and says what it was. */
 START_TEST(test_lazy_what_is_deferred) {
   if (!cu_need_cl("test_lazy_what_is_deferred", 1))
     return;
@@ -335,11 +539,19 @@ START_TEST(test_lazy_what_is_deferred) {
   int64_t sh[1] = {5};
   int32_t iv[5] = {1, 2, 3, 4, 5};
   clt_tensor *i = cu_tensor(iv, CLT_I32, 1, sh, d), *f = filled(d, 5, 1, 1), *o;
+  clt_tensor *h16;
+  CU_OK(clt_cast(f, CLT_F16, &h16)); /* f16 */
   clt_lazy_stats s0 = stats();
-  CU_OK(clt_add(i, i, &o)); /* integer */
+  CU_OK(clt_add(h16, h16, &o));
+  clt_tensor_release(o);
+  CU_OK(clt_cast(h16, CLT_F32, &o));
   clt_tensor_release(o);
   CU_OK(clt_add_(f, f)); /* in place */
-  ck_assert_msg(stats().deferred == s0.deferred, "integer or in-place ops were deferred");
+  ck_assert_msg(stats().deferred == s0.deferred, "f16 or in-place ops were deferred");
+  CU_OK(clt_add(i, i, &o)); /* integer: deferred */
+  ck_assert_msg(stats().deferred == s0.deferred + 1, "an integer op was not deferred");
+  clt_tensor_release(o);
+  s0.deferred++;
   ck_assert_int_eq(clt_set_lazy(0), 1);
   CU_OK(clt_exp(f, &o));
   ck_assert_msg(stats().deferred == s0.deferred, "deferred while off");
@@ -351,7 +563,7 @@ START_TEST(test_lazy_what_is_deferred) {
   clt_tensor *h = filled(clt_cpu(), 5, 1, 1), *ho;
   CU_OK(clt_exp(h, &ho));
   ck_assert_msg(stats().deferred == s0.deferred + 1, "a host op was deferred");
-  RELEASE(i, f, o, h, ho);
+  RELEASE(i, f, o, h, ho, h16);
 }
 END_TEST
 
@@ -568,6 +780,7 @@ Suite *lazy_suite(void) {
   Suite *s = suite_create("lazy");
   TCase *tc = cu_tcase("fusion");
   tcase_add_test(tc, test_lazy_bit_identical);
+  tcase_add_test(tc, test_lazy_integer_bit_identical);
   tcase_add_test(tc, test_lazy_leaf_written_later);
   tcase_add_test(tc, test_lazy_views_of_deferred);
   tcase_add_test(tc, test_lazy_what_forces);
