@@ -659,9 +659,12 @@ clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *
 
 clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const char *fn,
                             clt_tensor **out) {
-  clt_tensor *t;
-  clt_status st = clt__tensor_new(dtype, 0, NULL, dev, fn, &t);
+  uint64_t konst = 0;
+  clt_status st = clt__scalar_bytes(dtype, v, &konst, fn); /* as clt_full stores it */
   if (st != CLT_OK)
+    return st;
+  clt_tensor *t;
+  if ((st = clt__tensor_new(dtype, 0, NULL, dev, fn, &t)) != CLT_OK)
     return st;
   clt_lazy *node = calloc(1, sizeof *node);
   if (!node) {
@@ -672,12 +675,7 @@ clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const ch
   node->dev = dev;
   node->dtype = dtype;
   node->numel = 1;
-  if (dtype == CLT_F32) { /* as clt_full stores it */
-    float f = (float)v;
-    memcpy(&node->konst, &f, sizeof f);
-  } else {
-    memcpy(&node->konst, &v, sizeof v);
-  }
+  node->konst = konst;
   pthread_mutex_lock(&lazy_lock);
   make_pending(node, t->storage);
   pthread_mutex_unlock(&lazy_lock);

@@ -551,7 +551,19 @@ START_TEST(test_lazy_what_is_deferred) {
   CU_OK(clt_add(i, i, &o)); /* integer: deferred */
   ck_assert_msg(stats().deferred == s0.deferred + 1, "an integer op was not deferred");
   clt_tensor_release(o);
-  s0.deferred++;
+  /* an integer scalar, deferred too (a kernel argument), refused at the call as clt_full
+   * refuses it when the dtype cannot hold it */
+  o = CU_SENTINEL;
+  CU_FAILS(clt_add_scalar(i, 1e10, &o), CLT_ERR_INVALID_ARGUMENT, "clt_add_scalar");
+  ck_assert_ptr_eq(o, CU_SENTINEL);
+  CU_OK(clt_mul_scalar(i, -2147483647.0, &o)); /* wraps */
+  ck_assert_msg(stats().deferred == s0.deferred + 2, "an integer _scalar op was not deferred");
+  int32_t got[5];
+  CU_OK(clt_tensor_read(o, got, sizeof got));
+  for (int k = 0; k < 5; k++)
+    ck_assert_int_eq(got[k], (int32_t)((uint32_t)iv[k] * (uint32_t)-2147483647));
+  clt_tensor_release(o);
+  s0.deferred += 2;
   ck_assert_int_eq(clt_set_lazy(0), 1);
   CU_OK(clt_exp(f, &o));
   ck_assert_msg(stats().deferred == s0.deferred, "deferred while off");
