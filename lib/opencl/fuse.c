@@ -103,19 +103,39 @@ static void expr_text(text *t, const char *expr, const char *tc, const char *utc
   }
 }
 
-/* The value of operand r of a node, as text: an earlier node's variable or a leaf's element. */
-static void operand_text(text *t, int r, const clt_leaf_kind *kinds, const int *slot) {
+/* The type of a node's variable: its dtype's, but float for f16 and bf16 (their values, rounded
+ * as stored). */
+static const char *var_type(clt_dtype dt) {
+  return clt__dtype_is_half(dt) ? "float" : clt__dtype_cl_type(dt);
+}
+
+/* The value of operand r of a node, as text: an earlier node's variable or a leaf's element (f16
+ * through vload_half, bf16 as the top half of a float, as kernels/elementwise.cl loads them). */
+static void operand_text(text *t, const clt_fused *f, int r, const clt_leaf_kind *kinds,
+                         const int *slot) {
   if (r >= 0) {
     put(t, "v%d", r);
     return;
   }
   int l = -r - 1;
+  char at[64];
   if (kinds[l] == CLT__LEAF_SCALAR)
-    put(t, "l%d[lo%d]", l, l);
+    snprintf(at, sizeof at, "lo%d", l);
   else if (kinds[l] == CLT__LEAF_DENSE)
-    put(t, "l%d[lo%d+i]", l, l);
+    snprintf(at, sizeof at, "lo%d+i", l);
   else
-    put(t, "l%d[lo%d+x[%d]]", l, l, slot[l]);
+    snprintf(at, sizeof at, "lo%d+x[%d]", l, slot[l]);
+  if (f->leaf[l]->dtype == CLT_F16)
+    put(t, "vload_half(%s,l%d)", at, l);
+  else if (f->leaf[l]->dtype == CLT_BF16)
+    put(t, "clt_bf16_to_f32(l%d[%s])", l, at);
+  else
+    put(t, "l%d[%s]", l, at);
+}
+
+/* The dtype of operand r of a node. */
+static clt_dtype operand_dtype(const clt_fused *f, int r) {
+  return r >= 0 ? f->node[r].dtype : f->leaf[-r - 1]->dtype;
 }
 
 static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_leaf_kind *kinds,
@@ -157,21 +177,27 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_lea
       return clt__error(CLT_ERR_INTERNAL, f->fn, "%s has no expression for %s", op->name,
                         clt_dtype_name(nd->compute));
     /* as kernels/elementwise.cl: operands converted to TP, then TC (the unsigned twin for the
-     * integer ops that wrap); where's condition to uchar */
+     * integer ops that wrap; f16 and bf16 compute in float, an operand of another dtype rounded
+     * to theirs first); where's condition to uchar */
     bool wraps = op->wraps && !clt__dtype_is_float(nd->compute);
-    const char *tp = clt__dtype_cl_type(nd->compute), *utc = "uint";
+    const char *tp = var_type(nd->compute), *utc = "uint";
     if (!clt__dtype_is_float(nd->compute))
       utc = clt__cl_unsigned_twin(nd->compute);
     const char *tc = wraps ? utc : tp;
-    put(t, "%s v%d; { ", clt__dtype_cl_type(nd->dtype), i);
+    put(t, "%s v%d; { ", var_type(nd->dtype), i);
     static const char *const names[3] = {"a", "b", "c"};
     for (int j = 0; j < 3; j++) {
       int k = op->arity == 1 ? 0 : op->arity == 2 && j == 2 ? 1 : j; /* OP(x,x,x), OP(x,y,y) */
       bool cond = op->cond && k == 0;
-      put(t, "%s %s = (%s)(%s)", cond ? "uchar" : tc, names[j], cond ? "uchar" : tc,
-          cond ? "uchar" : tp);
-      operand_text(t, nd->arg[k], kinds, slot);
-      put(t, "; ");
+      const char *round = "";
+      if (!cond && !clt__dtype_is_half(operand_dtype(f, nd->arg[k])))
+        round = nd->compute == CLT_F16    ? "clt_round_f16((float)"
+                : nd->compute == CLT_BF16 ? "clt_round_bf16((float)"
+                                          : "";
+      put(t, "%s %s = (%s)(%s)%s", cond ? "uchar" : tc, names[j], cond ? "uchar" : tc,
+          cond ? "uchar" : tp, round);
+      operand_text(t, f, nd->arg[k], kinds, slot);
+      put(t, "%s; ", *round ? ")" : "");
     }
     char x[2048];
     text xe = {x, sizeof x, 0, false};
@@ -179,9 +205,18 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_lea
     if (xe.full)
       return clt__error(CLT_ERR_INTERNAL, f->fn, "the expression of %s is too long", op->name);
     char conv[4096 + 256];
-    clt__cl_store_conv(nd->compute, nd->dtype, x, conv, sizeof conv);
+    if (nd->dtype == CLT_F16) /* as clt_store_f16 stores it and vload_half reads it back */
+      snprintf(conv, sizeof conv, "clt_f16_stored((float)(%s))", x);
+    else if (nd->dtype == CLT_BF16)
+      snprintf(conv, sizeof conv, "clt_round_bf16((float)(%s))", x);
+    else
+      clt__cl_store_conv(nd->compute, nd->dtype, x, conv, sizeof conv);
     put(t, "v%d = %s; } ", i, conv);
-    if (nd->out >= 0)
+    if (nd->out >= 0 && nd->dtype == CLT_F16) /* exact: v is an f16 value */
+      put(t, "clt_store_f16(o%d, oo%d+i, v%d); ", nd->out, nd->out, i);
+    else if (nd->out >= 0 && nd->dtype == CLT_BF16)
+      put(t, "o%d[oo%d+i] = clt_f32_to_bf16(v%d); ", nd->out, nd->out, i);
+    else if (nd->out >= 0)
       put(t, "o%d[oo%d+i] = v%d; ", nd->out, nd->out, i);
   }
   put(t, "\n#define CLT_FUSED_HELPERS %s\n", hbuf);
