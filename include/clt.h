@@ -341,19 +341,20 @@ CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
 CLT_API void clt_tensor_release(clt_tensor *t);
 
 /** Lazy fusion (docs/performance.md, "Fusion"). On an OpenCL device, and on the host for results
- *  of 65536 elements or more, an elementwise operation that returns a new float tensor (f32 or
- *  f64 computation) is deferred: the call checks its
+ *  of 65536 elements or more, an elementwise operation that returns a new tensor (of any dtype)
+ *  is deferred: the call checks its
  *  arguments, devices, dtypes and shapes, allocates the result and returns it at once, and the
- *  chain of such operations runs later as one generated kernel (on the host, one pass), when something needs its values
+ *  chain of such operations runs later as one generated kernel (on the host, one pass), when
+ *  something needs its values
  *  (a reduction, matmul, a copy or transfer, printing, clt_tensor_read, clt_item, a write into an
  *  operand, an event, clt_device_synchronize, a save, an MPI collective, clt_eval) or when the
  *  chain reaches 32 operations. Only the result and the intermediates still held are written to
  *  memory. Results are bit-identical to running the operations one by one. An error while
  *  running the chain is returned by the call that needed its values, naming the operations.
  *  The _out and in-place forms run at once, in one kernel with the deferred chains of their
- *  operands (w -= lr * g is one kernel). Integer, bool, f16 and bf16 computations run at once,
- *  as does everything when CLT_SYNC=1; so does an operation reading host memory the program
- *  holds a pointer to (clt_tensor_data, DLPack), together with its operands' deferred chains.
+ *  operands (w -= lr * g is one kernel). Everything runs at once when CLT_SYNC=1; so does an
+ *  operation reading host memory the program holds a pointer to (clt_tensor_data, DLPack),
+ *  together with its operands' deferred chains.
  *
  *  clt_set_lazy(1) or (0) turns deferring on or off for the whole process and returns the
  *  previous setting (1 or 0); CLT_LAZY=0 in the environment starts with it off (default: on).

@@ -22,49 +22,12 @@
  *   CLT_TILED  1 in the programs of NAME_tiled (below), 0 in the others
  */
 
-/* f16 and bf16 without cl_khr_fp16: half is only ever a pointer's target, read and written by
- * the core vload_half / vstore_half_rte; bf16 is a ushort, the top half of a float. These are
- * the host's clt__f32_to_bf16 and friends (lib/tensor.c), bit for bit. */
-float clt_bf16_to_f32(ushort b) { return as_float((uint)b << 16); }
-ushort clt_f32_to_bf16(float f) {
-  uint x = as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return (ushort)0x7fc0u; /* the one quiet NaN, never rounded into inf */
-  return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-/* vstore_half_rte, with NaN stored as the one quiet NaN as the host does (the payload and sign
- * vstore_half keeps differ between devices). */
-void clt_store_f16(__global half *p, ulong i, float x) {
-  if (isnan(x))
-    ((__global ushort *)p)[i] = (ushort)0x7e00u;
-  else
-    vstore_half_rte(x, i, p);
-}
-float clt_round_f16(float x) {
-  ushort h;
-  vstore_half_rte(x, 0, (half *)&h);
-  return vload_half(0, (const half *)&h);
-}
-float clt_round_bf16(float x) { return clt_bf16_to_f32(clt_f32_to_bf16(x)); }
+/* f16 and bf16: kernels/common.cl's clt_bf16_to_f32, clt_store_f16, clt_round_f16, ... */
 #if !CLT_FLOAT
-/* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless
- * the base is 1 or -1, as integer division would. */
-TC clt_ipow(TC a, TC b) {
-  if (b < 0)
-    return a == (TC)1 ? (TC)1 : a == (TC)-1 ? (((b & 1) != 0) ? (TC)-1 : (TC)1) : (TC)0;
-  UTC r = 1, x = (UTC)a;
-  while (b > 0) {
-    if (b & 1)
-      r *= x;
-    x *= x;
-    b >>= 1;
-  }
-  return (TC)r;
-}
+/* The integer helpers, kernels/common.cl's, for this compute type */
+CLT_DEFINE_IPOW(clt_ipow, TC, UTC)
 #define CLT_IPOW(a, b) clt_ipow(a, b)
-/* The built-in abs (unsigned result; |INT_MIN| wraps back to INT_MIN as on the host). Not the
- * select (a < 0 ? 0 - a : a): clang turns that into llvm.abs, an intrinsic Oclgrind cannot run. */
-#define CLT_IABS(a) ((TC)abs(a))
+#define CLT_IABS(a) CLT_IABS_AS(TC, a)
 #endif
 
 #if ARITY == 1

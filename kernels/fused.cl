@@ -10,6 +10,8 @@
  *                      has one (o<k>[oo<k> + i])
  *   CLT_FUSED_STRIDED  how many leaves are neither contiguous nor one element (at most 4): the
  *                      index x[k] of each comes from element i's coordinates in g.shape
+ *   CLT_FUSED_HELPERS  the integer helpers the body calls, one per integer type (empty for
+ *                      most chains): CLT_DEFINE_IPOW(clt_ipow_int, int, uint) of common.cl
  * Each op's value is computed as kernels/elementwise.cl computes it; contraction is off so that
  * no multiply and add of two ops become one fma: the result is the eager one, bit for bit. */
 #pragma OPENCL FP_CONTRACT OFF
@@ -20,6 +22,8 @@ typedef struct {
   long shape[8];
   long s[4][8];
 } clt_fused_geom_t;
+
+CLT_FUSED_HELPERS
 
 __kernel void fused(CLT_FUSED_PARAMS) {
   CLT_FOR_EACH(i, n, step) {

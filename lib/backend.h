@@ -158,6 +158,9 @@ bool clt__lazy_on(const clt_device *dev);
  * for tests). */
 #define CLT__HOST_LAZY_MIN ((int64_t)1 << 16)
 bool clt__lazy_defers(const clt_device *dev, int64_t numel);
+/* Sets the host's threshold to n elements when n > 0 (tests run small chains on the host);
+ * returns the one before. */
+int64_t clt__lazy_host_min(int64_t n);
 /* Records out = op(in...) (arguments as the backend's elementwise gets them; out new and
  * contiguous) as a deferred node where it can be fused, setting *deferred; leaves *deferred
  * false where it cannot (its dtypes), and the caller launches it. */
@@ -169,8 +172,9 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
  * stays false and the caller launches op (which computes the deferred operands first). */
 clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *in,
                           clt_dtype compute, const clt_bcast *bc, bool *done);
-/* *out = a new 0-d tensor of dtype (f32 or f64) on dev holding v, deferred: the scalar operand
- * of the _scalar forms, which a fused kernel takes as an argument instead of reading memory. */
+/* *out = a new 0-d tensor of dtype (not f16 or bf16) on dev holding v as clt_full would
+ * (refusing what clt_full refuses), deferred: the scalar operand of the _scalar forms, which a
+ * fused kernel takes as an argument instead of reading memory. */
 clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const char *fn,
                             clt_tensor **out);
 /* Before a command reads (writing = false) or writes s: computes s if it is deferred and, for

@@ -235,6 +235,10 @@ bool clt__dtype_is_half(clt_dtype dt); /* f16, bf16: stored narrow, computed in 
  * and written with vload_half and vstore_half) and "ushort" (bf16's bits). */
 const char *clt__dtype_cl_type(clt_dtype dt);
 /* f16 and bf16 bits to and from f32, rounding to nearest, ties to even (as the kernels do). */
+/* Writes v to buf as one element of dtype dt (the bytes clt_full fills with), refusing with
+ * CLT_ERR_INVALID_ARGUMENT a value an integer dtype cannot hold (fractional, NaN, out of range);
+ * buf is untouched on failure. */
+clt_status clt__scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn);
 uint16_t clt__f32_to_f16(float f);
 float clt__f16_to_f32(uint16_t h);
 uint16_t clt__f32_to_bf16(float f);

@@ -461,7 +461,7 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
     else if (dt == CLT_BOOL)
       dt = CLT_I64;
   }
-  if ((dt == CLT_F32 || dt == CLT_F64) && clt__lazy_defers(t->storage->dev, t->numel))
+  if (!clt__dtype_is_half(dt) && clt__lazy_defers(t->storage->dev, t->numel))
     s = clt__lazy_scalar(dt, v, t->storage->dev, fn, out); /* a kernel argument when fused */
   else
     s = clt_full(dt, 0, NULL, v, t->storage->dev, out);

@@ -59,7 +59,8 @@ static pthread_mutex_t lazy_lock;
 static pthread_once_t lazy_once = PTHREAD_ONCE_INIT;
 static atomic_int lazy_enabled; /* 1 on, 0 off */
 static int lazy_debug;
-static int64_t host_min = CLT__HOST_LAZY_MIN; /* CLT_LAZY_HOST_MIN: tests defer every host op */
+/* host ops of fewer elements run at once (CLT_LAZY_HOST_MIN, clt__lazy_host_min) */
+static _Atomic int64_t host_min = CLT__HOST_LAZY_MIN;
 static clt_lazy *pending_head;
 static _Thread_local bool evaluating;
 static atomic_long stat_evals, stat_ops, stat_deferred;
@@ -83,10 +84,16 @@ static void lazy_init(void) {
   lazy_debug = d && *d ? atoi(d) : 0;
   const char *h = getenv("CLT_LAZY_HOST_MIN");
   if (h && *h)
-    host_min = atoll(h) > 0 ? atoll(h) : 1;
+    atomic_store(&host_min, atoll(h) > 0 ? atoll(h) : 1);
 }
 
+
 static void ensure_init(void) { pthread_once(&lazy_once, lazy_init); }
+
+int64_t clt__lazy_host_min(int64_t n) {
+  ensure_init();
+  return n > 0 ? atomic_exchange(&host_min, n) : atomic_load(&host_min);
+}
 
 int clt_set_lazy(int on) {
   ensure_init();
@@ -100,7 +107,9 @@ bool clt__lazy_on(const clt_device *dev) {
 }
 
 bool clt__lazy_defers(const clt_device *dev, int64_t numel) {
-  return numel > 0 && clt__lazy_on(dev) && (dev->kind != CLT_DEVICE_HOST || numel >= host_min);
+  return numel > 0 && clt__lazy_on(dev) &&
+         (dev->kind != CLT_DEVICE_HOST ||
+          numel >= atomic_load_explicit(&host_min, memory_order_relaxed));
 }
 
 /* ---- nodes -------------------------------------------------------------------------------- */
@@ -485,14 +494,15 @@ static bool fits(const clt_op *op, const clt_tensor *like, clt_lazy *const *chai
 }
 
 /* Whether op over in, computing in `compute`, into a result of dtype `dtype`, can be a node:
- * floating-point computations only, for now (integer ops' wrapping and helper functions are per
- * compute type in kernels/elementwise.cl), and no f16/bf16 (they round at every store). */
+ * every computation now. A fused kernel computes each node as that op's own kernel does: in its
+ * compute type, integers that wrap in their unsigned twin with the same helpers, f16 and bf16 in
+ * float with each value rounded as it would be stored, and converts it as that kernel stores it
+ * (lib/opencl/fuse.c). Kept as the one place to refuse a computation fusion cannot copy. */
 static bool fusable(const clt_op *op, clt_tensor *const *in, clt_dtype compute, clt_dtype dtype) {
-  if ((compute != CLT_F32 && compute != CLT_F64) || clt__dtype_is_half(dtype))
-    return false;
-  for (int k = 0; k < op->arity; k++)
-    if (clt__dtype_is_half(in[k]->dtype))
-      return false;
+  (void)op;
+  (void)in;
+  (void)compute;
+  (void)dtype;
   return true;
 }
 
@@ -695,9 +705,12 @@ clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *
 
 clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const char *fn,
                             clt_tensor **out) {
-  clt_tensor *t;
-  clt_status st = clt__tensor_new(dtype, 0, NULL, dev, fn, &t);
+  uint64_t konst = 0;
+  clt_status st = clt__scalar_bytes(dtype, v, &konst, fn); /* as clt_full stores it */
   if (st != CLT_OK)
+    return st;
+  clt_tensor *t;
+  if ((st = clt__tensor_new(dtype, 0, NULL, dev, fn, &t)) != CLT_OK)
     return st;
   clt_lazy *node = calloc(1, sizeof *node);
   if (!node) {
@@ -708,12 +721,7 @@ clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const ch
   node->dev = dev;
   node->dtype = dtype;
   node->numel = 1;
-  if (dtype == CLT_F32) { /* as clt_full stores it */
-    float f = (float)v;
-    memcpy(&node->konst, &f, sizeof f);
-  } else {
-    memcpy(&node->konst, &v, sizeof v);
-  }
+  node->konst = konst;
   pthread_mutex_lock(&lazy_lock);
   make_pending(node, t->storage);
   pthread_mutex_unlock(&lazy_lock);

@@ -275,8 +275,7 @@ clt_status clt_empty_pinned(clt_dtype dtype, int ndim, const int64_t *shape, clt
   return s;
 }
 
-/* Converts value to one element of dtype, refusing values the dtype cannot hold. */
-static clt_status scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn) {
+clt_status clt__scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn) {
   if (clt__dtype_is_int(dt)) {
     double lo = dt == CLT_U8 ? 0 : dt == CLT_I32 ? -2147483648.0 : -9223372036854775808.0;
     double hi = dt == CLT_U8 ? 255 : dt == CLT_I32 ? 2147483647.0 : 9223372036854775807.0;
@@ -322,7 +321,7 @@ static clt_status create_filled(clt_dtype dtype, int ndim, const int64_t *shape,
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK)
     return s;
-  if ((s = scalar_bytes(dtype, value, &pattern, fn)) != CLT_OK)
+  if ((s = clt__scalar_bytes(dtype, value, &pattern, fn)) != CLT_OK)
     return s;
   clt_tensor *t;
   if ((s = clt__tensor_new(dtype, ndim, shape, dev, fn, &t)) != CLT_OK)
@@ -372,9 +371,9 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
   if (n > 0 && clt__dtype_is_int(dtype)) {
     uint64_t probe = 0;
     /* The last value must fit the dtype, and integer dtypes need integer steps. */
-    if ((s = scalar_bytes(dtype, start, &probe, fn)) != CLT_OK ||
-        (s = scalar_bytes(dtype, start + (double)(n - 1) * step, &probe, fn)) != CLT_OK ||
-        (s = scalar_bytes(CLT_I64, step, &probe, fn)) != CLT_OK)
+    if ((s = clt__scalar_bytes(dtype, start, &probe, fn)) != CLT_OK ||
+        (s = clt__scalar_bytes(dtype, start + (double)(n - 1) * step, &probe, fn)) != CLT_OK ||
+        (s = clt__scalar_bytes(CLT_I64, step, &probe, fn)) != CLT_OK)
       return s;
   }
   clt_tensor *t;
@@ -503,7 +502,7 @@ clt_status clt_fill_(clt_tensor *t, double value) {
   uint64_t pattern = 0;
   clt_status s;
   if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK ||
-      (s = scalar_bytes(t->dtype, value, &pattern, fn)) != CLT_OK)
+      (s = clt__scalar_bytes(t->dtype, value, &pattern, fn)) != CLT_OK)
     return s;
   if (clt__has_internal_overlap(t))
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,

@@ -166,6 +166,319 @@ START_TEST(test_lazy_bit_identical) {
 }
 END_TEST
 
+/* ---- integer and bool chains ---------------------------------------------------------------
+ * Every way an integer or bool computation differs from a float one, in one deferred chain
+ * compared byte for byte with the eager ops: i32, i64 and u8 arithmetic that wraps around
+ * (multiplies, negation, u8 sums past 255), integer pow with negative exponents, abs of the
+ * smallest integer, true division of integers (f32, by zero too) and back, comparisons into
+ * bool, logical ops and bool arithmetic (| and &), where on them, casts from float to every
+ * integer dtype and bool (saturating, NaN giving 0), integer to float, bool to integer, integer
+ * scalars and a broadcast row: 41 ops. */
+/* 640 elements: no u8 or bool result takes the 512-byte slot of a released scalar, which
+ * Oclgrind's uninitialized-value checker would then report (tests/oclgrind/known-reports) */
+#define IR 8
+#define IC 80
+#define IN (IR * IC)
+#define INT_OUTS 18
+
+typedef struct int_inputs {
+  clt_tensor *x, *y, *s, *row, *z, *u, *f;
+} int_inputs;
+
+static void make_int_inputs(clt_device *d, int_inputs *in) {
+  static int32_t x[IN], y[IN], s[IN], row[IC];
+  static int64_t z[IN];
+  static uint8_t u[IN];
+  static float f[IN];
+  cu_rng r;
+  cu_rng_seed(&r, 1234);
+  for (int k = 0; k < IN; k++) {
+    x[k] = (int32_t)(uint32_t)cu_rng_next(&r);
+    y[k] = (int32_t)(cu_rng_next(&r) % 36) - 4; /* [-4, 31]: pow's exponents */
+    s[k] = (int32_t)(cu_rng_next(&r) % 7) - 3;  /* [-3, 3]: pow's bases */
+    z[k] = (int64_t)cu_rng_next(&r);
+    u[k] = (uint8_t)cu_rng_next(&r);
+    f[k] = (float)((cu_rng_uniform(&r) - 0.5) * 2e10);
+  }
+  for (int c = 0; c < IC; c++)
+    row[c] = (int32_t)(uint32_t)cu_rng_next(&r);
+  /* the edges, at known places (checked after the run) */
+  const int32_t xe[] = {INT32_MIN, INT32_MAX, -1, 0, 1, 46341, -46341};
+  memcpy(x, xe, sizeof xe);
+  const int32_t sb[] = {-1, 2, 1, -1, 3, -3, 0, 0}, ye[] = {-3, -1, -7, -4, 31, 21, 0, -2};
+  memcpy(s, sb, sizeof sb);
+  memcpy(y, ye, sizeof ye);
+  z[0] = INT64_MIN;
+  z[1] = INT64_MAX;
+  u[0] = 100;
+  u[1] = 255;
+  u[2] = 0;
+  const float fe[] = {NAN, INFINITY, -INFINITY, 1e20f, -3e9f, -0.5f, 2147483648.0f, 2.7f,
+                      -2.7f, 300.0f, -1.5f, 255.9f, 0.0f, -0.0f, 2147483520.0f, -2147483648.0f};
+  memcpy(f, fe, sizeof fe);
+  int64_t sh[2] = {IR, IC}, rs[1] = {IC};
+  in->x = cu_tensor(x, CLT_I32, 2, sh, d);
+  in->y = cu_tensor(y, CLT_I32, 2, sh, d);
+  in->s = cu_tensor(s, CLT_I32, 2, sh, d);
+  in->row = cu_tensor(row, CLT_I32, 1, rs, d);
+  in->z = cu_tensor(z, CLT_I64, 2, sh, d);
+  in->u = cu_tensor(u, CLT_U8, 2, sh, d);
+  in->f = cu_tensor(f, CLT_F32, 2, sh, d);
+}
+
+/* The chain; out[] gets the INT_OUTS results it holds, the rest is released at once. */
+static void int_chain(const int_inputs *in, clt_tensor **out) {
+  clt_tensor *t1, *t2, *t3, *t4, *t5, *t6, *t7, *t8, *t9, *t10, *t11, *t12, *t13, *t14, *t15, *t16,
+      *t17, *c1, *c2, *c3, *c4, *c5, *c6, *c7, *w1, *w2, *fi, *fu, *fl, *fb, *r1, *r2, *r3, *r4,
+      *r5, *q, *qi, *r6, *sg, *r7, *r8;
+  CU_OK(clt_mul(in->x, in->x, &t1)); /* i32, wraps */
+  CU_OK(clt_add(t1, in->y, &t2));
+  CU_OK(clt_pow(in->s, in->y, &t3)); /* negative exponents */
+  CU_OK(clt_abs(in->x, &t4));        /* |INT32_MIN| */
+  CU_OK(clt_neg(t4, &t5));
+  CU_OK(clt_sub(t5, in->row, &t6)); /* a broadcast row */
+  CU_OK(clt_mul_scalar(t6, 3, &t7)); /* an i32 scalar */
+  CU_OK(clt_cast(t6, CLT_I64, &t8));
+  CU_OK(clt_mul(t8, in->z, &t9)); /* i64, wraps */
+  CU_OK(clt_pow(t9, in->y, &t10)); /* i64 pow of i64 and i32 */
+  CU_OK(clt_abs(in->z, &t11));     /* |INT64_MIN| */
+  CU_OK(clt_mul(in->u, in->u, &t12)); /* u8, wraps */
+  CU_OK(clt_cast(in->x, CLT_U8, &t13));
+  CU_OK(clt_add(t12, t13, &t14));
+  CU_OK(clt_neg(t14, &t15));
+  CU_OK(clt_add_scalar(in->u, 200, &t16)); /* a u8 scalar, past 255 */
+  CU_OK(clt_pow(t16, in->u, &t17));
+  CU_OK(clt_gt(t2, t7, &c1)); /* bool of i32 */
+  CU_OK(clt_lt(t9, in->z, &c2)); /* bool of i64 */
+  CU_OK(clt_logical_and(c1, c2, &c3)); /* bool computing in bool */
+  CU_OK(clt_logical_xor(c3, t15, &c4)); /* bool and u8, in u8 */
+  CU_OK(clt_logical_not(c4, &c5));
+  CU_OK(clt_add(c5, c1, &c6)); /* bool + bool: or */
+  CU_OK(clt_mul(c6, c2, &c7)); /* bool * bool: and */
+  CU_OK(clt_where(c3, t2, t7, &w1));
+  CU_OK(clt_where(c7, t10, w1, &w2)); /* i64 and i32 */
+  CU_OK(clt_cast(in->f, CLT_I32, &fi)); /* saturating, NaN to 0 */
+  CU_OK(clt_cast(in->f, CLT_U8, &fu));
+  CU_OK(clt_cast(in->f, CLT_I64, &fl));
+  CU_OK(clt_cast(in->f, CLT_BOOL, &fb)); /* nonzero, NaN included */
+  CU_OK(clt_add(w2, fl, &r1));
+  CU_OK(clt_cast(w2, CLT_F32, &r2)); /* i64 to f32, rounded */
+  CU_OK(clt_cast(c7, CLT_I32, &r3));
+  CU_OK(clt_add(r3, fu, &r4)); /* i32 and u8 */
+  CU_OK(clt_maximum(r4, fi, &r5));
+  CU_OK(clt_div(t2, in->y, &q)); /* true division, in f32: by 0 too */
+  CU_OK(clt_cast(q, CLT_I32, &qi));
+  CU_OK(clt_clamp_scalar(t3, -5, 5, &r6));
+  CU_OK(clt_sign(t5, &sg));
+  CU_OK(clt_where(fb, t17, t15, &r7));
+  CU_OK(clt_minimum(c1, fb, &r8)); /* bool: and */
+  clt_tensor *keep[INT_OUTS] = {t2, t3, t4, t10, t11, t15, t16, t17, c7,
+                                fi, fu, fb, r1, r2, r5, qi, r7, r8};
+  memcpy(out, keep, sizeof keep);
+  RELEASE(t1, t5, t6, t7, t8, t9, t12, t13, t14, c1, c2, c3, c4, c5, c6, w1, w2, fl, r3, r4, q,
+          r6, sg);
+}
+
+/* x^e wrapping in 32 or 64 bits, by repeated multiplication (not by squaring, as the kernels) */
+static uint64_t wrap_pow(uint64_t x, int e, int bits) {
+  uint64_t r = 1;
+  for (int i = 0; i < e; i++)
+    r *= x;
+  return bits == 64 ? r : r & 0xffffffffu;
+}
+
+START_TEST(test_lazy_integer_bit_identical) {
+  if (!cu_need_cl("test_lazy_integer_bit_identical", 1))
+    return;
+  int64_t host_min = clt__lazy_host_min(1); /* the host defers these small tensors too */
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    clt_device *d = devs[i];
+    if (!d->backend->fused)
+      continue; /* a backend that defers nothing (ref:N) */
+    int_inputs in;
+    make_int_inputs(d, &in);
+    clt_tensor *lz[INT_OUTS], *eg[INT_OUTS];
+    clt_set_lazy(1);
+    clt_lazy_stats before = stats();
+    int_chain(&in, lz);
+    clt_lazy_stats mid = stats();
+    ck_assert_msg(mid.deferred - before.deferred == 41 && mid.evaluations == before.evaluations,
+                  "%s: %ld of the 41 integer ops deferred, %ld evaluations before any read",
+                  cu_dev_name(d), mid.deferred - before.deferred,
+                  mid.evaluations - before.evaluations);
+    /* Every chain, each in one kernel: the results (18 tensors, some also read by later ops)
+     * end eight chains, and a released op that two chains read is computed in both (8 kernels
+     * computing 61 ops today) */
+    CU_OK(clt_device_synchronize(d));
+    clt_lazy_stats after = stats();
+    long kernels = after.evaluations - mid.evaluations, ops = after.ops - mid.ops;
+    ck_assert_msg(ops >= 41 && kernels <= 8, "%s: %ld kernels computing %ld ops", cu_dev_name(d),
+                  kernels, ops);
+    void *lv[INT_OUTS], *ev[INT_OUTS];
+    for (int o = 0; o < INT_OUTS; o++)
+      lv[o] = cu_read(lz[o]);
+    ck_assert_msg(stats().evaluations == after.evaluations, "%s: evaluated again", cu_dev_name(d));
+    clt_set_lazy(0);
+    int_chain(&in, eg);
+    clt_set_lazy(1);
+    ck_assert_msg(stats().deferred == after.deferred, "deferred with clt_set_lazy(0)");
+    for (int o = 0; o < INT_OUTS; o++) {
+      ev[o] = cu_read(eg[o]);
+      ck_assert_int_eq(lz[o]->dtype, eg[o]->dtype);
+      size_t bytes = clt_dtype_size(eg[o]->dtype) * IN;
+      for (size_t b = 0; b < bytes; b++)
+        ck_assert_msg(((uint8_t *)lv[o])[b] == ((uint8_t *)ev[o])[b],
+                      "%s: result %d (%s) differs at element %zu: deferred and eager",
+                      cu_dev_name(d), o, cu_dt_name(eg[o]->dtype), b / clt_dtype_size(eg[o]->dtype));
+    }
+    /* independently: the edges (deferred and eager are the same bytes now) */
+    const int32_t *x = cu_read(in.x), *y = cu_read(in.y), *t2 = ev[0], *t3 = ev[1], *t4 = ev[2];
+    for (int k = 0; k < IN; k++)
+      ck_assert_msg(t2[k] == (int32_t)((uint32_t)x[k] * (uint32_t)x[k] + (uint32_t)y[k]),
+                    "%s: x*x+y [%d] = %d", cu_dev_name(d), k, t2[k]);
+    const int32_t t3e[] = {-1, 0, 1, 1, (int32_t)wrap_pow(3, 31, 32),
+                           (int32_t)wrap_pow((uint64_t)(int64_t)-3, 21, 32), 1, 0};
+    for (int k = 0; k < 8; k++)
+      ck_assert_msg(t3[k] == t3e[k], "%s: pow [%d] = %d, expected %d", cu_dev_name(d), k, t3[k],
+                    t3e[k]);
+    ck_assert_int_eq(t4[0], INT32_MIN);
+    ck_assert_int_eq(t4[2], 1);
+    ck_assert_msg(((int64_t *)ev[4])[0] == INT64_MIN, "%s: |INT64_MIN|", cu_dev_name(d));
+    ck_assert_int_eq(((uint8_t *)ev[6])[0], 44); /* 100 + 200 - 256 */
+    const int32_t fie[] = {0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0, INT32_MAX, 2, -2,
+                           300, -1, 255, 0, 0, 2147483520, INT32_MIN};
+    const uint8_t fue[] = {0, 255, 0, 255, 0, 0, 255, 2, 0, 255, 0, 255, 0, 0, 255, 0};
+    const uint8_t fbe[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1};
+    for (int k = 0; k < 16; k++) {
+      ck_assert_msg(((int32_t *)ev[9])[k] == fie[k], "%s: cast to i32 [%d] = %d, expected %d",
+                    cu_dev_name(d), k, ((int32_t *)ev[9])[k], fie[k]);
+      ck_assert_msg(((uint8_t *)ev[10])[k] == fue[k], "%s: cast to u8 [%d] = %d, expected %d",
+                    cu_dev_name(d), k, ((uint8_t *)ev[10])[k], fue[k]);
+      ck_assert_msg(((uint8_t *)ev[11])[k] == fbe[k], "%s: cast to bool [%d] = %d",
+                    cu_dev_name(d), k, ((uint8_t *)ev[11])[k]);
+    }
+    free((void *)x);
+    free((void *)y);
+    for (int o = 0; o < INT_OUTS; o++) {
+      free(lv[o]);
+      free(ev[o]);
+      RELEASE(lz[o], eg[o]);
+    }
+    RELEASE(in.x, in.y, in.s, in.row, in.z, in.u, in.f);
+  }
+  clt__lazy_host_min(host_min);
+}
+END_TEST
+
+/* ---- f16 and bf16 chains ------------------------------------------------------------------
+ * f16 and bf16 round at every store: a fused kernel keeps each such result rounded as stored
+ * (NaN as the one quiet NaN) and loads them as the eager kernels do. Compared byte for byte with
+ * the eager ops: f16 and bf16 arithmetic past their range and precision, integers rounded into
+ * them, casts between them and to f32, i32 (saturating, NaN giving 0) and from f32, f16 with
+ * bf16 (in f32), f16 with f32, an f16 scalar, comparisons and where. */
+#define HN 640
+#define HALF_OUTS 10
+
+typedef struct half_inputs {
+  clt_tensor *a, *b, *x, *f;
+} half_inputs;
+
+static void make_half_inputs(clt_device *d, half_inputs *in) {
+  static uint16_t a[HN], b[HN];
+  static int32_t x[HN];
+  static float f[HN];
+  cu_rng r;
+  cu_rng_seed(&r, 4321);
+  for (int k = 0; k < HN; k++) {
+    a[k] = cu_narrow_bits((cu_rng_uniform(&r) - 0.5) * 600, CLT_F16);
+    b[k] = cu_narrow_bits((cu_rng_uniform(&r) - 0.5) * 1e5, CLT_BF16);
+    x[k] = (int32_t)(cu_rng_next(&r) % 200001) - 100000;
+    f[k] = (float)((cu_rng_uniform(&r) - 0.5) * 1e6);
+  }
+  const double ae[] = {NAN, INFINITY, -INFINITY, 65504, -65504, 6e-8, 0.0, -0.0, 1.0, 2049};
+  for (int k = 0; k < 10; k++)
+    a[k] = cu_narrow_bits(ae[k], CLT_F16);
+  const float fe[] = {NAN, 1e6f, -70000.0f, 65520.0f, 1e-9f, 3.14159f};
+  memcpy(f, fe, sizeof fe);
+  x[0] = 2049; /* rounds to 2048 in f16 */
+  x[1] = 16777217;
+  int64_t sh[2] = {8, HN / 8};
+  in->a = cu_tensor(a, CLT_F16, 2, sh, d);
+  in->b = cu_tensor(b, CLT_BF16, 2, sh, d);
+  in->x = cu_tensor(x, CLT_I32, 2, sh, d);
+  in->f = cu_tensor(f, CLT_F32, 2, sh, d);
+}
+
+static void half_chain(const half_inputs *in, clt_tensor **out) {
+  clt_tensor *h1, *h2, *h3, *h4, *h5, *h6, *g1, *g2, *g3, *m, *mix, *c1, *w, *ci, *cf, *dd, *hs;
+  CU_OK(clt_add(in->a, in->a, &h1)); /* past 65504: inf */
+  CU_OK(clt_mul(h1, in->a, &h2));
+  CU_OK(clt_add(h2, in->x, &h3)); /* the i32 rounded to f16 first */
+  CU_OK(clt_sqrt(h3, &h4));       /* f16, NaN below 0 */
+  CU_OK(clt_cast(in->f, CLT_F16, &h5));
+  CU_OK(clt_sub(h5, h1, &h6));
+  CU_OK(clt_mul(in->b, in->b, &g1)); /* bf16 */
+  CU_OK(clt_add(g1, in->x, &g2));
+  CU_OK(clt_cast(g2, CLT_F16, &g3)); /* bf16 to f16 */
+  CU_OK(clt_add(g3, h6, &m));
+  CU_OK(clt_add(in->a, in->b, &mix)); /* f16 and bf16: f32 */
+  CU_OK(clt_gt(h6, in->a, &c1));
+  CU_OK(clt_where(c1, h6, g3, &w));
+  CU_OK(clt_cast(h2, CLT_I32, &ci)); /* saturating, NaN to 0 */
+  CU_OK(clt_cast(w, CLT_F32, &cf));
+  CU_OK(clt_mul(h5, in->f, &dd)); /* f16 and f32: f32 */
+  CU_OK(clt_add_scalar(h4, 0.1, &hs)); /* an f16 scalar */
+  clt_tensor *keep[HALF_OUTS] = {h2, h3, h4, g2, m, mix, ci, cf, dd, hs};
+  memcpy(out, keep, sizeof keep);
+  RELEASE(h1, h5, h6, g1, g3, c1, w);
+}
+
+START_TEST(test_lazy_half_bit_identical) {
+  if (!cu_need_cl("test_lazy_half_bit_identical", 1))
+    return;
+  int64_t host_min = clt__lazy_host_min(1); /* the host defers these small tensors too */
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int i = 0; i < nd; i++) {
+    clt_device *d = devs[i];
+    if (!d->backend->fused)
+      continue; /* a backend that defers nothing (ref:N) */
+    half_inputs in;
+    make_half_inputs(d, &in);
+    clt_tensor *lz[HALF_OUTS], *eg[HALF_OUTS];
+    clt_set_lazy(1);
+    clt_lazy_stats before = stats();
+    half_chain(&in, lz);
+    clt_lazy_stats mid = stats();
+    ck_assert_msg(mid.deferred - before.deferred == 17, "%s: %ld of the 17 ops deferred",
+                  cu_dev_name(d), mid.deferred - before.deferred);
+    CU_OK(clt_device_synchronize(d));
+    clt_lazy_stats after = stats();
+    long kernels = after.evaluations - mid.evaluations, ops = after.ops - mid.ops;
+    ck_assert_msg(ops >= 17 && kernels <= 6, "%s: %ld kernels computing %ld ops", cu_dev_name(d),
+                  kernels, ops);
+    clt_set_lazy(0);
+    half_chain(&in, eg);
+    clt_set_lazy(1);
+    for (int o = 0; o < HALF_OUTS; o++) {
+      uint8_t *lv = cu_read(lz[o]), *ev = cu_read(eg[o]);
+      ck_assert_int_eq(lz[o]->dtype, eg[o]->dtype);
+      size_t es = clt_dtype_size(eg[o]->dtype);
+      for (size_t b = 0; b < es * HN; b++)
+        ck_assert_msg(lv[b] == ev[b], "%s: result %d (%s) differs at element %zu", cu_dev_name(d),
+                      o, cu_dt_name(eg[o]->dtype), b / es);
+      free(lv);
+      free(ev);
+      RELEASE(lz[o], eg[o]);
+    }
+    RELEASE(in.a, in.b, in.x, in.f);
+  }
+  clt__lazy_host_min(host_min);
+}
+END_TEST
+
 static clt_tensor *filled(clt_device *d, int64_t n, float first, float step) {
   float *v = cu_malloc(sizeof(float) * (size_t)n);
   for (int64_t i = 0; i < n; i++)
@@ -422,8 +735,8 @@ START_TEST(test_lazy_long_chain) {
 }
 END_TEST
 
-/* Integer and in-place ops are not deferred; clt_set_lazy(0) turns deferring off and says what
- * it was. */
+/* In-place ops are not deferred, integer ops are; clt_set_lazy(0) turns deferring off and says
+ * what it was. */
 START_TEST(test_lazy_what_is_deferred) {
   if (!cu_need_cl("test_lazy_what_is_deferred", 1))
     return;
@@ -432,10 +745,24 @@ START_TEST(test_lazy_what_is_deferred) {
   int32_t iv[5] = {1, 2, 3, 4, 5};
   clt_tensor *i = cu_tensor(iv, CLT_I32, 1, sh, d), *f = filled(d, 5, 1, 1), *o;
   clt_lazy_stats s0 = stats();
-  CU_OK(clt_add(i, i, &o)); /* integer */
-  clt_tensor_release(o);
   CU_OK(clt_add_(f, f)); /* in place */
-  ck_assert_msg(stats().deferred == s0.deferred, "integer or in-place ops were deferred");
+  ck_assert_msg(stats().deferred == s0.deferred, "an in-place op was deferred");
+  CU_OK(clt_add(i, i, &o)); /* integer: deferred */
+  ck_assert_msg(stats().deferred == s0.deferred + 1, "an integer op was not deferred");
+  clt_tensor_release(o);
+  /* an integer scalar, deferred too (a kernel argument), refused at the call as clt_full
+   * refuses it when the dtype cannot hold it */
+  o = CU_SENTINEL;
+  CU_FAILS(clt_add_scalar(i, 1e10, &o), CLT_ERR_INVALID_ARGUMENT, "clt_add_scalar");
+  ck_assert_ptr_eq(o, CU_SENTINEL);
+  CU_OK(clt_mul_scalar(i, -2147483647.0, &o)); /* wraps */
+  ck_assert_msg(stats().deferred == s0.deferred + 2, "an integer _scalar op was not deferred");
+  int32_t got[5];
+  CU_OK(clt_tensor_read(o, got, sizeof got));
+  for (int k = 0; k < 5; k++)
+    ck_assert_int_eq(got[k], (int32_t)((uint32_t)iv[k] * (uint32_t)-2147483647));
+  clt_tensor_release(o);
+  s0.deferred += 2;
   ck_assert_int_eq(clt_set_lazy(0), 1);
   CU_OK(clt_exp(f, &o));
   ck_assert_msg(stats().deferred == s0.deferred, "deferred while off");
@@ -672,6 +999,8 @@ Suite *lazy_suite(void) {
   Suite *s = suite_create("lazy");
   TCase *tc = cu_tcase("fusion");
   tcase_add_test(tc, test_lazy_bit_identical);
+  tcase_add_test(tc, test_lazy_integer_bit_identical);
+  tcase_add_test(tc, test_lazy_half_bit_identical);
   tcase_add_test(tc, test_lazy_leaf_written_later);
   tcase_add_test(tc, test_lazy_result_written_later);
   tcase_add_test(tc, test_lazy_host_pointer);

@@ -34,12 +34,13 @@ typedef struct plan {
   clt_dtype loop_dt[CLT__FUSE_MAX_NODES]; /* what the node's loop stores */
 } plan;
 
-/* The scratch of one thread: a buffer per operand (converted operands), one for a loop's store
- * before its conversion, one per leaf (strided leaves are gathered) and one per node, BLOCK
- * elements of up to 8 bytes each. */
+/* The scratch of one thread: two buffers per operand (an operand of an f16 or bf16 op is rounded
+ * to that dtype, then widened to f32), one for a loop's store before its conversion, one per
+ * leaf (strided leaves are gathered) and one per node, BLOCK elements of up to 8 bytes each. */
 #define BUF_BYTES ((size_t)BLOCK * 8)
+#define ARG_BUFS 7
 static size_t scratch_bytes(const clt_fused *f) {
-  return BUF_BYTES * (size_t)(4 + f->nleaves + f->nnodes);
+  return BUF_BYTES * (size_t)(ARG_BUFS + f->nleaves + f->nnodes);
 }
 
 /* Leaf l's elements lo .. lo + m - 1 (in the shape's C order) gathered into buf. */
@@ -107,7 +108,7 @@ static void replicate(char *dst, const char *src, size_t es, int64_t n) {
 static void run_range(const plan *pl, int64_t lo, int64_t hi, char *scratch) {
   const clt_fused *f = pl->f;
   const size_t bs = BUF_BYTES;
-  char *arg_buf = scratch, *leaf_buf = arg_buf + bs * 4,
+  char *arg_buf = scratch, *leaf_buf = arg_buf + bs * ARG_BUFS,
        *node_buf = leaf_buf + bs * (size_t)f->nleaves;
   val leaf[CLT__FUSE_MAX_LEAVES], v[CLT__FUSE_MAX_NODES];
   for (int64_t b0 = lo; b0 < hi; b0 += BLOCK) {
@@ -133,6 +134,7 @@ static void run_range(const plan *pl, int64_t lo, int64_t hi, char *scratch) {
       }
       val a[3];
       int64_t s = 0;
+      bool half = clt__dtype_is_half(nd->compute);
       for (int k = 0; k < op->arity; k++) {
         int r = nd->arg[k];
         val x = r >= 0 ? v[r] : leaf[-r - 1];
@@ -140,6 +142,9 @@ static void run_range(const plan *pl, int64_t lo, int64_t hi, char *scratch) {
                          : op->cond && k == 0     ? CLT_BOOL
                                                   : nd->compute;
         a[k] = as_dtype(x, want, m, arg_buf + bs * (size_t)k);
+        if (half && want == nd->compute &&
+            op->kind != CLT__OP_cast) /* f32 loops, rounded operands */
+          a[k] = as_dtype(a[k], CLT_F32, m, arg_buf + bs * (size_t)(3 + k));
         s |= a[k].s;
       }
       int64_t n = s ? m : 1; /* every operand one element: so is the value */
@@ -153,7 +158,7 @@ static void run_range(const plan *pl, int64_t lo, int64_t hi, char *scratch) {
         clt__host_convert(dst, nd->dtype, a[0].p, a[0].dt, n);
       } else {
         /* the loop's own store, then the node's dtype where they differ */
-        char *lo_dst = pl->loop_dt[i] == nd->dtype ? dst : arg_buf + bs * 3;
+        char *lo_dst = pl->loop_dt[i] == nd->dtype ? dst : arg_buf + bs * 6;
         if (op->arity == 1) {
           pl->f1[i](lo_dst, a[0].p, n);
         } else if (op->arity == 2) {
@@ -202,14 +207,16 @@ clt_status clt__host_fused(clt_device *dev, const clt_fused *f) {
     pl.loop_dt[i] = nd->dtype;
     if (!nd->op || nd->op->kind == CLT__OP_cast)
       continue;
-    clt__host_loops(nd->op->kind, nd->compute, &pl.f1[i], &pl.f2[i], &pl.f3[i]);
+    /* f16 and bf16 compute in the f32 loops, as host/elementwise.c does */
+    clt_dtype lc = clt__dtype_is_half(nd->compute) ? CLT_F32 : nd->compute;
+    clt__host_loops(nd->op->kind, lc, &pl.f1[i], &pl.f2[i], &pl.f3[i]);
     bool have = nd->op->arity == 1   ? pl.f1[i] != NULL
                 : nd->op->arity == 2 ? pl.f2[i] != NULL
                                      : pl.f3[i] != NULL;
     if (!have)
       return clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s in %s", nd->op->name,
                         clt_dtype_name(nd->compute));
-    pl.loop_dt[i] = nd->op->result == CLT__RESULT_BOOL ? CLT_BOOL : nd->compute;
+    pl.loop_dt[i] = nd->op->result == CLT__RESULT_BOOL ? CLT_BOOL : lc;
   }
   const size_t bytes = scratch_bytes(f);
   int64_t parts = clt__host_parts(f->numel);

@@ -46,6 +46,9 @@ static inline struct clt_cl_device *clt__cl(const clt_device *d) {
 /* Writes to buf the OpenCL C expression converting the value x, computed in dtype compute, to
  * the result dtype out as every elementwise kernel stores it. */
 void clt__cl_store_conv(clt_dtype compute, clt_dtype out, const char *x, char *buf, size_t size);
+/* The unsigned type ("uint", "ulong") an integer or bool compute type wraps in: the WRAP forms
+ * of include/clt_ops.h compute in it, and CLT_IPOW multiplies in it. */
+const char *clt__cl_unsigned_twin(clt_dtype dt);
 /* The backend's `fused` (lib/backend.h). */
 clt_status clt__cl_fused(clt_device *dev, const clt_fused *f);
 

@@ -13,7 +13,8 @@ typedef struct clt_cl_strided {
   cl_long off[4]; /* the result's, then the operands' */
 } clt_cl_strided;
 
-static const char *unsigned_twin(clt_dtype dt) {
+/* The unsigned type an integer or bool compute type wraps in (the kernels' UTC). */
+const char *clt__cl_unsigned_twin(clt_dtype dt) {
   switch (dt) {
   case CLT_I32:
     return "uint";
@@ -146,7 +147,7 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
   bool wraps = op->wraps && !is_float;
   /* f16 and bf16 compute in float */
   const char *tp = clt__dtype_is_half(compute) ? "float" : clt__dtype_cl_type(compute);
-  const char *tc = wraps ? unsigned_twin(compute) : tp;
+  const char *tc = wraps ? clt__cl_unsigned_twin(compute) : tp;
   const char *expr = clt__op_expr(op, compute);
   if (!expr)
     return clt__error(CLT_ERR_INTERNAL, fn, "%s has no expression for %s", op->name,
@@ -176,7 +177,7 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
            "#define STORE_AT(p,i,x) %s\n#define CLT_TILED %d\n%s",
            clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
            clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype), tp, tc,
-           unsigned_twin(compute), op->cond ? "uchar" : tp, op->cond ? "uchar" : tc,
+           clt__cl_unsigned_twin(compute), op->cond ? "uchar" : tp, op->cond ? "uchar" : tc,
            is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr,
            load_expr(ta->dtype, compute), load_expr(tb->dtype, compute),
            op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype),

@@ -5,10 +5,12 @@
  * and kind of access, each output's dtype) and nothing else: sizes, offsets and strides are
  * arguments, and scalar operands are 0-d leaves, so a chain run again with other values or
  * sizes finds its program in the cache (in memory and on disk). Each node's value is computed
- * exactly as kernels/elementwise.cl computes it (operands converted to the compute type, the
- * table's expression, the result converted to its dtype) and kept in a variable of the result
- * type, so the fused result is bit-identical to running the ops one by one; FP_CONTRACT is off
- * in the kernel, so no multiply and add of two nodes become one fma. */
+ * exactly as kernels/elementwise.cl computes it (operands converted to the compute type, then
+ * for the integer ops that wrap to its unsigned twin; the table's expression, with the integer
+ * helpers of that type; the result converted to its dtype as clt__cl_store_conv says) and kept
+ * in a variable of the result type, so the fused result is bit-identical to running the ops one
+ * by one, for float, integer and bool computations alike; FP_CONTRACT is off in the kernel, so
+ * no multiply and add of two nodes become one fma. */
 #include "cl-internal.h"
 
 #include <stdarg.h>
@@ -46,40 +48,101 @@ static void put(text *t, const char *fmt, ...) {
   }
 }
 
-/* The table's expression with its type name TC replaced by tc (the expression is a macro
- * argument in elementwise.cl, where TC is a define; here it goes into a define's body). */
+/* The table's expression for a node computing in the type tc (wrapping in utc), as the text of
+ * a define's body: the expression is a macro argument in elementwise.cl, where TC and the integer
+ * helpers are defines of the one compute type, so here TC becomes tc, CLT_IPOW the function
+ * clt_ipow_<tc> (its definition added to `helpers` once per type), and CLT_IABS(x) becomes
+ * CLT_IABS_AS(tc, x) (kernels/common.cl defines both for the two kernel files). */
 static bool ident_char(char c) {
   return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-static void expr_text(text *t, const char *expr, const char *tc) {
+/* Whether the identifier `name` starts at p (and is not part of a longer one). */
+static bool ident_at(const char *expr, const char *p, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(p, name, n) == 0 && (p == expr || !ident_char(p[-1])) && !ident_char(p[n]);
+}
+
+typedef struct helpers {
+  text t;            /* the instantiations, for the define CLT_FUSED_HELPERS */
+  const char *ipow[8]; /* the types whose clt_ipow_<type> it defines */
+  int nipow;
+} helpers;
+
+static void expr_text(text *t, const char *expr, const char *tc, const char *utc, helpers *h) {
   for (const char *p = expr; *p;) {
-    if (p[0] == 'T' && p[1] == 'C' && (p == expr || !ident_char(p[-1])) && !ident_char(p[2])) {
+    if (ident_at(expr, p, "TC")) {
       put(t, "%s", tc);
       p += 2;
+    } else if (ident_at(expr, p, "CLT_IPOW")) {
+      bool have = false;
+      for (int i = 0; i < h->nipow && !have; i++)
+        have = strcmp(h->ipow[i], tc) == 0;
+      if (!have && h->nipow < 8) {
+        h->ipow[h->nipow++] = tc;
+        put(&h->t, "CLT_DEFINE_IPOW(clt_ipow_%s, %s, %s) ", tc, tc, utc);
+      } else if (!have) {
+        h->t.full = true; /* cannot happen: there are five integer compute types */
+      }
+      put(t, "clt_ipow_%s", tc);
+      p += strlen("CLT_IPOW");
+    } else if (ident_at(expr, p, "CLT_IABS")) {
+      const char *q = p + strlen("CLT_IABS");
+      while (*q == ' ')
+        q++;
+      if (*q != '(') { /* not a call: left for the build to report */
+        put(t, "CLT_IABS");
+        p += strlen("CLT_IABS");
+        continue;
+      }
+      put(t, "CLT_IABS_AS(%s, ", tc);
+      p = q + 1;
     } else {
       put(t, "%c", *p++);
     }
   }
 }
 
-/* The value of operand r of a node, as text: an earlier node's variable or a leaf's element. */
-static void operand_text(text *t, int r, const clt_leaf_kind *kinds, const int *slot) {
+/* The type of a node's variable: its dtype's, but float for f16 and bf16 (their values, rounded
+ * as stored). */
+static const char *var_type(clt_dtype dt) {
+  return clt__dtype_is_half(dt) ? "float" : clt__dtype_cl_type(dt);
+}
+
+/* The value of operand r of a node, as text: an earlier node's variable or a leaf's element (f16
+ * through vload_half, bf16 as the top half of a float, as kernels/elementwise.cl loads them). */
+static void operand_text(text *t, const clt_fused *f, int r, const clt_leaf_kind *kinds,
+                         const int *slot) {
   if (r >= 0) {
     put(t, "v%d", r);
     return;
   }
   int l = -r - 1;
+  char at[64];
   if (kinds[l] == CLT__LEAF_SCALAR)
-    put(t, "l%d[lo%d]", l, l);
+    snprintf(at, sizeof at, "lo%d", l);
   else if (kinds[l] == CLT__LEAF_DENSE)
-    put(t, "l%d[lo%d+i]", l, l);
+    snprintf(at, sizeof at, "lo%d+i", l);
   else
-    put(t, "l%d[lo%d+x[%d]]", l, l, slot[l]);
+    snprintf(at, sizeof at, "lo%d+x[%d]", l, slot[l]);
+  if (f->leaf[l]->dtype == CLT_F16)
+    put(t, "vload_half(%s,l%d)", at, l);
+  else if (f->leaf[l]->dtype == CLT_BF16)
+    put(t, "clt_bf16_to_f32(l%d[%s])", l, at);
+  else
+    put(t, "l%d[%s]", l, at);
+}
+
+/* The dtype of operand r of a node. */
+static clt_dtype operand_dtype(const clt_fused *f, int r) {
+  return r >= 0 ? f->node[r].dtype : f->leaf[-r - 1]->dtype;
 }
 
 static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_leaf_kind *kinds,
                                 const int *slot, int nstrided, text *t) {
+  char hbuf[1024];
+  helpers hs = {{hbuf, sizeof hbuf, 0, false}, {NULL}, 0}, *h = &hs;
+  hbuf[0] = 0;
   bool fp64 = false;
   for (int i = 0; i < f->nnodes; i++)
     fp64 = fp64 || f->node[i].compute == CLT_F64 || f->node[i].dtype == CLT_F64;
@@ -113,29 +176,51 @@ static clt_status fused_defines(clt_device *d, const clt_fused *f, const clt_lea
     if (!expr)
       return clt__error(CLT_ERR_INTERNAL, f->fn, "%s has no expression for %s", op->name,
                         clt_dtype_name(nd->compute));
-    const char *tc = clt__dtype_cl_type(nd->compute); /* float or double: no wrapping twin */
-    put(t, "%s v%d; { ", clt__dtype_cl_type(nd->dtype), i);
+    /* as kernels/elementwise.cl: operands converted to TP, then TC (the unsigned twin for the
+     * integer ops that wrap; f16 and bf16 compute in float, an operand of another dtype rounded
+     * to theirs first); where's condition to uchar */
+    bool wraps = op->wraps && !clt__dtype_is_float(nd->compute);
+    const char *tp = var_type(nd->compute), *utc = "uint";
+    if (!clt__dtype_is_float(nd->compute))
+      utc = clt__cl_unsigned_twin(nd->compute);
+    const char *tc = wraps ? utc : tp;
+    put(t, "%s v%d; { ", var_type(nd->dtype), i);
     static const char *const names[3] = {"a", "b", "c"};
     for (int j = 0; j < 3; j++) {
       int k = op->arity == 1 ? 0 : op->arity == 2 && j == 2 ? 1 : j; /* OP(x,x,x), OP(x,y,y) */
-      const char *ty = op->cond && k == 0 ? "uchar" : tc;
-      put(t, "%s %s = (%s)(%s)", ty, names[j], ty, ty);
-      operand_text(t, nd->arg[k], kinds, slot);
-      put(t, "; ");
+      bool cond = op->cond && k == 0;
+      const char *round = "";
+      if (!cond && !clt__dtype_is_half(operand_dtype(f, nd->arg[k])))
+        round = nd->compute == CLT_F16    ? "clt_round_f16((float)"
+                : nd->compute == CLT_BF16 ? "clt_round_bf16((float)"
+                                          : "";
+      put(t, "%s %s = (%s)(%s)%s", cond ? "uchar" : tc, names[j], cond ? "uchar" : tc,
+          cond ? "uchar" : tp, round);
+      operand_text(t, f, nd->arg[k], kinds, slot);
+      put(t, "%s; ", *round ? ")" : "");
     }
     char x[2048];
     text xe = {x, sizeof x, 0, false};
-    expr_text(&xe, expr, tc);
+    expr_text(&xe, expr, tc, utc, h);
     if (xe.full)
       return clt__error(CLT_ERR_INTERNAL, f->fn, "the expression of %s is too long", op->name);
     char conv[4096 + 256];
-    clt__cl_store_conv(nd->compute, nd->dtype, x, conv, sizeof conv);
+    if (nd->dtype == CLT_F16) /* as clt_store_f16 stores it and vload_half reads it back */
+      snprintf(conv, sizeof conv, "clt_f16_stored((float)(%s))", x);
+    else if (nd->dtype == CLT_BF16)
+      snprintf(conv, sizeof conv, "clt_round_bf16((float)(%s))", x);
+    else
+      clt__cl_store_conv(nd->compute, nd->dtype, x, conv, sizeof conv);
     put(t, "v%d = %s; } ", i, conv);
-    if (nd->out >= 0)
+    if (nd->out >= 0 && nd->dtype == CLT_F16) /* exact: v is an f16 value */
+      put(t, "clt_store_f16(o%d, oo%d+i, v%d); ", nd->out, nd->out, i);
+    else if (nd->out >= 0 && nd->dtype == CLT_BF16)
+      put(t, "o%d[oo%d+i] = clt_f32_to_bf16(v%d); ", nd->out, nd->out, i);
+    else if (nd->out >= 0)
       put(t, "o%d[oo%d+i] = v%d; ", nd->out, nd->out, i);
   }
-  put(t, "\n");
-  if (t->full)
+  put(t, "\n#define CLT_FUSED_HELPERS %s\n", hbuf);
+  if (t->full || h->t.full)
     return clt__error(CLT_ERR_INTERNAL, f->fn, "the fused kernel's source outgrew its buffer");
   return CLT_OK;
 }
