@@ -341,7 +341,7 @@ CLT_API clt_tensor *clt_tensor_retain(clt_tensor *t);
 CLT_API void clt_tensor_release(clt_tensor *t);
 
 /** Lazy fusion (docs/performance.md, "Fusion"). On an OpenCL device, and on the host for results
- *  of 65536 elements or more, an elementwise operation that returns a new tensor (of any dtype)
+ *  of 2^20 elements or more, an elementwise operation that returns a new tensor (of any dtype)
  *  is deferred: the call checks its
  *  arguments, devices, dtypes and shapes, allocates the result and returns it at once, and the
  *  chain of such operations runs later as one generated kernel (on the host, one pass), when

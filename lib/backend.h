@@ -156,7 +156,7 @@ bool clt__lazy_on(const clt_device *dev);
  * empty, and on the host at least CLT__HOST_LAZY_MIN elements (below that the operands are in
  * the cache anyway, and a deferred op costs more than the loop; CLT_LAZY_HOST_MIN=N changes it,
  * for tests). */
-#define CLT__HOST_LAZY_MIN ((int64_t)1 << 16)
+#define CLT__HOST_LAZY_MIN ((int64_t)1 << 20)
 bool clt__lazy_defers(const clt_device *dev, int64_t numel);
 /* Sets the host's threshold to n elements when n > 0 (tests run small chains on the host);
  * returns the one before. */

@@ -57,11 +57,8 @@ static clt_tensor *chain(clt_tensor *a, clt_tensor *b, clt_tensor *row, clt_tens
   return t14;
 }
 
-/* The side of the square inputs (so that b and its transpose combine): on the host, large
- * enough for its ops to be deferred (CLT__HOST_LAZY_MIN elements). */
-static int N = 48;
-#define N_HOST 256
-_Static_assert(N_HOST * N_HOST >= CLT__HOST_LAZY_MIN, "the host chain must be deferred");
+/* The side of the square inputs, so that b and its transpose combine. */
+static const int N = 48;
 
 static void make_inputs(clt_device *d, clt_tensor **a, clt_tensor **b, clt_tensor **row,
                         clt_tensor **n) {
@@ -91,11 +88,11 @@ START_TEST(test_lazy_bit_identical) {
   clt_device *devs[CU_MAX_DEVICES];
   int nd = cu_devices(devs);
   float *first = NULL; /* the first OpenCL device's result */
+  int64_t host_min = clt__lazy_host_min(1); /* the host defers these small tensors too */
   for (int i = 0; i < nd; i++) {
     clt_device *d = devs[i];
     if (!cu_dtype_ok("test_lazy_bit_identical", d, CLT_F64))
       continue;
-    N = d == clt_cpu() ? N_HOST : 48;
     clt_tensor *a, *b, *row, *n, *keep_l, *keep_e;
     make_inputs(d, &a, &b, &row, &n);
     clt_lazy_stats before = stats();
@@ -162,7 +159,7 @@ START_TEST(test_lazy_bit_identical) {
     RELEASE(a, b, row, n, lazy, eager, keep_l, keep_e);
   }
   free(first);
-  N = 48;
+  clt__lazy_host_min(host_min);
 }
 END_TEST
 
@@ -532,9 +529,9 @@ END_TEST
 START_TEST(test_lazy_result_written_later) {
   clt_device *devs[CU_MAX_DEVICES];
   int nd = cu_devices(devs);
+  int64_t n = 100, host_min = clt__lazy_host_min(1); /* the host defers these small tensors too */
   for (int i = 0; i < nd; i++) {
     clt_device *d = devs[i];
-    int64_t n = d == clt_cpu() ? CLT__HOST_LAZY_MIN : 100;
     for (int how = 0; how < 4; how++) {
       clt_tensor *a = filled(d, n, 1, 1), *b = filled(d, n, 0.5f, 0), *c, *e;
       clt_lazy_stats s0 = stats();
@@ -564,6 +561,7 @@ START_TEST(test_lazy_result_written_later) {
       RELEASE(a, b, c, e);
     }
   }
+  clt__lazy_host_min(host_min);
 }
 END_TEST
 
@@ -572,7 +570,7 @@ END_TEST
  * other operands; taking the pointer computes the chains that read the memory. */
 START_TEST(test_lazy_host_pointer) {
   clt_device *h = clt_cpu();
-  int64_t n = CLT__HOST_LAZY_MIN;
+  int64_t n = 1000, host_min = clt__lazy_host_min(1); /* deferred though small */
   clt_tensor *a = filled(h, n, 1, 1), *b = filled(h, n, 2, 0), *x = filled(h, n, 3, 0), *t, *y,
              *z;
   float *p = clt_tensor_data(x);
@@ -605,6 +603,7 @@ START_TEST(test_lazy_host_pointer) {
     ck_assert_msg(zv[k] == (float)(k + 1) * 3, "z[%lld] = %g", (long long)k, zv[k]);
   free(zv);
   RELEASE(a, b, x, t, y, z);
+  clt__lazy_host_min(host_min);
 }
 END_TEST
 
@@ -913,12 +912,14 @@ static void held(clt_tensor *w, clt_tensor *g) { /* c = 3 w held; w += 2 g; then
 /* In-place and _out forms continue a deferred chain in the same kernel (w -= lr * g is one
  * kernel), read what they overwrite only in place, and leave the rest of the memory alone. */
 START_TEST(test_lazy_into) {
-  /* the host, with tensors large enough to be deferred (CLT__HOST_LAZY_MIN) */
+  /* the host, deferring these small tensors too */
   clt_device *h = clt_cpu();
-  same_both_ways(sgd, h, 256, 256, "cpu: w -= 0.1 g", 1, 2);
-  same_both_ways(decay, h, 256, 256, "cpu: w -= 0.1 (g + 0.01 w)", 1, 4);
-  same_both_ways(transposed, h, 256, 256, "cpu: w += 2 w^T", -1, 0);
-  same_both_ways(held, h, 256, 256, "cpu: c = 3 w held while w changes", -1, 0);
+  int64_t host_min = clt__lazy_host_min(1);
+  same_both_ways(sgd, h, 33, 31, "cpu: w -= 0.1 g", 1, 2);
+  same_both_ways(decay, h, 33, 31, "cpu: w -= 0.1 (g + 0.01 w)", 1, 4);
+  same_both_ways(transposed, h, 17, 17, "cpu: w += 2 w^T", -1, 0);
+  same_both_ways(held, h, 4, 4, "cpu: c = 3 w held while w changes", -1, 0);
+  clt__lazy_host_min(host_min);
   if (!cu_need_cl("test_lazy_into", 1))
     return;
   clt_device *d = clt_device_at(0);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BLOCK 1024 /* elements: an f64 value of a block is 8 KiB */
+#define BLOCK 4096 /* elements: an f64 value of a block is 32 KiB */
 
 /* A value over a block: element i at p + i * s elements (s is 0 or 1). */
 typedef struct val {
