@@ -176,12 +176,17 @@ static int wanted(void) {
   return (int)n;
 }
 
-static struct clt_ref_device *ref_devices; /* kept until exit, as the list of them */
+/* The devices and their list, kept until exit (the registry copies the list; a second discovery
+ * gets the same one). */
+static struct clt_ref_device *ref_devices;
 static clt_device **ref_list;
+static int ref_count;
 
 static void ref_discover(clt_device ***out, int *count) {
-  *out = NULL;
-  *count = 0;
+  *out = ref_list;
+  *count = ref_count;
+  if (ref_list)
+    return;
   int n = wanted();
   if (n == 0)
     return;
@@ -219,6 +224,7 @@ static void ref_discover(clt_device ***out, int *count) {
   }
   ref_devices = devs;
   ref_list = list;
+  ref_count = n;
   *out = list;
   *count = n;
 }
