@@ -149,10 +149,8 @@ typedef struct clt_fused {
   const char *fn; /* the call that needs the values, for messages */
 } clt_fused;
 
-/* Whether elementwise ops on dev are deferred now (clt_set_lazy, CLT_LAZY; never under
- * CLT_SYNC=1, nor on a backend without `fused`). */
-bool clt__lazy_on(const clt_device *dev);
-/* Whether an elementwise op of numel elements on dev is deferred: clt__lazy_on, a result not
+/* Whether an elementwise op of numel elements on dev is deferred: deferring on (clt_set_lazy,
+ * CLT_LAZY; never under CLT_SYNC=1, nor on a backend without `fused`), a result not
  * empty, and on the host at least CLT__HOST_LAZY_MIN elements (below that the operands are in
  * the cache anyway, and a deferred op costs more than the loop; CLT_LAZY_HOST_MIN=N changes it,
  * for tests). */

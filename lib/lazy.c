@@ -28,8 +28,8 @@
 typedef struct clt_lazy clt_lazy;
 
 typedef struct lazy_arg {
-  clt_lazy *node;   /* a deferred operand, or NULL */
-  clt_tensor *leaf; /* else a tensor with values (retained) */
+  clt_lazy *node;               /* a deferred operand, or NULL */
+  clt_tensor *leaf;             /* else a tensor with values (retained) */
   int64_t s[CLT_MAX_DIMS], off; /* the leaf's strides over the node's shape, and offset */
 } lazy_arg;
 
@@ -43,12 +43,12 @@ struct clt_lazy {
   int64_t shape[CLT_MAX_DIMS], numel;
   int nargs;
   lazy_arg arg[3];
-  clt_storage *out;    /* the storage it is pending on (not retained); NULL once gone */
+  clt_storage *out; /* the storage it is pending on (not retained); NULL once gone */
   /* An op writing into an existing tensor (clt__lazy_into): run at once, never pending; out is
    * that tensor's storage, out_off its element offset. */
   bool into;
   int64_t out_off;
-  clt_tensor *value;   /* once evaluated: its result, retained (the arguments are dropped) */
+  clt_tensor *value; /* once evaluated: its result, retained (the arguments are dropped) */
   /* value's storage counts this node in its lazy_readers: nodes still deferred read the value,
    * so a write to it must compute them first */
   bool value_read;
@@ -87,7 +87,6 @@ static void lazy_init(void) {
     atomic_store(&host_min, atoll(h) > 0 ? atoll(h) : 1);
 }
 
-
 static void ensure_init(void) { pthread_once(&lazy_once, lazy_init); }
 
 int64_t clt__lazy_host_min(int64_t n) {
@@ -100,14 +99,16 @@ int clt_set_lazy(int on) {
   return atomic_exchange(&lazy_enabled, on ? 1 : 0) != 0;
 }
 
-bool clt__lazy_on(const clt_device *dev) {
+/* Whether elementwise ops on dev are deferred now (clt_set_lazy, CLT_LAZY; never under
+ * CLT_SYNC=1, nor on a backend without `fused`). */
+static bool lazy_on(const clt_device *dev) {
   ensure_init();
   return atomic_load_explicit(&lazy_enabled, memory_order_relaxed) && dev->backend->fused &&
          !clt__env_sync();
 }
 
 bool clt__lazy_defers(const clt_device *dev, int64_t numel) {
-  return numel > 0 && clt__lazy_on(dev) &&
+  return numel > 0 && lazy_on(dev) &&
          (dev->kind != CLT_DEVICE_HOST ||
           numel >= atomic_load_explicit(&host_min, memory_order_relaxed));
 }
@@ -334,9 +335,8 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
       char ops[512];
       int nops = count_ops(f);
       describe(&p, ops, sizeof ops);
-      fprintf(stderr, "clt lazy: %s evaluates %d deferred op%s on %s (%s) into %d tensor%s\n",
-              fn, nops, nops == 1 ? "" : "s", root->dev->name, ops, f->nouts,
-              f->nouts == 1 ? "" : "s");
+      fprintf(stderr, "clt lazy: %s evaluates %d deferred op%s on %s (%s) into %d tensor%s\n", fn,
+              nops, nops == 1 ? "" : "s", root->dev->name, ops, f->nouts, f->nouts == 1 ? "" : "s");
     }
     /* The outputs' tensors, made before the launch so that nothing can fail after it. */
     clt_tensor *val[CLT__FUSE_MAX_OUTS] = {NULL};
@@ -372,8 +372,8 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
         clt_tensor_release(val[o]);
       char ops[512];
       describe(&p, ops, sizeof ops);
-      return clt__error(st, fn, "evaluating the deferred ops (%s) on %s: %s", ops,
-                        root->dev->name, clt_last_error());
+      return clt__error(st, fn, "evaluating the deferred ops (%s) on %s: %s", ops, root->dev->name,
+                        clt_last_error());
     }
     int nops = count_ops(f);
     if (nops > 0) { /* not a scalar's fill */
@@ -573,8 +573,8 @@ static clt_status make_node(const clt_op *op, const clt_tensor *like, clt_dtype 
 /* Whether node reads host memory that the program can reach without clt (storage `exposed`). */
 static bool reads_exposed(const clt_lazy *node) {
   for (int k = 0; k < node->nargs; k++)
-    if (node->arg[k].leaf && atomic_load_explicit(&node->arg[k].leaf->storage->exposed,
-                                                  memory_order_relaxed))
+    if (node->arg[k].leaf &&
+        atomic_load_explicit(&node->arg[k].leaf->storage->exposed, memory_order_relaxed))
       return true;
   return false;
 }

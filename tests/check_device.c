@@ -197,23 +197,11 @@ START_TEST(test_default_env_bad) {
   }
   setenv("CLT_DEVICE", "cl:42", 1);
   /* Capture stderr for the warning. */
-  char path[] = "/tmp/clt-check-stderr-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  fflush(stderr);
-  int saved = dup(STDERR_FILENO);
-  ck_assert_int_ge(saved, 0);
-  dup2(fd, STDERR_FILENO);
+  cu_stderr cap;
+  cu_stderr_begin(&cap);
   clt_device *def = clt_device_default();
-  fflush(stderr);
-  dup2(saved, STDERR_FILENO);
-  close(saved);
   char text[1024] = "";
-  lseek(fd, 0, SEEK_SET);
-  ssize_t n = read(fd, text, sizeof text - 1);
-  text[n > 0 ? n : 0] = '\0';
-  close(fd);
-  unlink(path);
+  cu_stderr_end(&cap, text, sizeof text);
   ck_assert_ptr_nonnull(def);
   clt_device *want = first_gpu_or_cpu();
   ck_assert_msg(def == want, "with CLT_DEVICE=cl:42 the default is %s, expected %s",

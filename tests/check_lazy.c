@@ -63,7 +63,8 @@ static const int N = 48;
 static void make_inputs(clt_device *d, clt_tensor **a, clt_tensor **b, clt_tensor **row,
                         clt_tensor **n) {
   float *av = cu_malloc(sizeof(float) * (size_t)(N * N)),
-        *bv = cu_malloc(sizeof(float) * (size_t)(N * N)), *rv = cu_malloc(sizeof(float) * (size_t)N);
+        *bv = cu_malloc(sizeof(float) * (size_t)(N * N)),
+        *rv = cu_malloc(sizeof(float) * (size_t)N);
   int32_t *nv = cu_malloc(sizeof(int32_t) * (size_t)(N * N));
   cu_rng r;
   cu_rng_seed(&r, 77);
@@ -87,7 +88,7 @@ static void make_inputs(clt_device *d, clt_tensor **a, clt_tensor **b, clt_tenso
 START_TEST(test_lazy_bit_identical) {
   clt_device *devs[CU_MAX_DEVICES];
   int nd = cu_devices(devs);
-  float *first = NULL; /* the first OpenCL device's result */
+  float *first = NULL;                      /* the first OpenCL device's result */
   int64_t host_min = clt__lazy_host_min(1); /* the host defers these small tensors too */
   for (int i = 0; i < nd; i++) {
     clt_device *d = devs[i];
@@ -123,8 +124,8 @@ START_TEST(test_lazy_bit_identical) {
     float *ke = cu_read(keep_e);
     ck_assert_msg(memcmp(lv, ev, sizeof(float) * N * N) == 0, "%s: deferred and eager differ",
                   cu_dev_name(d));
-    ck_assert_msg(memcmp(kl, ke, sizeof(float) * N * N) == 0,
-                  "%s: the held intermediate differs", cu_dev_name(d));
+    ck_assert_msg(memcmp(kl, ke, sizeof(float) * N * N) == 0, "%s: the held intermediate differs",
+                  cu_dev_name(d));
     if (d != clt_cpu() && !first) {
       first = lv;
       lv = NULL;
@@ -210,8 +211,9 @@ static void make_int_inputs(clt_device *d, int_inputs *in) {
   u[0] = 100;
   u[1] = 255;
   u[2] = 0;
-  const float fe[] = {NAN, INFINITY, -INFINITY, 1e20f, -3e9f, -0.5f, 2147483648.0f, 2.7f,
-                      -2.7f, 300.0f, -1.5f, 255.9f, 0.0f, -0.0f, 2147483520.0f, -2147483648.0f};
+  const float fe[] = {NAN,           INFINITY, -INFINITY,     1e20f,         -3e9f, -0.5f,
+                      2147483648.0f, 2.7f,     -2.7f,         300.0f,        -1.5f, 255.9f,
+                      0.0f,          -0.0f,    2147483520.0f, -2147483648.0f};
   memcpy(f, fe, sizeof fe);
   int64_t sh[2] = {IR, IC}, rs[1] = {IC};
   in->x = cu_tensor(x, CLT_I32, 2, sh, d);
@@ -233,27 +235,27 @@ static void int_chain(const int_inputs *in, clt_tensor **out) {
   CU_OK(clt_pow(in->s, in->y, &t3)); /* negative exponents */
   CU_OK(clt_abs(in->x, &t4));        /* |INT32_MIN| */
   CU_OK(clt_neg(t4, &t5));
-  CU_OK(clt_sub(t5, in->row, &t6)); /* a broadcast row */
+  CU_OK(clt_sub(t5, in->row, &t6));  /* a broadcast row */
   CU_OK(clt_mul_scalar(t6, 3, &t7)); /* an i32 scalar */
   CU_OK(clt_cast(t6, CLT_I64, &t8));
-  CU_OK(clt_mul(t8, in->z, &t9)); /* i64, wraps */
-  CU_OK(clt_pow(t9, in->y, &t10)); /* i64 pow of i64 and i32 */
-  CU_OK(clt_abs(in->z, &t11));     /* |INT64_MIN| */
+  CU_OK(clt_mul(t8, in->z, &t9));     /* i64, wraps */
+  CU_OK(clt_pow(t9, in->y, &t10));    /* i64 pow of i64 and i32 */
+  CU_OK(clt_abs(in->z, &t11));        /* |INT64_MIN| */
   CU_OK(clt_mul(in->u, in->u, &t12)); /* u8, wraps */
   CU_OK(clt_cast(in->x, CLT_U8, &t13));
   CU_OK(clt_add(t12, t13, &t14));
   CU_OK(clt_neg(t14, &t15));
   CU_OK(clt_add_scalar(in->u, 200, &t16)); /* a u8 scalar, past 255 */
   CU_OK(clt_pow(t16, in->u, &t17));
-  CU_OK(clt_gt(t2, t7, &c1)); /* bool of i32 */
-  CU_OK(clt_lt(t9, in->z, &c2)); /* bool of i64 */
-  CU_OK(clt_logical_and(c1, c2, &c3)); /* bool computing in bool */
+  CU_OK(clt_gt(t2, t7, &c1));           /* bool of i32 */
+  CU_OK(clt_lt(t9, in->z, &c2));        /* bool of i64 */
+  CU_OK(clt_logical_and(c1, c2, &c3));  /* bool computing in bool */
   CU_OK(clt_logical_xor(c3, t15, &c4)); /* bool and u8, in u8 */
   CU_OK(clt_logical_not(c4, &c5));
   CU_OK(clt_add(c5, c1, &c6)); /* bool + bool: or */
   CU_OK(clt_mul(c6, c2, &c7)); /* bool * bool: and */
   CU_OK(clt_where(c3, t2, t7, &w1));
-  CU_OK(clt_where(c7, t10, w1, &w2)); /* i64 and i32 */
+  CU_OK(clt_where(c7, t10, w1, &w2));   /* i64 and i32 */
   CU_OK(clt_cast(in->f, CLT_I32, &fi)); /* saturating, NaN to 0 */
   CU_OK(clt_cast(in->f, CLT_U8, &fu));
   CU_OK(clt_cast(in->f, CLT_I64, &fl));
@@ -270,10 +272,10 @@ static void int_chain(const int_inputs *in, clt_tensor **out) {
   CU_OK(clt_where(fb, t17, t15, &r7));
   CU_OK(clt_minimum(c1, fb, &r8)); /* bool: and */
   clt_tensor *keep[INT_OUTS] = {t2, t3, t4, t10, t11, t15, t16, t17, c7,
-                                fi, fu, fb, r1, r2, r5, qi, r7, r8};
+                                fi, fu, fb, r1,  r2,  r5,  qi,  r7,  r8};
   memcpy(out, keep, sizeof keep);
-  RELEASE(t1, t5, t6, t7, t8, t9, t12, t13, t14, c1, c2, c3, c4, c5, c6, w1, w2, fl, r3, r4, q,
-          r6, sg);
+  RELEASE(t1, t5, t6, t7, t8, t9, t12, t13, t14, c1, c2, c3, c4, c5, c6, w1, w2, fl, r3, r4, q, r6,
+          sg);
 }
 
 /* x^e wrapping in 32 or 64 bits, by repeated multiplication (not by squaring, as the kernels) */
@@ -282,6 +284,18 @@ static uint64_t wrap_pow(uint64_t x, int e, int bits) {
   for (int i = 0; i < e; i++)
     r *= x;
   return bits == 64 ? r : r & 0xffffffffu;
+}
+
+/* Result o of a chain, deferred (lv) and eager (ev), n elements read back: the same dtype and
+ * the same bytes. */
+static void assert_same_bytes(clt_device *d, int o, const clt_tensor *lz, const clt_tensor *eg,
+                              const void *lv, const void *ev, int64_t n) {
+  ck_assert_int_eq(lz->dtype, eg->dtype);
+  size_t es = clt_dtype_size(eg->dtype);
+  for (size_t b = 0; b < es * (size_t)n; b++)
+    ck_assert_msg(((const uint8_t *)lv)[b] == ((const uint8_t *)ev)[b],
+                  "%s: result %d (%s) differs at element %zu: deferred and eager", cu_dev_name(d),
+                  o, cu_dt_name(eg->dtype), b / es);
 }
 
 START_TEST(test_lazy_integer_bit_identical) {
@@ -323,20 +337,16 @@ START_TEST(test_lazy_integer_bit_identical) {
     ck_assert_msg(stats().deferred == after.deferred, "deferred with clt_set_lazy(0)");
     for (int o = 0; o < INT_OUTS; o++) {
       ev[o] = cu_read(eg[o]);
-      ck_assert_int_eq(lz[o]->dtype, eg[o]->dtype);
-      size_t bytes = clt_dtype_size(eg[o]->dtype) * IN;
-      for (size_t b = 0; b < bytes; b++)
-        ck_assert_msg(((uint8_t *)lv[o])[b] == ((uint8_t *)ev[o])[b],
-                      "%s: result %d (%s) differs at element %zu: deferred and eager",
-                      cu_dev_name(d), o, cu_dt_name(eg[o]->dtype), b / clt_dtype_size(eg[o]->dtype));
+      assert_same_bytes(d, o, lz[o], eg[o], lv[o], ev[o], IN);
     }
     /* independently: the edges (deferred and eager are the same bytes now) */
     const int32_t *x = cu_read(in.x), *y = cu_read(in.y), *t2 = ev[0], *t3 = ev[1], *t4 = ev[2];
     for (int k = 0; k < IN; k++)
       ck_assert_msg(t2[k] == (int32_t)((uint32_t)x[k] * (uint32_t)x[k] + (uint32_t)y[k]),
                     "%s: x*x+y [%d] = %d", cu_dev_name(d), k, t2[k]);
-    const int32_t t3e[] = {-1, 0, 1, 1, (int32_t)wrap_pow(3, 31, 32),
-                           (int32_t)wrap_pow((uint64_t)(int64_t)-3, 21, 32), 1, 0};
+    const int32_t t3e[] = {
+        -1, 0, 1, 1, (int32_t)wrap_pow(3, 31, 32), (int32_t)wrap_pow((uint64_t)(int64_t)-3, 21, 32),
+        1,  0};
     for (int k = 0; k < 8; k++)
       ck_assert_msg(t3[k] == t3e[k], "%s: pow [%d] = %d, expected %d", cu_dev_name(d), k, t3[k],
                     t3e[k]);
@@ -344,8 +354,9 @@ START_TEST(test_lazy_integer_bit_identical) {
     ck_assert_int_eq(t4[2], 1);
     ck_assert_msg(((int64_t *)ev[4])[0] == INT64_MIN, "%s: |INT64_MIN|", cu_dev_name(d));
     ck_assert_int_eq(((uint8_t *)ev[6])[0], 44); /* 100 + 200 - 256 */
-    const int32_t fie[] = {0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0, INT32_MAX, 2, -2,
-                           300, -1, 255, 0, 0, 2147483520, INT32_MIN};
+    const int32_t fie[] = {0,         INT32_MAX, INT32_MIN,  INT32_MAX, INT32_MIN, 0,
+                           INT32_MAX, 2,         -2,         300,       -1,        255,
+                           0,         0,         2147483520, INT32_MIN};
     const uint8_t fue[] = {0, 255, 0, 255, 0, 0, 255, 2, 0, 255, 0, 255, 0, 0, 255, 0};
     const uint8_t fbe[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1};
     for (int k = 0; k < 16; k++) {
@@ -353,8 +364,8 @@ START_TEST(test_lazy_integer_bit_identical) {
                     cu_dev_name(d), k, ((int32_t *)ev[9])[k], fie[k]);
       ck_assert_msg(((uint8_t *)ev[10])[k] == fue[k], "%s: cast to u8 [%d] = %d, expected %d",
                     cu_dev_name(d), k, ((uint8_t *)ev[10])[k], fue[k]);
-      ck_assert_msg(((uint8_t *)ev[11])[k] == fbe[k], "%s: cast to bool [%d] = %d",
-                    cu_dev_name(d), k, ((uint8_t *)ev[11])[k]);
+      ck_assert_msg(((uint8_t *)ev[11])[k] == fbe[k], "%s: cast to bool [%d] = %d", cu_dev_name(d),
+                    k, ((uint8_t *)ev[11])[k]);
     }
     free((void *)x);
     free((void *)y);
@@ -425,7 +436,7 @@ static void half_chain(const half_inputs *in, clt_tensor **out) {
   CU_OK(clt_where(c1, h6, g3, &w));
   CU_OK(clt_cast(h2, CLT_I32, &ci)); /* saturating, NaN to 0 */
   CU_OK(clt_cast(w, CLT_F32, &cf));
-  CU_OK(clt_mul(h5, in->f, &dd)); /* f16 and f32: f32 */
+  CU_OK(clt_mul(h5, in->f, &dd));      /* f16 and f32: f32 */
   CU_OK(clt_add_scalar(h4, 0.1, &hs)); /* an f16 scalar */
   clt_tensor *keep[HALF_OUTS] = {h2, h3, h4, g2, m, mix, ci, cf, dd, hs};
   memcpy(out, keep, sizeof keep);
@@ -461,11 +472,7 @@ START_TEST(test_lazy_half_bit_identical) {
     clt_set_lazy(1);
     for (int o = 0; o < HALF_OUTS; o++) {
       uint8_t *lv = cu_read(lz[o]), *ev = cu_read(eg[o]);
-      ck_assert_int_eq(lz[o]->dtype, eg[o]->dtype);
-      size_t es = clt_dtype_size(eg[o]->dtype);
-      for (size_t b = 0; b < es * HN; b++)
-        ck_assert_msg(lv[b] == ev[b], "%s: result %d (%s) differs at element %zu", cu_dev_name(d),
-                      o, cu_dt_name(eg[o]->dtype), b / es);
+      assert_same_bytes(d, o, lz[o], eg[o], lv, ev, HN);
       free(lv);
       free(ev);
       RELEASE(lz[o], eg[o]);
@@ -571,8 +578,7 @@ END_TEST
 START_TEST(test_lazy_host_pointer) {
   clt_device *h = clt_cpu();
   int64_t n = 1000, host_min = clt__lazy_host_min(1); /* deferred though small */
-  clt_tensor *a = filled(h, n, 1, 1), *b = filled(h, n, 2, 0), *x = filled(h, n, 3, 0), *t, *y,
-             *z;
+  clt_tensor *a = filled(h, n, 1, 1), *b = filled(h, n, 2, 0), *x = filled(h, n, 3, 0), *t, *y, *z;
   float *p = clt_tensor_data(x);
   ck_assert_ptr_nonnull(p);
   clt_lazy_stats s0 = stats();
@@ -582,8 +588,8 @@ START_TEST(test_lazy_host_pointer) {
   CU_OK(clt_add(t, x, &y)); /* reads x: computed now, with t's op */
   clt_lazy_stats s1 = stats();
   ck_assert_msg(s1.evaluations == s0.evaluations + 1 && s1.ops == s0.ops + 2,
-                "%ld passes computing %ld ops at the call reading x", s1.evaluations - s0.evaluations,
-                s1.ops - s0.ops);
+                "%ld passes computing %ld ops at the call reading x",
+                s1.evaluations - s0.evaluations, s1.ops - s0.ops);
   p[0] = 1000; /* after the call: y does not see it */
   p[n - 1] = 1000;
   float *yv = cu_read(y);
@@ -935,8 +941,8 @@ START_TEST(test_lazy_into) {
   float *v = cu_read(big);
   for (int i = 0; i < 100; i++) {
     float want = i >= 40 && i < 50 ? expf((float)(i - 39)) + (float)(i - 39) : (float)i;
-    ck_assert_msg(fabsf(v[i] - want) <= 1e-5f * fabsf(want) + 1e-6f, "big[%d] = %g, expected %g",
-                  i, v[i], want);
+    ck_assert_msg(fabsf(v[i] - want) <= 1e-5f * fabsf(want) + 1e-6f, "big[%d] = %g, expected %g", i,
+                  v[i], want);
   }
   free(v);
   RELEASE(big, part, a, t);

@@ -55,23 +55,11 @@ END_TEST
 START_TEST(test_ref_bad_env) {
   if (!ref_env("test_ref_bad_env", "lots"))
     return;
-  char path[] = "/tmp/clt-check-stderr-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  fflush(stderr);
-  int saved = dup(STDERR_FILENO);
-  ck_assert_int_ge(saved, 0);
-  dup2(fd, STDERR_FILENO);
+  cu_stderr cap;
+  cu_stderr_begin(&cap);
   int count = clt_device_count(); /* the registry is read here */
-  fflush(stderr);
-  dup2(saved, STDERR_FILENO);
-  close(saved);
   char text[1024] = "";
-  lseek(fd, 0, SEEK_SET);
-  ssize_t n = read(fd, text, sizeof text - 1);
-  text[n > 0 ? n : 0] = '\0';
-  close(fd);
-  unlink(path);
+  cu_stderr_end(&cap, text, sizeof text);
   ck_assert_int_eq(cu_cl_count(), count);
   ck_assert_msg(strstr(text, "CLT_REF_DEVICES='lots'") && strstr(text, "set it to 1 for ref:0"),
                 "no warning naming CLT_REF_DEVICES='lots' and the fix on stderr (got \"%s\")",

@@ -418,3 +418,24 @@ int64_t cu_numel(int ndim, const int64_t *shape) {
     n *= shape[i];
   return n;
 }
+
+void cu_stderr_begin(cu_stderr *c) {
+  snprintf(c->path, sizeof c->path, "/tmp/clt-check-stderr-XXXXXX");
+  c->fd = mkstemp(c->path);
+  ck_assert_int_ge(c->fd, 0);
+  fflush(stderr);
+  c->saved = dup(STDERR_FILENO);
+  ck_assert_int_ge(c->saved, 0);
+  dup2(c->fd, STDERR_FILENO);
+}
+
+void cu_stderr_end(cu_stderr *c, char *text, size_t size) {
+  fflush(stderr);
+  dup2(c->saved, STDERR_FILENO);
+  close(c->saved);
+  lseek(c->fd, 0, SEEK_SET);
+  ssize_t n = read(c->fd, text, size - 1);
+  text[n > 0 ? n : 0] = '\0';
+  close(c->fd);
+  unlink(c->path);
+}

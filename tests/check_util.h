@@ -153,6 +153,14 @@ double cu_item(const clt_tensor *t);
 /* Makes a fresh directory "$TMPDIR/clt-<name>-XXXXXX" (/tmp without TMPDIR) into dir, which
  * holds size bytes (asserts success); the test removes it. */
 void cu_temp_dir(char *dir, size_t size, const char *name);
+/* What a piece of code writes on stderr: cu_stderr_begin redirects it into a temporary file,
+ * cu_stderr_end restores it and puts the text (NUL-terminated, at most size - 1 bytes) in text. */
+typedef struct cu_stderr {
+  char path[64];
+  int fd, saved;
+} cu_stderr;
+void cu_stderr_begin(cu_stderr *c);
+void cu_stderr_end(cu_stderr *c, char *text, size_t size);
 
 /* Asserts t has this dtype, device and shape. */
 void cu_assert_meta(const clt_tensor *t, clt_dtype dt, clt_device *dev, int ndim,
