@@ -180,6 +180,10 @@ clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const ch
 clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn);
 /* Computes every deferred chain on dev (NULL: on every device). */
 clt_status clt__lazy_flush(clt_device *dev, const char *fn);
+/* The allocator's call when dev is full: computes dev's deferred chains, so that operands only
+ * they still hold are released; true if there were any. False, doing nothing, where this thread
+ * cannot evaluate now (it is evaluating, or another call holds the chains). */
+bool clt__lazy_free_memory(clt_device *dev, const char *fn);
 /* s is being freed: its deferred chain, if it has one, is no longer written into it. */
 void clt__lazy_storage_gone(clt_storage *s);
 /* Counts since the start, for tests and benchmarks: ops deferred, fused kernels run, and the

@@ -465,9 +465,12 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
     s = clt__lazy_scalar(dt, v, t->storage->dev, fn, out); /* a kernel argument when fused */
   else
     s = clt_full(dt, 0, NULL, v, t->storage->dev, out);
-  if (s != CLT_OK)
+  if (s == CLT_ERR_INVALID_ARGUMENT) /* the only refusal of the value itself */
     return clt__error(s, fn, "the scalar %g does not fit a %s tensor: %s", v,
                       clt_dtype_name(t->dtype), clt_last_error());
+  if (s != CLT_OK) /* out of memory, a device error: the 0-d tensor that holds it */
+    return clt__error(s, fn, "the scalar operand %g on %s: %s", v, t->storage->dev->name,
+                      clt_last_error());
   return CLT_OK;
 }
 

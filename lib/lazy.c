@@ -447,6 +447,20 @@ clt_status clt__lazy_flush(clt_device *dev, const char *fn) {
   return st;
 }
 
+bool clt__lazy_free_memory(clt_device *dev, const char *fn) {
+  ensure_init();
+  /* a try: the allocation may come from inside a recording or an evaluation of this thread */
+  if (evaluating || pthread_mutex_trylock(&lazy_lock) != 0)
+    return false;
+  bool any = false;
+  for (clt_lazy *n = pending_head; n && !any; n = n->next)
+    any = n->dev == dev;
+  if (any)
+    flush_locked(dev, fn); /* a failure stays pending and is reported by the next use */
+  pthread_mutex_unlock(&lazy_lock);
+  return any;
+}
+
 clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn) {
   if (evaluating || (!atomic_load_explicit(&s->pending, memory_order_acquire) &&
                      !(writing && atomic_load_explicit(&s->lazy_readers, memory_order_acquire))))

@@ -337,6 +337,9 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   }
   if (over_budget(dev, size)) {
     cache_clear(dev);
+    /* deferred chains may hold operands the program released: computing them frees those */
+    if (over_budget(dev, size) && clt__lazy_free_memory(dev, fn))
+      cache_clear(dev);
     if (over_budget(dev, size))
       return out_of_memory(dev, bytes, 0, fn);
   }
@@ -344,7 +347,8 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   int err = raw_alloc(s);
   if (err != 0) {
-    /* Give the cache back and try once more. */
+    /* Give back the cache and what deferred chains hold, and try once more. */
+    clt__lazy_free_memory(dev, fn);
     cache_clear(dev);
     err = raw_alloc(s);
   }

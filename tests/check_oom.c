@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* mmap's MAP_ANONYMOUS */
 #include "config.h"
 
+#include "backend.h"
 #include "check_util.h"
 
 #include <stdarg.h>
@@ -348,6 +349,70 @@ START_TEST(test_cl_many_buffers) {
 }
 END_TEST
 
+/* A full device where a deferred chain holds memory the program released: the allocation that
+ * finds no room computes the chain first (its operand's memory is freed) and succeeds (issue 15:
+ * the device's memory limit forces evaluation). The chain reads 16 elements through a view of a
+ * tensor of a whole block, so that it is quick on Oclgrind too. Sizes as in many_buffers. */
+static void full_with_deferred(clt_device *d) {
+  clt_device_info info;
+  CU_OK(clt_device_info_get(d, &info));
+  if (info.memory_bytes > ((uint64_t)2 << 30))
+    return; /* many_buffers said why */
+  uint64_t size = info.max_alloc_bytes / 2;
+  if (size > info.memory_bytes / 4)
+    size = info.memory_bytes / 4;
+  int64_t block = (int64_t)(size / 65536 * 65536), floats = block / 4, sixteen = 16;
+  uint64_t fit = (info.memory_bytes - allocated(d)) / (uint64_t)block;
+  ck_assert_msg(fit >= 2 && fit < 64, "%s: %llu blocks fit", cu_dev_name(d),
+                (unsigned long long)fit);
+  clt_tensor *held[64], *a, *v, *b, *t;
+  for (uint64_t i = 0; i + 2 < fit; i++) /* a block stays free, less what b takes */
+    CU_OK(clt_empty(CLT_U8, 1, &block, d, &held[i]));
+  CU_OK(clt_full(CLT_F32, 1, &floats, 3.0, d, &a));
+  CU_OK(clt_narrow(a, 0, floats - 16, 16, &v));
+  clt_tensor_release(a); /* its memory lives on in v */
+  clt_lazy_stats s0, s1, s2;
+  clt__lazy_stats(&s0);
+  CU_OK(clt_add_scalar(v, 4.0, &b));
+  clt_tensor_release(v); /* now only b's deferred chain holds a's block */
+  clt__lazy_stats(&s1);
+  bool deferred = s1.deferred > s0.deferred;
+  /* the device is full: a block more is had only by computing b's chain */
+  CU_OK(clt_empty(CLT_U8, 1, &block, d, &t));
+  clt__lazy_stats(&s2);
+  if (deferred)
+    ck_assert_msg(s2.evaluations == s1.evaluations + 1,
+                  "%s: the allocation ran %ld fused evaluations, expected 1", cu_dev_name(d),
+                  s2.evaluations - s1.evaluations);
+  float got[16];
+  CU_OK(clt_tensor_read(b, got, sizeof got));
+  for (int i = 0; i < 16; i++)
+    ck_assert_msg(got[i] == 7.0f, "%s: element %d of the chain is %g, expected 7", cu_dev_name(d),
+                  i, (double)got[i]);
+  ck_assert_int_eq(clt_tensor_numel(b), sixteen);
+  count_case();
+  clt_tensor_release(t);
+  clt_tensor_release(b);
+  for (uint64_t i = 0; i + 2 < fit; i++)
+    clt_tensor_release(held[i]);
+}
+
+START_TEST(test_cl_full_with_deferred) {
+  if (!cu_forked) {
+    cu_skip("test_cl_full_with_deferred",
+            "needs CK_FORK (POCL_MEMORY_LIMIT is set before OpenCL starts)");
+    return;
+  }
+  setenv("POCL_MEMORY_LIMIT", "1", 1);
+  if (!cu_need_cl("test_cl_full_with_deferred", 1))
+    return;
+  int was = clt_set_lazy(1);
+  for (int v = 0; v < cu_cl_count(); v++)
+    full_with_deferred(clt_device_at(v));
+  clt_set_lazy(was);
+}
+END_TEST
+
 /* Pinned host memory beyond what one buffer of the device may be. */
 START_TEST(test_pinned_too_large) {
   if (!cu_need_cl("test_pinned_too_large", 1))
@@ -485,6 +550,7 @@ Suite *oom_suite(void) {
   tcase_add_test(tc, test_cpu_malloc_refuses);
   tcase_add_test(tc, test_cl_more_than_device);
   tcase_add_test(tc, test_cl_many_buffers);
+  tcase_add_test(tc, test_cl_full_with_deferred);
   tcase_add_test(tc, test_pinned_too_large);
 #ifdef CLT_FAULT_INJECTION
   tcase_add_test(tc, test_retry_after_driver_refusal);
