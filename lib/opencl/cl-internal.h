@@ -34,6 +34,10 @@ struct clt_cl_device {
   pthread_mutex_t programs_lock;
   pthread_cond_t programs_built;
   struct clt_program_cache *programs;
+  /* Its runtime must not be entered by two threads at once (Oclgrind: its queues are plain
+   * lists), so no other runtime's thread may call into it: order.c waits on the host for another
+   * context's event instead of bridging it with a callback. */
+  bool serial;
 };
 
 /* The OpenCL state of d, an OpenCL device (never the host). */
@@ -54,6 +58,8 @@ clt_status clt__cl_fused(clt_device *dev, const clt_fused *f);
 
 /* ---- devices (device.c), continued ------------------------------------------------------ */
 
+/* Whether ctx is the context of a device whose runtime is serial (struct clt_cl_device). */
+bool clt__cl_context_serial(cl_context ctx);
 /* Marks d's queue for the wait at process exit (device.c: finish_at_exit): called by the native
  * matmul, whose host code must not run during the process's teardown. */
 void clt__cl_wait_at_exit(clt_device *d);

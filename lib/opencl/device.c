@@ -39,6 +39,7 @@ static void init_cl_device(struct clt_cl_device *c, int index, int platform_inde
   dev_str(id, CL_DEVICE_VERSION, d->cl_version, sizeof d->cl_version);
   clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof d->platform_name, d->platform_name, NULL);
   d->platform_name[sizeof d->platform_name - 1] = '\0';
+  c->serial = strstr(d->platform_name, "Oclgrind") != NULL;
   cl_ulong global_mem = 0, max_alloc = 0;
   clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global_mem, &global_mem, NULL);
   clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
@@ -127,6 +128,13 @@ static void finish_at_exit(void) {
 }
 
 static void register_exit(void) { atexit(finish_at_exit); }
+
+bool clt__cl_context_serial(cl_context ctx) {
+  for (int i = 0; i < exit_count; i++)
+    if (clt__cl(exit_list[i])->context == ctx)
+      return clt__cl(exit_list[i])->serial;
+  return false;
+}
 
 void clt__cl_wait_at_exit(clt_device *d) {
   for (int i = 0; i < exit_count && i < 256; i++)

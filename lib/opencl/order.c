@@ -14,7 +14,8 @@ static void bridge_done(cl_event ev, cl_int status, void *data) {
 }
 
 /* An event of context ctx that completes when ev (of another context) does; or *out = NULL when
- * ev has completed already, and there is nothing to wait for. */
+ * ev has completed already (or was waited for here, for a serial ctx), and there is nothing to
+ * wait for. */
 static cl_int bridge(cl_event ev, cl_context ctx, cl_event *out) {
   cl_int err;
   /* The command behind ev must be submitted to its device, or its completion (and the callback
@@ -32,6 +33,14 @@ static cl_int bridge(cl_event ev, cl_context ctx, cl_event *out) {
       status == CL_COMPLETE) {
     *out = NULL;
     return CL_SUCCESS;
+  }
+  if (clt__cl_context_serial(ctx)) {
+    /* The callback would set the user event, and so run the commands queued behind it, from
+     * ev's runtime's thread while this thread may be inside ctx's runtime too: Oclgrind's queue
+     * lists were corrupted that way (a crash in its Queue::execute, under load, in the test
+     * suite's copies from PoCL to Oclgrind). Waited for here instead. */
+    *out = NULL;
+    return clWaitForEvents(1, &ev);
   }
   cl_event user = clCreateUserEvent(ctx, &err);
   if (err != CL_SUCCESS)
