@@ -166,6 +166,9 @@ clt_launch clt__cl_launch_1d(const clt_device *dev, int64_t n);
 /* The defines every program gets on dev: "#define CLT_CHUNKED 1" (CPU devices) or 0, and
  * "#define CLT_FP64" when the program uses double. */
 const char *clt__cl_base_options(const clt_device *dev, bool need_fp64);
+/* Whether kernels for dev may call __builtin_prefetch: PoCL's CPU devices, which compile with
+ * clang into a real prefetch instruction (other vendors' compilers may reject it). */
+bool clt__cl_can_prefetch(const clt_device *dev);
 /* Enqueues kernel k over the launch on dev's queue after the waitlist; returns its event. */
 clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
                            const char *fn, cl_event *ev);

@@ -154,7 +154,7 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
                       clt_dtype_name(compute));
   /* a ternary's operands are k, a, b: TK, TA, TB */
   const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
-  char name[64], store[64], defines[1536], raw[96] = "";
+  char name[64], store[64], defines[1536], raw[128] = "";
   if (v == TILED && d->chunked) {
     /* CLT_RAWp: operand p is stored as the tiled kernel stages it (plain loads, no conversion),
      * so that it can be staged through vload4 */
@@ -166,6 +166,8 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
                    strcmp(clt__dtype_cl_type(in[k]->dtype), staged) == 0;
       len += snprintf(raw + len, sizeof raw - (size_t)len, "#define CLT_RAW%d %d\n", k, plain);
     }
+    if (clt__cl_can_prefetch(d))
+      snprintf(raw + len, sizeof raw - (size_t)len, "#define CLT_PREFETCH 1\n");
   }
   snprintf(name, sizeof name, "%s_%s", op->name, clt_dtype_name(out->dtype));
   clt__cl_store_conv(compute, out->dtype, "x", store, sizeof store);

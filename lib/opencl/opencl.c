@@ -44,6 +44,11 @@ const char *clt__cl_base_options(const clt_device *dev, bool need_fp64) {
   return chunked ? "#define CLT_CHUNKED 1\n" : "#define CLT_CHUNKED 0\n";
 }
 
+bool clt__cl_can_prefetch(const clt_device *dev) {
+  return dev->kind == CLT_DEVICE_CL_CPU &&
+         strcmp(dev->platform_name, "Portable Computing Language") == 0;
+}
+
 clt_status clt__cl_enqueue(clt_device *dev, cl_kernel k, const clt_launch *l, clt_waitlist *wl,
                            const char *fn, cl_event *ev) {
   cl_int err =
