@@ -164,6 +164,48 @@ START_TEST(test_lazy_bit_identical) {
 }
 END_TEST
 
+/* A chain on the host large enough that its pass streams from memory (host/fuse.c: more than
+ * STREAM_MIN bytes read and written, in small blocks with the leaves prefetched ahead), with
+ * rows that do not divide into blocks, a broadcast row, an f32 leaf widened to f64 and two
+ * outputs of different widths: the same bits as the eager ops. */
+START_TEST(test_lazy_host_streaming) {
+  enum { R = 1200, C = 1001 }; /* 1.2 M elements, 29 MB streamed: 4 + 8 read, 4 + 8 written */
+  clt_device *d = clt_cpu();
+  float *xv = cu_malloc(sizeof(float) * R * C), *rv = cu_malloc(sizeof(float) * C);
+  double *yv = cu_malloc(sizeof(double) * R * C);
+  cu_rng r;
+  cu_rng_seed(&r, 5);
+  cu_fill(xv, CLT_F32, R * C, &r, -3, 3, 0);
+  cu_fill(yv, CLT_F64, R * C, &r, -1, 1, 0);
+  cu_fill(rv, CLT_F32, C, &r, 0.5, 2, 0);
+  int64_t sh[2] = {R, C}, rs[1] = {C};
+  clt_tensor *x = cu_tensor(xv, CLT_F32, 2, sh, d), *y = cu_tensor(yv, CLT_F64, 2, sh, d),
+             *row = cu_tensor(rv, CLT_F32, 1, rs, d);
+  clt_tensor *t[2][2]; /* [eager, deferred][x * row, x * row + y] */
+  clt_lazy_stats before = stats();
+  for (int lazy = 0; lazy < 2; lazy++) {
+    clt_set_lazy(lazy);
+    CU_OK(clt_mul(x, row, &t[lazy][0]));
+    CU_OK(clt_add(t[lazy][0], y, &t[lazy][1]));
+  }
+  clt_set_lazy(1);
+  ck_assert_int_eq(stats().deferred - before.deferred, 2);
+  CU_OK(clt_eval(t[1][1])); /* one pass, which writes the held x * row too */
+  ck_assert_int_eq(stats().evaluations - before.evaluations, 1);
+  for (int o = 0; o < 2; o++) {
+    void *ev = cu_read(t[0][o]), *lv = cu_read(t[1][o]);
+    ck_assert_msg(memcmp(ev, lv, (size_t)clt_tensor_nbytes(t[0][o])) == 0,
+                  "output %d: deferred and eager differ", o);
+    free(ev);
+    free(lv);
+  }
+  free(xv);
+  free(yv);
+  free(rv);
+  RELEASE(x, y, row, t[0][0], t[0][1], t[1][0], t[1][1]);
+}
+END_TEST
+
 /* ---- integer and bool chains ---------------------------------------------------------------
  * Every way an integer or bool computation differs from a float one, in one deferred chain
  * compared byte for byte with the eager ops: i32, i64 and u8 arithmetic that wraps around
@@ -1006,6 +1048,7 @@ Suite *lazy_suite(void) {
   Suite *s = suite_create("lazy");
   TCase *tc = cu_tcase("fusion");
   tcase_add_test(tc, test_lazy_bit_identical);
+  tcase_add_test(tc, test_lazy_host_streaming);
   tcase_add_test(tc, test_lazy_integer_bit_identical);
   tcase_add_test(tc, test_lazy_half_bit_identical);
   tcase_add_test(tc, test_lazy_leaf_written_later);
