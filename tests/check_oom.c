@@ -279,6 +279,26 @@ START_TEST(test_cl_more_than_device) {
 }
 END_TEST
 
+/* The block many_buffers and full_with_deferred allocate on a device: half its largest buffer,
+ * a quarter of its memory at most, in whole 64 KiB. */
+static int64_t block_bytes(const clt_device_info *info) {
+  uint64_t size = info->max_alloc_bytes / 2;
+  if (size > info->memory_bytes / 4)
+    size = info->memory_bytes / 4;
+  return (int64_t)(size / 65536 * 65536);
+}
+
+/* For a test of a device limited to 1 GiB: sets POCL_MEMORY_LIMIT before OpenCL starts (so only
+ * in a forked test) and asks for an OpenCL device; false (with the skip said) where it cannot. */
+static bool memory_limited(const char *test) {
+  if (!cu_forked) {
+    cu_skip(test, "needs CK_FORK (POCL_MEMORY_LIMIT is set before OpenCL starts)");
+    return false;
+  }
+  setenv("POCL_MEMORY_LIMIT", "1", 1);
+  return cu_need_cl(test, 1);
+}
+
 /* Many buffers that together exceed the device. PoCL accepts any number of buffers (it allocates
  * at first use), so clt keeps its own count against CL_DEVICE_GLOBAL_MEM_SIZE: past it, the cache
  * is emptied first, then the request refused. Run with POCL_MEMORY_LIMIT=1 (1 GiB, 256 MiB per
@@ -298,10 +318,7 @@ static void many_buffers(clt_device *d) {
     return;
   }
   clt_tensor *e = earlier_tensor(d, 5.0f), *t;
-  uint64_t size = info.max_alloc_bytes / 2;
-  if (size > info.memory_bytes / 4)
-    size = info.memory_bytes / 4;
-  int64_t block = (int64_t)(size / 65536 * 65536);
+  int64_t block = block_bytes(&info);
   uint64_t fit = (info.memory_bytes - allocated(d)) / (uint64_t)block;
   ck_assert_msg(fit >= 2 && fit < 64,
                 "%s: %llu blocks of %lld bytes fit in %llu bytes (largest buffer %llu)",
@@ -336,13 +353,7 @@ static void many_buffers(clt_device *d) {
 }
 
 START_TEST(test_cl_many_buffers) {
-  if (!cu_forked) {
-    cu_skip("test_cl_many_buffers",
-            "needs CK_FORK (POCL_MEMORY_LIMIT is set before OpenCL starts)");
-    return;
-  }
-  setenv("POCL_MEMORY_LIMIT", "1", 1);
-  if (!cu_need_cl("test_cl_many_buffers", 1))
+  if (!memory_limited("test_cl_many_buffers"))
     return;
   for (int v = 0; v < cu_cl_count(); v++)
     many_buffers(clt_device_at(v));
@@ -358,10 +369,7 @@ static void full_with_deferred(clt_device *d) {
   CU_OK(clt_device_info_get(d, &info));
   if (info.memory_bytes > ((uint64_t)2 << 30))
     return; /* many_buffers said why */
-  uint64_t size = info.max_alloc_bytes / 2;
-  if (size > info.memory_bytes / 4)
-    size = info.memory_bytes / 4;
-  int64_t block = (int64_t)(size / 65536 * 65536), floats = block / 4, sixteen = 16;
+  int64_t block = block_bytes(&info), floats = block / 4, sixteen = 16;
   uint64_t fit = (info.memory_bytes - allocated(d)) / (uint64_t)block;
   ck_assert_msg(fit >= 2 && fit < 64, "%s: %llu blocks fit", cu_dev_name(d),
                 (unsigned long long)fit);
@@ -398,13 +406,7 @@ static void full_with_deferred(clt_device *d) {
 }
 
 START_TEST(test_cl_full_with_deferred) {
-  if (!cu_forked) {
-    cu_skip("test_cl_full_with_deferred",
-            "needs CK_FORK (POCL_MEMORY_LIMIT is set before OpenCL starts)");
-    return;
-  }
-  setenv("POCL_MEMORY_LIMIT", "1", 1);
-  if (!cu_need_cl("test_cl_full_with_deferred", 1))
+  if (!memory_limited("test_cl_full_with_deferred"))
     return;
   int was = clt_set_lazy(1);
   for (int v = 0; v < cu_cl_count(); v++)
