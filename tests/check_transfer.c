@@ -335,6 +335,62 @@ START_TEST(test_release_in_flight) {
 }
 END_TEST
 
+/* Pinned memory allocated near one device, filled by it, copied to another and released at
+ * once, while the first device goes on working: the copy's completion frees the pinned buffer
+ * (and the first device's events on it) from whatever thread the second device's runtime calls
+ * back on. With Oclgrind as cl:0 (the 60-gpu lane) that thread entering Oclgrind crashed or lost
+ * a reference count; every round checks the copy and the work. */
+START_TEST(test_pinned_release_in_flight) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = 0;
+  for (int i = 0; i < clt_device_count() && ndev < CU_MAX_DEVICES; i++)
+    if (cu_is_cl(clt_device_at(i))) /* pinned memory is OpenCL's */
+      devs[ndev++] = clt_device_at(i);
+  if (ndev < 2) {
+    cu_skip("test_pinned_release_in_flight", "needs two OpenCL devices");
+    return;
+  }
+  enum { N = 96, ROUNDS = 150 };
+  int64_t n[1] = {N};
+  for (int a = 0; a < ndev; a++)
+    for (int b = 0; b < ndev; b++) {
+      if (a == b)
+        continue;
+      clt_device *da = devs[a], *db = devs[b];
+      clt_tensor *x = NULL, *busy = NULL;
+      CU_OK(clt_arange(0, N, 1, CLT_F32, da, &x));
+      CU_OK(clt_zeros(CLT_F32, 1, n, da, &busy));
+      for (int round = 0; round < ROUNDS; round++) {
+        clt_tensor *pin = NULL, *out = NULL, *sum = NULL;
+        CU_OK(clt_empty_pinned(CLT_F32, 1, n, da, &pin));
+        CU_OK(clt_copy(pin, x));      /* da writes it */
+        CU_OK(clt_to(pin, db, &out)); /* db reads it */
+        clt_tensor_release(pin);
+        /* da works while db's copy may still be running */
+        CU_OK(clt_add(busy, x, &sum));
+        clt_tensor_release(busy);
+        busy = sum;
+        if (round % 50 == 49 || round == ROUNDS - 1) {
+          float *v = cu_read(out);
+          for (int i = 0; i < N; i++)
+            ck_assert_msg(v[i] == (float)i,
+                          "pinned near %s, copied to %s, round %d: element %d is %g",
+                          cu_dev_name(da), cu_dev_name(db), round, i, (double)v[i]);
+          free(v);
+        }
+        clt_tensor_release(out);
+      }
+      float *v = cu_read(busy);
+      for (int i = 0; i < N; i++)
+        ck_assert_msg(v[i] == (float)(ROUNDS * i), "%s's work next to the copies: element %d is %g",
+                      cu_dev_name(da), i, (double)v[i]);
+      free(v);
+      clt_tensor_release(x);
+      clt_tensor_release(busy);
+    }
+}
+END_TEST
+
 /* A copy out of a tensor is still reading it (on another queue) when the tensor is overwritten
  * from each device: the overwrite must wait for the read. */
 START_TEST(test_write_after_read) {
@@ -583,6 +639,7 @@ Suite *transfer_suite(void) {
   suite_add_tcase(s, tc);
   tc = cu_tcase("async");
   tcase_add_test(tc, test_release_in_flight);
+  tcase_add_test(tc, test_pinned_release_in_flight);
   tcase_add_test(tc, test_write_after_read);
   tcase_add_test(tc, test_chain);
   tcase_add_test(tc, test_cross_context);

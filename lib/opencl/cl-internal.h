@@ -36,7 +36,9 @@ struct clt_cl_device {
   struct clt_program_cache *programs;
   /* Its runtime must not be entered by two threads at once (Oclgrind: its queues are plain
    * lists), so no other runtime's thread may call into it: order.c waits on the host for another
-   * context's event instead of bridging it with a callback. */
+   * context's event instead of bridging it with a callback, and, while such a device exists,
+   * for another runtime's command on host memory instead of freeing that memory (a pinned
+   * buffer, events of this runtime) from the other runtime's callback. */
   bool serial;
 };
 
@@ -60,6 +62,9 @@ clt_status clt__cl_fused(clt_device *dev, const clt_fused *f);
 
 /* Whether ctx is the context of a device whose runtime is serial (struct clt_cl_device). */
 bool clt__cl_context_serial(cl_context ctx);
+/* Whether any device found is serial: then no other runtime's callback thread may release a
+ * storage (order.c: clt__keep_alive), which can hold that runtime's buffers and events. */
+bool clt__cl_any_serial(void);
 /* Marks d's queue for the wait at process exit (device.c: finish_at_exit): called by the native
  * matmul, whose host code must not run during the process's teardown. */
 void clt__cl_wait_at_exit(clt_device *d);

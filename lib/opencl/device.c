@@ -136,6 +136,13 @@ bool clt__cl_context_serial(cl_context ctx) {
   return false;
 }
 
+bool clt__cl_any_serial(void) {
+  for (int i = 0; i < exit_count; i++)
+    if (clt__cl(exit_list[i])->serial)
+      return true;
+  return false;
+}
+
 void clt__cl_wait_at_exit(clt_device *d) {
   for (int i = 0; i < exit_count && i < 256; i++)
     if (exit_list[i] == d && !atomic_load(&exit_wait[i])) {

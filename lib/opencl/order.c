@@ -215,7 +215,15 @@ static void release_storage_cb(cl_event ev, cl_int status, void *data) {
 
 clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn) {
   clt__storage_retain(s);
-  cl_int err = clSetEventCallback(ev, CL_COMPLETE, release_storage_cb, s);
+  /* The callback may drop the last reference, and so free what s holds: a pinned buffer of the
+   * device it was allocated near, the events of every command that touched it, of any context.
+   * A runtime other than ev's calls it from a thread of its own, which must not enter a serial
+   * runtime (Oclgrind: a PoCL callback freeing Oclgrind's pinned memory while this thread
+   * enqueued on Oclgrind crashed the 60-gpu lane's fault suite, or lost a reference count).
+   * Where one is present, a command of another runtime is waited for here instead. */
+  cl_int err = clt__cl_any_serial() && !clt__cl_context_serial(event_context(ev))
+                   ? CL_INVALID_OPERATION
+                   : clSetEventCallback(ev, CL_COMPLETE, release_storage_cb, s);
   if (err != CL_SUCCESS) {
     /* Without a callback, keep the memory valid by waiting here. */
     clWaitForEvents(1, &ev);
