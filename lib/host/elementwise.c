@@ -83,7 +83,7 @@ typedef clt__host_loop3 ternary_fn;
     typedef TC_ TC;                                                                                \
     TO *restrict o = o_;                                                                           \
     const TP *restrict pa = a_;                                                                    \
-    for (int64_t i = 0; i < n; i++) {                                                              \
+    CLT__SIMD for (int64_t i = 0; i < n; i++) {                                                    \
       TC a = (TC)pa[i];                                                                            \
       (void)a;                                                                                     \
       o[i] = (TO)(EXPR);                                                                           \
@@ -95,7 +95,7 @@ typedef clt__host_loop3 ternary_fn;
     TO *restrict o = o_;                                                                           \
     const TP *pa = a_, *pb = b_;                                                                   \
     if (sa == 1 && sb == 1) {                                                                      \
-      for (int64_t i = 0; i < n; i++) {                                                            \
+      CLT__SIMD for (int64_t i = 0; i < n; i++) {                                                  \
         TC a = (TC)pa[i], b = (TC)pb[i];                                                           \
         (void)a, (void)b;                                                                          \
         o[i] = (TO)(EXPR);                                                                         \
@@ -115,11 +115,20 @@ typedef clt__host_loop3 ternary_fn;
     TO *restrict o = o_;                                                                           \
     const TP0 *pa = a_;                                                                            \
     const TP *pb = b_, *pc = c_;                                                                   \
-    for (int64_t i = 0; i < n; i++) {                                                              \
-      TP0 a = pa[i * s[0]];                                                                        \
-      TC b = (TC)pb[i * s[1]], c = (TC)pc[i * s[2]];                                               \
-      (void)a, (void)b, (void)c;                                                                   \
-      o[i] = (TO)(EXPR);                                                                           \
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1) {                                                     \
+      CLT__SIMD for (int64_t i = 0; i < n; i++) {                                                  \
+        TP0 a = pa[i];                                                                             \
+        TC b = (TC)pb[i], c = (TC)pc[i];                                                           \
+        (void)a, (void)b, (void)c;                                                                 \
+        o[i] = (TO)(EXPR);                                                                         \
+      }                                                                                            \
+    } else {                                                                                       \
+      for (int64_t i = 0; i < n; i++) {                                                            \
+        TP0 a = pa[i * s[0]];                                                                      \
+        TC b = (TC)pb[i * s[1]], c = (TC)pc[i * s[2]];                                             \
+        (void)a, (void)b, (void)c;                                                                 \
+        o[i] = (TO)(EXPR);                                                                         \
+      }                                                                                            \
     }                                                                                              \
   }
 

@@ -11,7 +11,7 @@
 
 #ifndef HAVE_CBLAS
 /* C = A x B in blocks of BM x BK x BN, the innermost loop running along rows of B and C so that
- * it vectorizes; a row of C accumulates in place (C is zeroed first). A stored transposed is
+ * it vectorizes (CLT__SIMD); a row of C accumulates in place (C is zeroed first). A stored transposed is
  * read at p * lda + i; B stored transposed at j * ldb + p (its inner loop then strides). */
 enum { BM = 64, BK = 128, BN = 256 };
 #define BLOCKED_GEMM(name, T)                                                                      \
@@ -31,7 +31,7 @@ enum { BM = 64, BK = 128, BN = 256 };
               T av = a[i * ar + p * ac];                                                           \
               const T *restrict brow = b + p * br;                                                 \
               if (bc == 1)                                                                         \
-                for (int64_t j = j0; j < j1; j++)                                                  \
+                CLT__SIMD for (int64_t j = j0; j < j1; j++)                                        \
                   crow[j] += av * brow[j];                                                         \
               else                                                                                 \
                 for (int64_t j = j0; j < j1; j++)                                                  \

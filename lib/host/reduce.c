@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define PAIRWISE(name, T)                                                                          \
   static T name(const T *x, int64_t n) {                                                           \
@@ -67,14 +68,11 @@ static int64_t rows_levels(int64_t r) {
     for (int64_t k0 = 0, blk = 0; k0 < r; k0 += ROWS_BLOCK, blk++) {                               \
       T *s = stack + top * w;                                                                      \
       int64_t e = k0 + ROWS_BLOCK < r ? k0 + ROWS_BLOCK : r;                                       \
-      for (int64_t j = 0; j < w; j++)                                                              \
-        s[j] = b[k0 * inner + j];                                                                  \
+      memcpy(s, b + k0 * inner, (size_t)w * sizeof(T));                                            \
       for (int64_t k = k0 + 1; k < e; k++)                                                         \
-        for (int64_t j = 0; j < w; j++)                                                            \
-          s[j] += b[k * inner + j];                                                                \
+        CLT__SIMD for (int64_t j = 0; j < w; j++) s[j] += b[k * inner + j];                        \
       for (int64_t m = blk; m & 1; m >>= 1, top--) {                                               \
-        for (int64_t j = 0; j < w; j++)                                                            \
-          s[j - w] += s[j];                                                                        \
+        CLT__SIMD for (int64_t j = 0; j < w; j++) s[j - w] += s[j];                                \
         s -= w;                                                                                    \
       }                                                                                            \
       top++;                                                                                       \
