@@ -25,68 +25,6 @@ bool clt__dtype_is_float(clt_dtype dt) {
 }
 bool clt__dtype_is_half(clt_dtype dt) { return dt == CLT_F16 || dt == CLT_BF16; }
 
-/* ---- f16 and bf16 -----------------------------------------------------------------------------
- * The host's conversions, bit for bit those of kernels/elementwise.cl (vstore_half_rte and
- * clt_f32_to_bf16): round to nearest, ties to even. NaN becomes the one quiet NaN (0x7e00,
- * 0x7fc0), sign and payload dropped, so that every device stores the same bits. */
-
-uint16_t clt__f32_to_f16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-  if (ax > 0x7f800000u) /* NaN: the one quiet NaN, whatever the sign and payload */
-    return 0x7e00u;
-  if (ax >= 0x477ff000u) /* 65520 and up (inf too): halfway to 2^16 or more rounds to inf */
-    return (uint16_t)(sign | 0x7c00u);
-  if (ax < 0x38800000u) {  /* below 2^-14, the smallest normal: a subnormal or zero */
-    if (ax <= 0x33000000u) /* 2^-25 and below: half of 2^-24 or less rounds to (even) zero */
-      return (uint16_t)sign;
-    int e = (int)(ax >> 23);
-    uint32_t m = (ax & 0x7fffffu) | 0x800000u; /* value = m * 2^(e - 150) */
-    int shift = 126 - e;                       /* in units of 2^-24: m >> shift, 14..24 */
-    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1u)))
-      r++; /* may carry into the smallest normal, 0x0400, which is right */
-    return (uint16_t)(sign | r);
-  }
-  uint32_t r = ax - 0x38000000u; /* exponent rebiased from 127 to 15 */
-  uint32_t h = r >> 13, rem = r & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-    h++; /* may carry into the exponent; 65504 and below never reach inf here */
-  return (uint16_t)(sign | h);
-}
-
-float clt__f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
-  if (e == 0x1f)
-    x = sign | 0x7f800000u | (m << 13);
-  else if (e)
-    x = sign | ((e + 112) << 23) | (m << 13);
-  else if (!m)
-    x = sign;
-  else {
-    float v = (float)m * 0x1p-24f; /* exact */
-    return sign ? -v : v;
-  }
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
-uint16_t clt__f32_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return 0x7fc0u; /* the one quiet NaN, never rounded into inf */
-  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-float clt__bf16_to_f32(uint16_t b) {
-  uint32_t x = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
 bool clt__dtype_is_int(clt_dtype dt) { return dt == CLT_I32 || dt == CLT_I64 || dt == CLT_U8; }
 
 clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg) {

@@ -182,86 +182,88 @@ void clt__host_loops(clt_op_kind k, clt_dtype c, clt__host_loop1 *f1, clt__host_
 
 /* ---- conversion (casts and operand promotion) ---------------------------------------------- */
 
-/* float to integer: truncate toward zero, saturate, NaN gives 0 (OpenCL's convert_T_sat_rtz). */
-static int64_t sat(double v, double lo, double hi) {
-  if (isnan(v))
-    return 0;
-  if (v <= lo)
-    return (int64_t)lo;
-  if (v >= hi) /* 2^63 itself does not fit an int64_t */
-    return hi >= 9223372036854775807.0 ? INT64_MAX : (int64_t)hi;
-  return (int64_t)v;
+/* float to integer: truncate toward zero, saturate, NaN gives 0 (OpenCL's convert_T_sat_rtz).
+ * One expression, so that the loops below vectorize it. */
+static inline int64_t sat(double v, double lo, double hi) {
+  return isnan(v)   ? 0
+         : v <= lo  ? (int64_t)lo
+         : v >= hi  ? (hi >= 9223372036854775807.0 ? INT64_MAX : (int64_t)hi) /* 2^63 does not fit */
+                    : (int64_t)v;
+}
+/* The same for a range inside int32_t's (i32, u8), through a conversion to int32_t. */
+static inline int32_t sat32(double v, double lo, double hi) {
+  return isnan(v) ? 0 : v <= lo ? (int32_t)lo : v >= hi ? (int32_t)hi : (int32_t)v;
 }
 
+/* Conversions, one loop per (from, to): an element is read as a double (float dtypes) or an
+ * int64_t (integer dtypes and bool), then stored. Float to integer saturates (sat); integer to
+ * integer wraps, as OpenCL's casts; f64 to f32 rounds to nearest; f64 to f16 or bf16 goes through
+ * f32, as the kernels and PyTorch do. */
+#define LD_F32(x) (double)(x)
+#define LD_F64(x) (x)
+#define LD_F16(x) (double)clt__f16_to_f32(x)
+#define LD_BF16(x) (double)clt__bf16_to_f32(x)
+#define LD_I32(x) (int64_t)(x)
+#define LD_I64(x) (x)
+#define LD_U8(x) (int64_t)(x)
+#define LD_BOOL LD_U8
+#define SF_F32(v) (float)(v)
+#define SF_F64(v) (double)(v)
+#define SF_I32(v) sat32(v, -2147483648.0, 2147483647.0)
+#define SF_I64(v) sat(v, -9223372036854775808.0, 9223372036854775807.0)
+#define SF_U8(v) (uint8_t)sat32(v, 0.0, 255.0)
+#define SF_BOOL(v) (uint8_t)((v) != 0)
+#define SF_F16(v) clt__f32_to_f16((float)(v))
+#define SF_BF16(v) clt__f32_to_bf16((float)(v))
+#define SI_F32(v) (float)(v)
+#define SI_F64(v) (double)(v)
+#define SI_I32(v) (int32_t)(uint32_t)(v)
+#define SI_I64(v) (v)
+#define SI_U8(v) (uint8_t)(v)
+#define SI_BOOL(v) (uint8_t)((v) != 0)
+#define SI_F16(v) clt__f32_to_f16((float)(v))
+#define SI_BF16(v) clt__f32_to_bf16((float)(v))
+#define CV_LOOP(from, TF, to, V, S, TT)                                                            \
+  static void cv_##from##_##to(void *restrict d_, const void *restrict s_, int64_t n) {            \
+    TT *restrict d = d_;                                                                           \
+    const TF *restrict s = s_;                                                                     \
+    CLT__SIMD for (int64_t i = 0; i < n; i++) {                                                    \
+      V v = LD_##from(s[i]);                                                                       \
+      d[i] = S##to(v);                                                                             \
+    }                                                                                              \
+  }
+#define CV_FROM(from, TF, V, S)                                                                    \
+  CV_LOOP(from, TF, F32, V, S, float)                                                              \
+  CV_LOOP(from, TF, F64, V, S, double)                                                             \
+  CV_LOOP(from, TF, I32, V, S, int32_t)                                                            \
+  CV_LOOP(from, TF, I64, V, S, int64_t)                                                            \
+  CV_LOOP(from, TF, U8, V, S, uint8_t)                                                             \
+  CV_LOOP(from, TF, BOOL, V, S, uint8_t)                                                           \
+  CV_LOOP(from, TF, F16, V, S, uint16_t)                                                           \
+  CV_LOOP(from, TF, BF16, V, S, uint16_t)
+CV_FROM(F32, float, double, SF_)
+CV_FROM(F64, double, double, SF_)
+CV_FROM(F16, uint16_t, double, SF_)
+CV_FROM(BF16, uint16_t, double, SF_)
+CV_FROM(I32, int32_t, int64_t, SI_)
+CV_FROM(I64, int64_t, int64_t, SI_)
+CV_FROM(U8, uint8_t, int64_t, SI_)
+CV_FROM(BOOL, uint8_t, int64_t, SI_)
+#define CV_ROW(from)                                                                               \
+  [CLT_##from] = {[CLT_F32] = cv_##from##_F32,   [CLT_F64] = cv_##from##_F64,                      \
+                  [CLT_I32] = cv_##from##_I32,   [CLT_I64] = cv_##from##_I64,                      \
+                  [CLT_U8] = cv_##from##_U8,     [CLT_BOOL] = cv_##from##_BOOL,                    \
+                  [CLT_F16] = cv_##from##_F16,   [CLT_BF16] = cv_##from##_BF16}
+static void (*const convert_loop[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT])(void *restrict,
+                                                                  const void *restrict, int64_t) = {
+    CV_ROW(F32), CV_ROW(F64), CV_ROW(I32),  CV_ROW(I64),
+    CV_ROW(U8),  CV_ROW(BOOL), CV_ROW(F16), CV_ROW(BF16)};
+
 void clt__host_convert(void *dst, clt_dtype to, const void *src, clt_dtype from, int64_t n) {
-  if (to == from) {
+  if (to == from)
     memcpy(dst, src, (size_t)n * clt_dtype_size(to));
-    return;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    if (clt__dtype_is_float(from)) {
-      double v = from == CLT_F32   ? (double)((const float *)src)[i]
-                 : from == CLT_F64 ? ((const double *)src)[i]
-                 : from == CLT_F16 ? (double)clt__f16_to_f32(((const uint16_t *)src)[i])
-                                   : (double)clt__bf16_to_f32(((const uint16_t *)src)[i]);
-      switch (to) {
-      case CLT_F32:
-        ((float *)dst)[i] = (float)v; /* f64 to f32 rounds to nearest */
-        break;
-      case CLT_F64:
-        ((double *)dst)[i] = v;
-        break;
-      case CLT_I32:
-        ((int32_t *)dst)[i] = (int32_t)sat(v, -2147483648.0, 2147483647.0);
-        break;
-      case CLT_I64:
-        ((int64_t *)dst)[i] = sat(v, -9223372036854775808.0, 9223372036854775807.0);
-        break;
-      case CLT_U8:
-        ((uint8_t *)dst)[i] = (uint8_t)sat(v, 0.0, 255.0);
-        break;
-      case CLT_BOOL:
-        ((uint8_t *)dst)[i] = v != 0;
-        break;
-      case CLT_F16: /* f64 through f32, as the kernels and PyTorch do */
-        ((uint16_t *)dst)[i] = clt__f32_to_f16((float)v);
-        break;
-      case CLT_BF16:
-        ((uint16_t *)dst)[i] = clt__f32_to_bf16((float)v);
-        break;
-      }
-      continue;
-    }
-    int64_t v = from == CLT_I32   ? ((const int32_t *)src)[i]
-                : from == CLT_I64 ? ((const int64_t *)src)[i]
-                                  : ((const uint8_t *)src)[i];
-    switch (to) {
-    case CLT_F32:
-      ((float *)dst)[i] = (float)v;
-      break;
-    case CLT_F64:
-      ((double *)dst)[i] = (double)v;
-      break;
-    case CLT_I32:
-      ((int32_t *)dst)[i] = (int32_t)(uint32_t)v; /* wraps, as OpenCL's cast */
-      break;
-    case CLT_I64:
-      ((int64_t *)dst)[i] = v;
-      break;
-    case CLT_U8:
-      ((uint8_t *)dst)[i] = (uint8_t)v;
-      break;
-    case CLT_BOOL:
-      ((uint8_t *)dst)[i] = v != 0;
-      break;
-    case CLT_F16:
-      ((uint16_t *)dst)[i] = clt__f32_to_f16((float)v);
-      break;
-    case CLT_BF16:
-      ((uint16_t *)dst)[i] = clt__f32_to_bf16((float)v);
-      break;
-    }
-  }
+  else
+    convert_loop[from][to](dst, src, n);
 }
 
 /* An f32 copy of an operand of an f16 or bf16 operation (compute dtype narrow): the operand is
