@@ -29,7 +29,7 @@
 
 /* f16 and bf16 without cl_khr_fp16: half is only ever a pointer's target, read and written by
  * the core vload_half / vstore_half_rte; bf16 is a ushort, the top half of a float. These are
- * the host's clt__f32_to_bf16 and friends (lib/tensor.c), bit for bit. */
+ * the host's clt__f32_to_bf16 and friends (lib/clt-internal.h), bit for bit. */
 float clt_bf16_to_f32(ushort b) { return as_float((uint)b << 16); }
 ushort clt_f32_to_bf16(float f) {
   uint x = as_uint(f);

@@ -95,7 +95,7 @@ int cu_is_float(clt_dtype dt) {
 }
 
 /* ---- f16 and bf16, independently of the library: by arithmetic on the value (frexp, rint in
- * the default round-to-nearest-even mode), not by bit manipulation of an f32 as lib/tensor.c
+ * the default round-to-nearest-even mode), not by bit manipulation of an f32 as lib/clt-internal.h
  * does. */
 
 /* v rounded to a float of `bits` significand bits, exponents emin..emax (of the value in

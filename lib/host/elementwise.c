@@ -77,12 +77,14 @@ typedef clt__host_loop1 unary_fn;
 typedef clt__host_loop2 binary_fn;
 typedef clt__host_loop3 ternary_fn;
 
-/* TP: the operands' type (the compute dtype's); TC: computed in; TO: stored as. */
+/* TP: the operands' type (the compute dtype's); TC: computed in; TO: stored as. The output may be
+ * an operand itself (an op in place: the very same elements), so no pointer is restrict; the
+ * contiguous loops are CLT__SIMD, iterations independent, an element read before it is stored. */
 #define LOOP_1(fname, TP, TP0, TC_, TO, EXPR)                                                      \
   static void fname(void *o_, const void *a_, int64_t n) {                                         \
     typedef TC_ TC;                                                                                \
-    TO *restrict o = o_;                                                                           \
-    const TP *restrict pa = a_;                                                                    \
+    TO *o = o_;                                                                                    \
+    const TP *pa = a_;                                                                             \
     CLT__SIMD for (int64_t i = 0; i < n; i++) {                                                    \
       TC a = (TC)pa[i];                                                                            \
       (void)a;                                                                                     \
@@ -92,7 +94,7 @@ typedef clt__host_loop3 ternary_fn;
 #define LOOP_2(fname, TP, TP0, TC_, TO, EXPR)                                                      \
   static void fname(void *o_, const void *a_, const void *b_, int64_t n, int64_t sa, int64_t sb) { \
     typedef TC_ TC;                                                                                \
-    TO *restrict o = o_;                                                                           \
+    TO *o = o_;                                                                                    \
     const TP *pa = a_, *pb = b_;                                                                   \
     if (sa == 1 && sb == 1) {                                                                      \
       CLT__SIMD for (int64_t i = 0; i < n; i++) {                                                  \
@@ -112,7 +114,7 @@ typedef clt__host_loop3 ternary_fn;
   static void fname(void *o_, const void *a_, const void *b_, const void *c_, int64_t n,           \
                     const int64_t *s) {                                                            \
     typedef TC_ TC;                                                                                \
-    TO *restrict o = o_;                                                                           \
+    TO *o = o_;                                                                                    \
     const TP0 *pa = a_;                                                                            \
     const TP *pb = b_, *pc = c_;                                                                   \
     if (s[0] == 1 && s[1] == 1 && s[2] == 1) {                                                     \
@@ -185,10 +187,9 @@ void clt__host_loops(clt_op_kind k, clt_dtype c, clt__host_loop1 *f1, clt__host_
 /* float to integer: truncate toward zero, saturate, NaN gives 0 (OpenCL's convert_T_sat_rtz).
  * One expression, so that the loops below vectorize it. */
 static inline int64_t sat(double v, double lo, double hi) {
-  return isnan(v)   ? 0
-         : v <= lo  ? (int64_t)lo
-         : v >= hi  ? (hi >= 9223372036854775807.0 ? INT64_MAX : (int64_t)hi) /* 2^63 does not fit */
-                    : (int64_t)v;
+  /* 2^63 itself does not fit an int64_t */
+  int64_t top = hi >= 9223372036854775807.0 ? INT64_MAX : (int64_t)hi;
+  return isnan(v) ? 0 : v <= lo ? (int64_t)lo : v >= hi ? top : (int64_t)v;
 }
 /* The same for a range inside int32_t's (i32, u8), through a conversion to int32_t. */
 static inline int32_t sat32(double v, double lo, double hi) {
@@ -224,9 +225,9 @@ static inline int32_t sat32(double v, double lo, double hi) {
 #define SI_F16(v) clt__f32_to_f16((float)(v))
 #define SI_BF16(v) clt__f32_to_bf16((float)(v))
 #define CV_LOOP(from, TF, to, V, S, TT)                                                            \
-  static void cv_##from##_##to(void *restrict d_, const void *restrict s_, int64_t n) {            \
-    TT *restrict d = d_;                                                                           \
-    const TF *restrict s = s_;                                                                     \
+  static void cv_##from##_##to(void *d_, const void *s_, int64_t n) {                              \
+    TT *d = d_;                                                                                    \
+    const TF *s = s_;                                                                              \
     CLT__SIMD for (int64_t i = 0; i < n; i++) {                                                    \
       V v = LD_##from(s[i]);                                                                       \
       d[i] = S##to(v);                                                                             \
@@ -254,8 +255,8 @@ CV_FROM(BOOL, uint8_t, int64_t, SI_)
                   [CLT_I32] = cv_##from##_I32,   [CLT_I64] = cv_##from##_I64,                      \
                   [CLT_U8] = cv_##from##_U8,     [CLT_BOOL] = cv_##from##_BOOL,                    \
                   [CLT_F16] = cv_##from##_F16,   [CLT_BF16] = cv_##from##_BF16}
-static void (*const convert_loop[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT])(void *restrict,
-                                                                  const void *restrict, int64_t) = {
+static void (*const convert_loop[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT])(void *, const void *,
+                                                                  int64_t) = {
     CV_ROW(F32), CV_ROW(F64), CV_ROW(I32),  CV_ROW(I64),
     CV_ROW(U8),  CV_ROW(BOOL), CV_ROW(F16), CV_ROW(BF16)};
 

@@ -11,8 +11,9 @@
 
 #ifndef HAVE_CBLAS
 /* C = A x B in blocks of BM x BK x BN, the innermost loop running along rows of B and C so that
- * it vectorizes (CLT__SIMD); a row of C accumulates in place (C is zeroed first). A stored transposed is
- * read at p * lda + i; B stored transposed at j * ldb + p (its inner loop then strides). */
+ * it vectorizes (CLT__SIMD); a row of C accumulates in place (C is zeroed first). A stored
+ * transposed is read at p * lda + i; B stored transposed at j * ldb + p (its inner loop then
+ * strides). */
 enum { BM = 64, BK = 128, BN = 256 };
 #define BLOCKED_GEMM(name, T)                                                                      \
   static void name(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,     \

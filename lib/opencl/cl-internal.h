@@ -40,6 +40,8 @@ struct clt_cl_device {
    * for another runtime's command on host memory instead of freeing that memory (a pinned
    * buffer, events of this runtime) from the other runtime's callback. */
   bool serial;
+  /* Host memory parked by its commands' callbacks is yet to come (order.c: clt__keep_alive). */
+  atomic_int parked_pending;
 };
 
 /* The OpenCL state of d, an OpenCL device (never the host). */
@@ -65,6 +67,8 @@ bool clt__cl_context_serial(cl_context ctx);
 /* Whether any device found is serial: then no other runtime's callback thread may release a
  * storage (order.c: clt__keep_alive), which can hold that runtime's buffers and events. */
 bool clt__cl_any_serial(void);
+/* The device whose queue q is, or NULL. */
+struct clt_cl_device *clt__cl_queue_device(cl_command_queue q);
 /* Marks d's queue for the wait at process exit (device.c: finish_at_exit): called by the native
  * matmul, whose host code must not run during the process's teardown. */
 void clt__cl_wait_at_exit(clt_device *d);
@@ -75,6 +79,11 @@ void clt__cl_wait_at_exit(clt_device *d);
 clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt_device *dev);
 
 /* ---- events on storage (order.c) -------------------------------------------------------- */
+
+/* Releases the host storages that callbacks parked (clt__keep_alive), after waiting up to 5 s for
+ * those of d's finished commands (d NULL: none waited for). Called where no clt lock is held: by
+ * synchronize, and by clt__keep_alive itself. */
+void clt__cl_release_parked(clt_device *d);
 
 /* A list of events to wait for before a command enqueued on one queue. */
 typedef struct clt_waitlist {

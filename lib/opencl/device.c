@@ -88,6 +88,7 @@ static struct clt_cl_device *opened;
 /* The devices whose queues finish_at_exit waits for (clt__cl_wait_at_exit marks them). */
 static clt_device **exit_list;
 static int exit_count;
+static bool any_serial; /* a device of exit_list is serial */
 static atomic_bool exit_wait[256];
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
@@ -137,11 +138,13 @@ bool clt__cl_context_serial(cl_context ctx) {
   return false;
 }
 
-bool clt__cl_any_serial(void) {
+bool clt__cl_any_serial(void) { return any_serial; }
+
+struct clt_cl_device *clt__cl_queue_device(cl_command_queue q) {
   for (int i = 0; i < exit_count; i++)
-    if (clt__cl(exit_list[i])->serial)
-      return true;
-  return false;
+    if (clt__cl(exit_list[i])->queue == q)
+      return clt__cl(exit_list[i]);
+  return NULL;
 }
 
 void clt__cl_wait_at_exit(clt_device *d) {
@@ -255,11 +258,14 @@ void clt__cl_discover(clt_device ***out, int *count) {
   opened = devs; /* the list may point past a first device that could not be opened */
   exit_list = list;
   exit_count = n;
+  for (int i = 0; i < n; i++)
+    any_serial = any_serial || clt__cl(list[i])->serial;
 }
 
 clt_status clt__cl_synchronize(clt_device *d, const char *fn) {
   cl_int err = clFinish(clt__cl(d)->queue);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clFinish", d);
+  clt__cl_release_parked(d); /* the host memory its finished commands used (order.c) */
   return CLT_OK;
 }

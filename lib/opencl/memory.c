@@ -45,6 +45,11 @@ void clt__cl_buffer_free(clt_storage *s) {
       clFinish(clt__cl(s->pin_dev)->queue);
       clEnqueueUnmapMemObject(clt__cl(s->pin_dev)->queue, s->buf, s->host, 0, NULL, NULL);
     }
+    /* Submitted now: nothing else may come to this queue, and an unmap never submitted holds
+     * the buffer (and a reference to the context) for ever. Oclgrind runs a queue only when it
+     * is flushed or waited for: the 60-gpu lane's fault suite found the buffer of pinned memory
+     * freed after the last synchronize of its device still alive at the end. */
+    clFlush(clt__cl(s->pin_dev)->queue);
   }
   clReleaseMemObject(s->buf); /* OpenCL keeps it until its commands finish */
 }

@@ -2,9 +2,12 @@
  * command must wait for before it reads or writes a storage, what it leaves behind for the next
  * one (clt_storage's write_ev and read_ev, which hold a cl_event each, and write_q and read_q,
  * which hold its cl_command_queue), and waiting for them on the host. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include "cl-internal.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void bridge_done(cl_event ev, cl_int status, void *data) {
   (void)ev;
@@ -213,22 +216,85 @@ static void release_storage_cb(cl_event ev, cl_int status, void *data) {
   clt__storage_release(data);
 }
 
+/* Host storages whose command, of another runtime than a serial one present, has finished: the
+ * callback of that runtime's thread parks them here, and a thread of the program releases them
+ * (clt__cl_release_parked), since the last release frees what they hold (a pinned buffer of the
+ * device they were allocated near, the events of every command that touched them, of any
+ * context), which must not enter the serial runtime from the callback's thread. Oclgrind: a PoCL
+ * callback freeing Oclgrind's pinned memory while the program enqueued on Oclgrind crashed the
+ * 60-gpu lane's fault suite, hung it, or lost a reference count. */
+typedef struct parked {
+  clt_storage *s;
+  struct clt_cl_device *dev; /* whose queue ran the command */
+  struct parked *next;
+} parked;
+static pthread_mutex_t parked_lock = PTHREAD_MUTEX_INITIALIZER;
+static parked *parked_list;
+static atomic_int parked_count; /* on parked_list */
+
+static void park_storage_cb(cl_event ev, cl_int status, void *data) {
+  (void)ev;
+  (void)status;
+  parked *p = data;
+  struct clt_cl_device *d = p->dev; /* p may be released as soon as it is on the list */
+  pthread_mutex_lock(&parked_lock);
+  p->next = parked_list;
+  parked_list = p;
+  atomic_fetch_add(&parked_count, 1);
+  pthread_mutex_unlock(&parked_lock);
+  atomic_fetch_sub(&d->parked_pending, 1); /* after: who sees 0 finds p on the list */
+}
+
+void clt__cl_release_parked(clt_device *d) {
+  if (d) {
+    /* the callbacks of finished commands come a little after clFinish on some runtimes */
+    struct timespec step = {0, 100000};
+    for (int i = 0; i < 50000 && atomic_load(&clt__cl(d)->parked_pending) > 0; i++)
+      nanosleep(&step, NULL);
+  }
+  if (atomic_load(&parked_count) == 0)
+    return;
+  pthread_mutex_lock(&parked_lock);
+  parked *p = parked_list;
+  parked_list = NULL;
+  atomic_store(&parked_count, 0);
+  pthread_mutex_unlock(&parked_lock);
+  while (p) {
+    parked *next = p->next;
+    clt__storage_release(p->s);
+    free(p);
+    p = next;
+  }
+}
+
 clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn) {
+  (void)fn;
   clt__storage_retain(s);
-  /* The callback may drop the last reference, and so free what s holds: a pinned buffer of the
-   * device it was allocated near, the events of every command that touched it, of any context.
-   * A runtime other than ev's calls it from a thread of its own, which must not enter a serial
-   * runtime (Oclgrind: a PoCL callback freeing Oclgrind's pinned memory while this thread
-   * enqueued on Oclgrind crashed the 60-gpu lane's fault suite, or lost a reference count).
-   * Where one is present, a command of another runtime is waited for here instead. */
-  cl_int err = clt__cl_any_serial() && !clt__cl_context_serial(event_context(ev))
-                   ? CL_INVALID_OPERATION
-                   : clSetEventCallback(ev, CL_COMPLETE, release_storage_cb, s);
+  cl_int err;
+  if (clt__cl_any_serial() && !clt__cl_context_serial(event_context(ev))) {
+    /* The callback parks s (above); a serial runtime runs its callbacks on the thread that runs
+     * its queue, a thread of the program, and is not parked. */
+    clt__cl_release_parked(NULL); /* those parked earlier, here where no lock is held */
+    cl_command_queue q = NULL;
+    clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL);
+    struct clt_cl_device *d = q ? clt__cl_queue_device(q) : NULL;
+    parked *p = d ? malloc(sizeof *p) : NULL;
+    err = CL_OUT_OF_HOST_MEMORY;
+    if (p) {
+      *p = (parked){.s = s, .dev = d};
+      atomic_fetch_add(&d->parked_pending, 1);
+      if ((err = clSetEventCallback(ev, CL_COMPLETE, park_storage_cb, p)) != CL_SUCCESS) {
+        atomic_fetch_sub(&d->parked_pending, 1);
+        free(p);
+      }
+    }
+  } else {
+    err = clSetEventCallback(ev, CL_COMPLETE, release_storage_cb, s);
+  }
   if (err != CL_SUCCESS) {
     /* Without a callback, keep the memory valid by waiting here. */
     clWaitForEvents(1, &ev);
     clt__storage_release(s);
-    (void)fn;
   }
   return CLT_OK;
 }
