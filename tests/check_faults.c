@@ -478,8 +478,9 @@ static void child(const walk_config *c, long n, report *r) {
            clt_device_name(devs[v]));
   }
   long ctx1, q1;
-  /* callbacks may still be releasing events: up to 5 s (one run of the 60-gpu lane under load
-   * saw a context reference still held after 1 s that no rerun showed) */
+  /* callbacks may still be releasing events: up to 5 s. (A context reference the 60-gpu lane
+   * once saw held was no slowness: pinned memory's unmap was never flushed, and Oclgrind kept it
+   * queued; lib/opencl/memory.c flushes it now.) */
   for (int tries = 0; tries < 1000; tries++) {
     cl_objects(devs, nd, &ctx1, &q1);
     if (ctx1 <= ctx0 && q1 <= q0)

@@ -37,8 +37,8 @@ struct clt_cl_device {
   /* Its runtime must not be entered by two threads at once (Oclgrind: its queues are plain
    * lists), so no other runtime's thread may call into it: order.c waits on the host for another
    * context's event instead of bridging it with a callback, and, while such a device exists,
-   * for another runtime's command on host memory instead of freeing that memory (a pinned
-   * buffer, events of this runtime) from the other runtime's callback. */
+   * another runtime's callback parks the host memory it would free (a pinned buffer, events of
+   * this runtime) for a thread of the program to release (clt__cl_release_parked). */
   bool serial;
   /* Host memory parked by its commands' callbacks is yet to come (order.c: clt__keep_alive). */
   atomic_int parked_pending;
