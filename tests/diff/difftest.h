@@ -1,0 +1,61 @@
+/* difftest.h - the seeded random-program differential tester of clt (issue 32).
+ *
+ * A seed gives a program: a list of steps over a pool of tensor slots that uses clt's public API
+ * (creation with edge values, every row of the op table in every form, views and chains of
+ * views, reductions, matmul, cat/stack/index_select, casts, copies, fills, and reads, prints and
+ * evaluations in the middle). It runs eagerly on the host (the reference), lazily on the host
+ * with every op deferred, and lazily and eagerly on every other device. Every step's status must
+ * be the same in every run; at each read, lazy and eager on one device must give the same bits
+ * (lib/lazy.c's invariant), and each device eager the reference's values: the same bits where
+ * the operations are exact, within a tolerance derived from the op table's ulps where not. A
+ * failing program is minimized (steps dropped, data simplified while the same mismatch remains)
+ * and printed as a self-contained C program over clt.h.
+ *
+ * tests/check_diff.c runs a budget of seeds as a Check suite; tests/difftest (tests/diff/main.c)
+ * runs long campaigns; tools/difftest-campaign wraps it.
+ */
+#ifndef CLT_DIFFTEST_H
+#define CLT_DIFFTEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "clt.h"
+
+#define DT_MAX_DEVICES 16
+
+typedef struct dt_options {
+  /* The devices compared with the host's eager reference, each eagerly and lazily; the host
+   * itself always runs lazily (every op deferred) too. */
+  clt_device *devs[DT_MAX_DEVICES];
+  int ndevs;
+  bool small;    /* small shapes and short programs (simulated devices such as Oclgrind) */
+  bool minimize; /* on a failure, minimize the program before printing it */
+  bool verbose;  /* print each seed before running it (a crash then names its seed) */
+  FILE *out;     /* failures, minimized programs and repros (stdout if NULL) */
+} dt_options;
+
+typedef struct dt_summary {
+  long programs, failures, steps;
+  long skipped; /* device runs skipped (f64 on a device without fp64) */
+  double seconds;
+  uint64_t first_failing_seed; /* valid when failures > 0 */
+} dt_summary;
+
+/* Fills o with every OpenCL (and other backend's) device of the registry, small shapes if one of
+ * them is simulated (Oclgrind), minimization on, output to stdout. */
+void dt_options_default(dt_options *o);
+
+/* 1 if d is a simulated device (Oclgrind interprets kernels: small shapes, fewer seeds). */
+bool dt_is_simulated(clt_device *d);
+
+/* Generates and runs the program of seed; returns 0 if every run agreed, 1 after printing the
+ * failure (minimized, with a repro, when o->minimize) to o->out. steps (may be NULL) receives the
+ * program's length. */
+int dt_check_seed(uint64_t seed, const dt_options *o, long *steps);
+
+/* Runs the seeds first..last (inclusive) and fills s. */
+void dt_campaign(uint64_t first, uint64_t last, const dt_options *o, dt_summary *s);
+
+#endif /* CLT_DIFFTEST_H */

@@ -1,0 +1,87 @@
+/* main.c - tests/difftest, the random-program differential tester for long campaigns:
+ *
+ *   tests/difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]
+ *
+ * runs the programs of seeds A to B (see difftest.h) on the host and on every device (or those
+ * named), prints each failure with its minimized program and a C repro, and ends with the line
+ * "difftest: N programs, M failures, T s". Exit status 0 when nothing failed, 1 otherwise, 2 on
+ * a usage error.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "difftest.h"
+
+static int usage(const char *why) {
+  fprintf(stderr,
+          "difftest: %s\n"
+          "usage: difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]\n"
+          "  --seeds A:B    the seeds A to B, inclusive (or N: the seed N alone)\n"
+          "  --device NAME  compare only NAME (cl:0, ...) with the host; repeatable\n"
+          "                 (default: every device)\n"
+          "  --small        small shapes and short programs (automatic on Oclgrind)\n"
+          "  --no-minimize  print failing programs as generated\n"
+          "  --verbose      print each seed before running it\n",
+          why);
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  uint64_t first = 1, last = 100;
+  bool devices_named = false, small = false, minimize = true, verbose = false;
+  dt_options o;
+  dt_options_default(&o);
+  int ndevs = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
+      char *end;
+      first = strtoull(argv[++i], &end, 10);
+      last = first;
+      if (*end == ':')
+        last = strtoull(end + 1, &end, 10);
+      if (*end || last < first)
+        return usage("--seeds wants A:B with A <= B");
+    } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      clt_device *d;
+      if (clt_device_get(argv[++i], &d) != CLT_OK)
+        return usage(clt_last_error());
+      if (!devices_named)
+        ndevs = 0;
+      devices_named = true;
+      if (!clt_device_is_host(d) && ndevs < DT_MAX_DEVICES)
+        o.devs[ndevs++] = d;
+    } else if (strcmp(argv[i], "--small") == 0) {
+      small = true;
+    } else if (strcmp(argv[i], "--no-minimize") == 0) {
+      minimize = false;
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      verbose = true;
+    } else {
+      return usage("unknown argument");
+    }
+  }
+  if (devices_named) {
+    o.ndevs = ndevs;
+    o.small = false;
+    for (int i = 0; i < ndevs; i++)
+      o.small = o.small || dt_is_simulated(o.devs[i]);
+  }
+  o.small = o.small || small;
+  o.minimize = minimize;
+  o.verbose = verbose;
+  printf("difftest: seeds %" PRIu64 ":%" PRIu64 " on cpu", first, last);
+  for (int i = 0; i < o.ndevs; i++)
+    printf(", %s", clt_device_name(o.devs[i]));
+  printf("%s\n", o.small ? " (small shapes)" : "");
+  fflush(stdout);
+  dt_summary s;
+  dt_campaign(first, last, &o, &s);
+  printf("difftest: %ld programs, %ld failures, %.1f s (%ld steps", s.programs, s.failures,
+         s.seconds, s.steps);
+  if (s.skipped)
+    printf("; %ld device runs skipped: f64 without fp64", s.skipped);
+  printf(")\n");
+  return s.failures ? 1 : 0;
+}
