@@ -2061,9 +2061,10 @@ static bool writes_new(const dt_step *s) {
 static void print_array(FILE *f, const char *name, const void *buf, clt_dtype dt, int64_t n) {
   size_t es = clt_dtype_size(dt);
   const char *ct = es == 1 ? "uint8_t" : es == 2 ? "uint16_t" : es == 4 ? "uint32_t" : "uint64_t";
+  int per_line = es == 8 ? 4 : es == 4 ? 7 : 10; /* within 100 columns */
   fprintf(f, "    static const %s %s[%" PRId64 "] = {", ct, name, n ? n : 1);
   for (int64_t i = 0; i < n; i++)
-    fprintf(f, "%s0x%" PRIx64 "%s", i % 8 ? " " : "\n        ", get_bits(buf, dt, i),
+    fprintf(f, "%s0x%" PRIx64 "%s", i % per_line ? " " : "\n        ", get_bits(buf, dt, i),
             i + 1 < n ? "," : "");
   fprintf(f, "%s};\n", n ? "\n    " : "0");
 }
@@ -2093,7 +2094,8 @@ static void print_repro(FILE *f, const dt_ctx *c, const dt_program *p, const dt_
       "static clt_status run(clt_device *dev) {\n  clt_status st = CLT_OK, probe_st = CLT_OK;\n"
       "  char text[4096];\n  (void)text;\n",
       DT_SLOTS);
-  for (int i = 0; i < p->n && i <= fail->step; i++) {
+  int end = fail->step >= 0 ? fail->step : p->n - 1; /* a leak: the whole program */
+  for (int i = 0; i <= end; i++) {
     const dt_step *s = &p->step[i];
     if (ref->status[i] == DT_SKIP && i != fail->step)
       continue;
@@ -2157,7 +2159,10 @@ static void print_repro(FILE *f, const dt_ctx *c, const dt_program *p, const dt_
   }
   fprintf(f,
           "  for (int k = 0; k < %d; k++) {\n    clt_tensor_release(s[k]);\n    s[k] = NULL;\n"
-          "  }\n  return probe_st;\n}\n\n",
+          "  }\n  clt_memory_stats ms;\n  clt_device_synchronize(dev);\n"
+          "  clt_device_memory_stats(dev, &ms);\n"
+          "  printf(\"  %%llu bytes allocated after every tensor was released\\n\",\n"
+          "         (unsigned long long)ms.allocated_bytes);\n  return probe_st;\n}\n\n",
           DT_SLOTS);
   fprintf(f, "int main(void) {\n");
   if (host_lazy)
@@ -2272,7 +2277,7 @@ static void ctx_init(dt_ctx *c, const dt_options *o) {
 static void describe_step(FILE *out, const dt_program *p, int i) {
   char call[512];
   call_text(&p->step[i], i, call, sizeof call);
-  fprintf(out, "%s%s", call, writes_new(&p->step[i]) ? "" : "");
+  fprintf(out, "%s", call);
   if (writes_new(&p->step[i]) && p->step[i].dst >= 0)
     fprintf(out, " -> s[%d]", p->step[i].dst);
 }
