@@ -11,6 +11,7 @@
 Suite *views_suite(void);  /* check_views.c: strided views (issue 13) */
 Suite *kernel_suite(void); /* check_kernel.c: user kernels, raw OpenCL handles (issue 14) */
 Suite *lazy_suite(void);   /* check_lazy.c: lazy fusion (issue 15) */
+Suite *compose_suite(void); /* check_compose.c: deferred results through views and consumers (issue 32) */
 
 int main(void) {
   SRunner *sr = srunner_create(error_suite());
@@ -41,6 +42,7 @@ int main(void) {
   srunner_add_suite(sr, views_suite());
   srunner_add_suite(sr, kernel_suite());
   srunner_add_suite(sr, lazy_suite());
+  srunner_add_suite(sr, compose_suite());
   srunner_add_suite(sr, ref_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
