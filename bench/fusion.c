@@ -18,6 +18,8 @@
  *       pays for the process's first kernel launch.
  *   (e) one training step of examples/train_linear (its batch of 100 already on cl:0), the mean
  *       of 20 steps per round (issue 15: faster than eager);
+ *   (f) view(a * 2, [4096, 4096]) + 1 on cl:0: a chain goes on through a contiguous view of a
+ *       deferred result, one kernel (issue 32: >= 1.4x);
  * Every result is checked once against values computed here. --kv adds "kv key value" lines
  * (milliseconds) for bench/run.
  */
@@ -60,6 +62,23 @@ static clt_tensor *one_add(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
   (void)c;
   clt_tensor *o;
   CLT_CHECK(clt_add(a, b, &o));
+  return o;
+}
+
+/* a * 2 seen as a matrix (view: a contiguous reshape of the deferred result), plus 1: the chain
+ * goes on through the view (issue 32), one kernel. */
+static clt_tensor *view_chain(clt_tensor *a, clt_tensor *b, clt_tensor *c) {
+  (void)b;
+  (void)c;
+  int64_t n = clt_tensor_numel(a), rows = 1;
+  while (rows * rows < n && n % (rows * 2) == 0)
+    rows *= 2;
+  clt_tensor *t, *v, *o;
+  CLT_CHECK(clt_mul_scalar(a, 2, &t));
+  CLT_CHECK(clt_view(t, 2, (int64_t[]){rows, n / rows}, &v));
+  CLT_CHECK(clt_add_scalar(v, 1, &o));
+  clt_tensor_release(t);
+  clt_tensor_release(v);
   return o;
 }
 
@@ -120,6 +139,7 @@ static void verify(clt_tensor *o, clt_tensor *a, clt_tensor *b, clt_tensor *c, i
   for (int64_t i = 0; i < n; i += n / 97 + 1) {
     float want = eight == 1   ? eight_ref(av[i], bv[i], cv[i])
                  : eight == 2 ? av[i] + bv[i]
+                 : eight == 3 ? av[i] * 2 + 1
                               : av[i] * bv[i] + cv[i];
     if (fabsf(ov[i] - want) > 1e-5f * (1 + fabsf(want))) {
       die("%s: element %lld is %g, expected %g", what, (long long)i, ov[i], want);
@@ -353,7 +373,7 @@ int main(int argc, char **argv) {
     first[k] = first_sorted[k] = first_use(d, k);
   double first_med = median(first_sorted, NFIRST);
 
-  result rs[7];
+  result rs[8];
   rs[0] = measure("a*b+c cl:0", fma_chain, d, n, 0, reps, 1);
   rs[1] = measure("a*b+c cpu", fma_chain, clt_cpu(), n, 0, reps, 1);
   rs[2] = measure("8-op chain cl:0", eight_chain, d, n, 1, reps, 1);
@@ -361,9 +381,10 @@ int main(int argc, char **argv) {
   rs[4] = measure("3-element add cl:0", one_add, d, 3, 2, reps, SMALL_ITERS);
   rs[5] = measure_train(d, reps);
   rs[6] = measure("8-op chain cpu", eight_chain, clt_cpu(), n, 1, reps, 1);
+  rs[7] = measure("view(a*2)+1 cl:0", view_chain, d, n, 3, reps, 1);
   printf("lazy fusion, %lld f32 elements, medians of %d rounds (ms)\n", (long long)n, reps);
   printf("%-22s %10s %10s %8s\n", "case", "deferred", "eager", "speedup");
-  for (int i = 0; i < 7; i++)
+  for (int i = 0; i < 8; i++)
     printf("%-22s %10.3f %10.3f %7.2fx\n", rs[i].name, rs[i].lazy, rs[i].eager,
            rs[i].eager / rs[i].lazy);
   printf("first use of a new chain in this process (%d chains; the first pays for the process's "
@@ -385,6 +406,8 @@ int main(int argc, char **argv) {
     printf("kv fusion_fma_cpu_lazy %.4f\nkv fusion_fma_cpu_eager %.4f\n", rs[1].lazy, rs[1].eager);
     printf("kv fusion_chain8_cpu_lazy %.4f\nkv fusion_chain8_cpu_eager %.4f\n", rs[6].lazy,
            rs[6].eager);
+    printf("kv fusion_view_cl0_lazy %.4f\nkv fusion_view_cl0_eager %.4f\n", rs[7].lazy,
+           rs[7].eager);
     printf("kv fusion_first_chain %.4f\n", first_med);
   }
   return 0;

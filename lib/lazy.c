@@ -209,8 +209,74 @@ static void dense_strides(const clt_fused *f, int64_t *s) {
   }
 }
 
+/* Strides that read, at the plan's shape (fnd, fshape), the elements that strides s read at a
+ * node's shape (nd, shape) of as many elements, both walked in C order: a chain continues
+ * through a contiguous view of a deferred result (view(x * 2, [4096, 4096]) + 1), which keeps
+ * each element's index in C order, so a leaf of the earlier node is read at the same index with
+ * strides over the plan's shape. False where no strides do (PyTorch's view rule: runs of
+ * dimensions that lie one inside the other may be split or merged, not two runs together); the
+ * chain is then computed first and read as a leaf of its own. */
+static bool restride(int nd, const int64_t *shape, const int64_t *s, int fnd,
+                     const int64_t *fshape, int64_t *out) {
+  if (nd == fnd && memcmp(shape, fshape, sizeof(int64_t) * (size_t)nd) == 0) {
+    memcpy(out, s, sizeof(int64_t) * (size_t)nd);
+    return true;
+  }
+  int64_t n = 1;
+  for (int d = 0; d < nd; d++)
+    n *= shape[d];
+  if (n <= 1) { /* one element (or none): every index reads it */
+    for (int d = 0; d < fnd; d++)
+      out[d] = 0;
+    return n == 1 || nd == 0;
+  }
+  /* the runs of (shape, s) from the innermost, each mapped onto the plan's dimensions */
+  int v = fnd - 1;
+  int64_t base = 0, tn = 1, vn = 1;
+  bool started = false;
+  for (int d = nd - 1; d >= 0; d--) {
+    if (shape[d] == 1)
+      continue; /* any stride: never stepped */
+    if (!started) {
+      base = s[d];
+      started = true;
+    } else if (s[d] != tn * base) {
+      /* a new run: the plan's dimensions must cover the previous one exactly */
+      while (v >= 0 && (vn < tn || fshape[v] == 1)) {
+        out[v] = vn * base;
+        vn *= fshape[v];
+        v--;
+      }
+      if (vn != tn)
+        return false;
+      base = s[d];
+      tn = vn = 1;
+    }
+    tn *= shape[d];
+  }
+  while (v >= 0 && (vn < tn || fshape[v] == 1)) {
+    out[v] = vn * base;
+    vn *= fshape[v];
+    v--;
+  }
+  return vn == tn && v == -1;
+}
+
+/* The strides over the plan's shape at which a node's computed value is read: contiguous, as
+ * the fused kernel wrote it at its own shape (the same C order index), or one element for all
+ * (a scalar operand). */
+static void value_strides(const clt_fused *f, const clt_lazy *n, int64_t *s) {
+  if (n->numel == 1) {
+    for (int d = 0; d < f->ndim; d++)
+      s[d] = 0;
+  } else {
+    dense_strides(f, s);
+  }
+}
+
 /* Adds n and what it needs to the plan (post-order); returns its index, or INT32_MIN when the
- * plan is full (the bounds kept at recording make that an internal error). */
+ * plan is full or a leaf cannot be read at the plan's shape (restride; the checks at recording
+ * make either an internal error at evaluation). */
 static int plan_node(planner *p, clt_lazy *n) {
   clt_fused *f = &p->f;
   for (int i = 0; i < f->nnodes; i++)
@@ -222,13 +288,16 @@ static int plan_node(planner *p, clt_lazy *n) {
     int r;
     if (a->node && a->node->value) {
       int64_t s[CLT_MAX_DIMS];
-      dense_strides(f, s);
+      value_strides(f, a->node, s);
       int l = plan_leaf(p, a->node->value, s, 0);
       r = l < 0 ? INT32_MIN : -l - 1;
     } else if (a->node) {
       r = plan_node(p, a->node); /* >= 0, or INT32_MIN */
     } else {
-      int l = plan_leaf(p, a->leaf, a->s, a->off);
+      int64_t s[CLT_MAX_DIMS];
+      int l = restride(n->ndim, n->shape, a->s, f->ndim, f->shape, s)
+                  ? plan_leaf(p, a->leaf, s, a->off)
+                  : -1;
       r = l < 0 ? INT32_MIN : -l - 1;
     }
     if (r == INT32_MIN)
@@ -342,8 +411,9 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
     clt_tensor *val[CLT__FUSE_MAX_OUTS] = {NULL};
     clt_status st = CLT_OK;
     for (int o = 0; o < f->nouts && st == CLT_OK; o++)
-      if (!p.outs[o]->into)
-        st = clt__tensor_wrap(p.outs[o]->dtype, f->ndim, f->shape, f->out[o], fn, &val[o]);
+      if (!p.outs[o]->into) /* at the node's own shape: the plan's may be a view of it */
+        st = clt__tensor_wrap(p.outs[o]->dtype, p.outs[o]->ndim, p.outs[o]->shape, f->out[o], fn,
+                              &val[o]);
     if (st != CLT_OK) {
       for (int o = 0; o < f->nouts; o++)
         clt_tensor_release(val[o]);
@@ -521,7 +591,11 @@ static bool fusable(const clt_op *op, clt_tensor *const *in, clt_dtype compute, 
 }
 
 /* The deferred chains the operands of an op of result shape `like` continue: chain[k] when
- * in[k] is a whole deferred result of that shape (else NULL); returns how many. */
+ * in[k] shows a whole deferred result, in C order, at that shape: the result itself or a
+ * contiguous view of all of it with another shape (view, reshape, unsqueeze, ...), whose
+ * elements keep their index in C order (restride maps the chain's leaves; fits() says whether
+ * it can). Anything else that reads a deferred result (a part, a transpose, a broadcast) is a
+ * leaf, computed before the op is recorded (make_node). Returns how many. */
 static int chains_of(const clt_op *op, clt_tensor *const *in, const clt_tensor *like,
                      clt_lazy **chain) {
   int found = 0;
@@ -532,8 +606,8 @@ static int chains_of(const clt_op *op, clt_tensor *const *in, const clt_tensor *
     if (p && !p->op && t->numel == 1 && t->offset == 0) { /* a scalar, for any shape */
       chain[k] = p;
       found++;
-    } else if (p && t->contiguous && t->offset == 0 && t->dtype == p->dtype &&
-               t->ndim == like->ndim &&
+    } else if (p && p->op && t->contiguous && t->offset == 0 && t->dtype == p->dtype &&
+               t->numel == p->numel && t->ndim == like->ndim &&
                memcmp(t->shape, like->shape, sizeof(int64_t) * (size_t)like->ndim) == 0) {
       chain[k] = p;
       found++;

@@ -11,7 +11,8 @@
 Suite *views_suite(void);  /* check_views.c: strided views (issue 13) */
 Suite *kernel_suite(void); /* check_kernel.c: user kernels, raw OpenCL handles (issue 14) */
 Suite *lazy_suite(void);   /* check_lazy.c: lazy fusion (issue 15) */
-Suite *diff_suite(void);   /* check_diff.c: random programs, every device and mode (issue 32) */
+Suite *compose_suite(void); /* check_compose.c: deferred results through views and consumers (issue 32) */
+Suite *diff_suite(void);    /* check_diff.c: random programs, every device and mode (issue 32) */
 
 int main(void) {
   SRunner *sr = srunner_create(error_suite());
@@ -42,6 +43,7 @@ int main(void) {
   srunner_add_suite(sr, views_suite());
   srunner_add_suite(sr, kernel_suite());
   srunner_add_suite(sr, lazy_suite());
+  srunner_add_suite(sr, compose_suite());
   srunner_add_suite(sr, ref_suite());
   srunner_add_suite(sr, diff_suite());
 

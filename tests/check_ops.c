@@ -1872,6 +1872,85 @@ static void add_op_case(Suite *s, const char *name, const TTest *t, int i) {
   suite_add_tcase(s, tc);
 }
 
+/* The choices docs/operations.md lists under "Where clt differs from NumPy and PyTorch", on every
+ * device, lazily and eagerly: each status, message and value as documented. */
+START_TEST(test_ops_divergences) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int di = 0; di < nd; di++) {
+    clt_device *d = devs[di];
+    for (int lazy = 0; lazy < 2; lazy++) {
+      int was = clt_set_lazy(lazy);
+      clt_tensor *out = CU_SENTINEL, *t, *i, *b, *x, *r;
+      /* arange values an integer dtype cannot hold: refused, not truncated or wrapped */
+      CU_FAILS(clt_arange(0, 1, 0.25, CLT_I32, d, &out), CLT_ERR_INVALID_ARGUMENT, "clt_arange");
+      ck_assert_ptr_nonnull(strstr(clt_last_error(), "0.75 cannot be stored in i32"));
+      CU_FAILS(clt_arange(-3, 4, 2, CLT_U8, d, &out), CLT_ERR_INVALID_ARGUMENT, "clt_arange");
+      ck_assert_ptr_nonnull(strstr(clt_last_error(), "-3 cannot be stored in u8"));
+      ck_assert_ptr_eq(out, CU_SENTINEL);
+      /* an integer step in the same dtypes is fine */
+      CU_OK(clt_arange(-3, 4, 2, CLT_I32, d, &t));
+      double *tv = cu_read_double(t);
+      for (int k = 0; k < 4; k++)
+        ck_assert_msg(tv[k] == -3 + 2 * k, "arange[%d] = %g", k, tv[k]);
+      free(tv);
+      clt_tensor_release(t);
+      /* index_select of a 0-d tensor: no dimension to index */
+      int64_t iv[1] = {0}, one = 1, two = 2;
+      CU_OK(clt_full(CLT_F32, 0, NULL, 7, d, &t));
+      i = cu_tensor(iv, CLT_I64, 1, &one, d);
+      CU_FAILS(clt_index_select(t, 0, i, &out), CLT_ERR_INVALID_ARGUMENT, "clt_index_select");
+      ck_assert_ptr_nonnull(strstr(clt_last_error(), "0-d"));
+      ck_assert_ptr_eq(out, CU_SENTINEL);
+      clt_tensor_release(t);
+      clt_tensor_release(i);
+      /* sub with one bool operand promotes it as 0/1; bool - bool is refused */
+      uint8_t bv[2] = {1, 0};
+      int32_t xv[2] = {5, -7};
+      b = cu_tensor(bv, CLT_BOOL, 1, &two, d);
+      x = cu_tensor(xv, CLT_I32, 1, &two, d);
+      CU_OK(clt_sub(b, x, &r));
+      ck_assert_int_eq(clt_tensor_dtype(r), CLT_I32);
+      double *rv = cu_read_double(r);
+      ck_assert_msg(rv[0] == -4 && rv[1] == 7, "bool - i32 = [%g, %g]", rv[0], rv[1]);
+      free(rv);
+      clt_tensor_release(r);
+      CU_OK(clt_sub(x, b, &r));
+      rv = cu_read_double(r);
+      ck_assert_msg(rv[0] == 4 && rv[1] == -7, "i32 - bool = [%g, %g]", rv[0], rv[1]);
+      free(rv);
+      clt_tensor_release(r);
+      CU_OK(clt_sub_scalar(b, 1, &r));
+      ck_assert_int_eq(clt_tensor_dtype(r), CLT_I64);
+      rv = cu_read_double(r);
+      ck_assert_msg(rv[0] == 0 && rv[1] == -1, "bool - 1 = [%g, %g]", rv[0], rv[1]);
+      free(rv);
+      clt_tensor_release(r);
+      CU_FAILS(clt_sub(b, b, &out), CLT_ERR_DTYPE, "clt_sub");
+      ck_assert_ptr_eq(out, CU_SENTINEL);
+      clt_tensor_release(b);
+      clt_tensor_release(x);
+      /* bf16 * i64: the integer rounded to bf16 first, then computed in f32, rounded once:
+       * 5 * 5561470191465230947 -> 5 * 5548434740922023936 = 2.774e19 -> 2.767e19 in bf16
+       * (PyTorch: 2.781e19) */
+      int64_t big = 5561470191465230947LL;
+      clt_tensor *h, *bi;
+      CU_OK(clt_full(CLT_BF16, 1, &one, 5, d, &h));
+      bi = cu_tensor(&big, CLT_I64, 1, &one, d);
+      CU_OK(clt_mul(h, bi, &r));
+      ck_assert_int_eq(clt_tensor_dtype(r), CLT_BF16);
+      double want = cu_round_narrow(5.0 * cu_round_narrow((double)big, CLT_BF16), CLT_BF16);
+      ck_assert_msg(cu_item(r) == want && want == 0x1.8p64, "bf16 * i64 = %.6g, want %.6g",
+                    cu_item(r), want);
+      clt_tensor_release(r);
+      clt_tensor_release(h);
+      clt_tensor_release(bi);
+      clt_set_lazy(was);
+    }
+  }
+}
+END_TEST
+
 Suite *ops_suite(void) {
   Suite *s = suite_create("ops");
   static const char *const minmax[] = {"maximum", "minimum"};
@@ -1900,6 +1979,7 @@ Suite *ops_suite(void) {
   tcase_add_test(tc, test_compare_promotion);
   tcase_add_test(tc, test_compare_broadcast);
   tcase_add_test(tc, test_bool_refused);
+  tcase_add_test(tc, test_ops_divergences);
   suite_add_tcase(s, tc);
   tc = cu_tcase("forms");
   tcase_add_test(tc, test_out);
