@@ -65,10 +65,21 @@ START_TEST(test_diff_programs) {
 }
 END_TEST
 
+/* The tester itself: its oracle, its determinism, and that it generates every op of the table
+ * in every form (a new row joins by itself). */
+START_TEST(test_diff_selftest) {
+  char why[512];
+  ck_assert_msg(dt_selftest(why, sizeof why), "difftest: %s", why);
+}
+END_TEST
+
 Suite *diff_suite(void);
 Suite *diff_suite(void) {
   Suite *s = suite_create("diff");
-  TCase *tc = cu_tcase("programs");
+  TCase *tc = cu_tcase("selftest");
+  tcase_add_test(tc, test_diff_selftest);
+  suite_add_tcase(s, tc);
+  tc = cu_tcase("programs");
   tcase_add_test(tc, test_diff_programs);
   suite_add_tcase(s, tc);
   return s;

@@ -1420,7 +1420,7 @@ static void gen_from_host(dt_gen *g, int dst, clt_dtype dt, int nd, const int64_
 }
 
 static void gen_create(dt_gen *g) {
-  int64_t shape[CLT_MAX_DIMS];
+  int64_t shape[CLT_MAX_DIMS] = {0};
   int nd = gen_shape(g, shape);
   clt_dtype dt = gen_dtype(g);
   if (slot(g, g->last) && rng_chance(&g->rng, 50))
@@ -1435,7 +1435,7 @@ static void gen_create(dt_gen *g) {
   s.dst = dst;
   s.dtype = dt;
   s.ndim = nd;
-  memcpy(s.shape, shape, sizeof shape);
+  memcpy(s.shape, shape, sizeof(int64_t) * (size_t)nd);
   s.sub = rng_below(&g->rng, 3);
   s.s0 = is_float(dt) ? float_special(&g->rng, dt) : (double)(rng_below(&g->rng, 9) - 2);
   if (s.kind == K_ARANGE) {
@@ -2359,4 +2359,73 @@ void dt_campaign(uint64_t first, uint64_t last, const dt_options *o, dt_summary 
   }
   s->skipped = c.skipped;
   s->seconds = now() - t0;
+}
+
+/* ---- the tester's own checks --------------------------------------------------------------- */
+
+static bool selftest_fail(char *why, size_t n, const char *what) {
+  snprintf(why, n, "%s", what);
+  return false;
+}
+
+bool dt_selftest(char *why, size_t n) {
+  /* the oracle: one bit apart fails bit for bit; NaNs of other payloads and zeros of other signs
+   * agree across devices; approximate values within their bound agree, outside it not */
+  float want[4] = {1.0f, NAN, 0.0f, 3.0f}, got[4] = {1.0f, -NAN, -0.0f, 3.0f};
+  dt_snap a = {.dtype = CLT_F32, .ndim = 1, .shape = {4}, .nbytes = sizeof want, .bytes = want};
+  dt_snap b = a;
+  b.bytes = got;
+  char w[512];
+  if (snaps_agree(&a, &b, true, w, sizeof w))
+    return selftest_fail(why, n, "NaN and zero of other signs pass bit for bit");
+  if (!snaps_agree(&a, &b, false, w, sizeof w))
+    return selftest_fail(why, n, "NaN and zero of other signs fail across devices");
+  got[3] = nextafterf(3.0f, 4.0f);
+  if (snaps_agree(&a, &b, false, w, sizeof w))
+    return selftest_fail(why, n, "an exact value one ulp off passes");
+  a.tol = (dt_tol){false, 0, 4 * dt_eps(CLT_F32)};
+  if (!snaps_agree(&a, &b, false, w, sizeof w))
+    return selftest_fail(why, n, "an approximate value one ulp off fails");
+  got[3] = 3.01f;
+  if (snaps_agree(&a, &b, false, w, sizeof w))
+    return selftest_fail(why, n, "an approximate value far off passes");
+
+  /* the generator: a seed gives one program; every row of the op table, in every form it has,
+   * and every other kind of step appear within a few hundred seeds */
+  dt_program *p = xmalloc(sizeof *p), *q = xmalloc(sizeof *q);
+  static int seen[NOPS][4];
+  bool kinds[K_RELEASE + 1] = {false};
+  memset(seen, 0, sizeof seen);
+  bool ok = true;
+  for (uint64_t seed = 1; seed <= 300 && ok; seed++) {
+    generate(p, seed, false);
+    generate(q, seed, false);
+    if (p->n != q->n || memcmp(p->step, q->step, sizeof(dt_step) * (size_t)p->n) != 0) {
+      snprintf(why, n, "seed %" PRIu64 " gave two programs", seed);
+      ok = false;
+    }
+    for (int i = 0; i < p->n; i++) {
+      kinds[p->step[i].kind] = true;
+      if (p->step[i].kind == K_EW)
+        seen[p->step[i].op][p->step[i].form]++;
+    }
+  }
+  for (int k = 0; ok && k <= K_RELEASE; k++)
+    if (!kinds[k]) {
+      snprintf(why, n, "no step of kind %d in 300 programs", k);
+      ok = false;
+    }
+  for (int o = 0; ok && o < NOPS; o++) {
+    const dt_op *op = &ops[o];
+    bool has[4] = {true, op->arity == 2 || op->f3_scalar != NULL, op->arity == 2,
+                   op->f2_inplace != NULL};
+    for (int f = 0; ok && f < 4; f++)
+      if (has[f] && !seen[o][f]) {
+        snprintf(why, n, "clt_%s in form %d never generated in 300 programs", op->name, f);
+        ok = false;
+      }
+  }
+  free(p);
+  free(q);
+  return ok;
 }

@@ -58,4 +58,10 @@ int dt_check_seed(uint64_t seed, const dt_options *o, long *steps);
 /* Runs the seeds first..last (inclusive) and fills s. */
 void dt_campaign(uint64_t first, uint64_t last, const dt_options *o, dt_summary *s);
 
+/* The tester's checks of itself: its oracle flags what it must (one bit off, bit for bit; an
+ * exact value one ulp off; an approximate one far off) and passes what it must; a seed always
+ * gives the same program; every row of the op table in every form, and every kind of step, is
+ * generated within 300 seeds. On failure, false with the reason in why. */
+bool dt_selftest(char *why, size_t n);
+
 #endif /* CLT_DIFFTEST_H */
