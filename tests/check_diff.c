@@ -51,6 +51,7 @@ START_TEST(test_diff_programs) {
     printf(", %s", clt_device_name(o.devs[i]));
   printf("\n");
   fflush(stdout);
+  dt_catch_crashes(); /* a crash names its seed */
   dt_summary s;
   dt_campaign(first, last, &o, &s);
   printf("difftest: %ld programs, %ld failures, %.1f s (%ld steps; %ld device runs skipped)\n",

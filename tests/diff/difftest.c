@@ -21,9 +21,11 @@
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend.h" /* clt__lazy_host_min: the host's lazy runs defer every op */
 
@@ -1282,6 +1284,7 @@ typedef struct dt_gen {
   dt_run run; /* the steps so far, run eagerly on the host: what the next step is chosen from */
   int64_t max_numel;
   bool small;
+  bool big; /* a program of larger tensors: the tiled and streamed paths of the kernels */
   int last; /* the slot written last: the next step likes to read it */
 } dt_gen;
 
@@ -1373,9 +1376,9 @@ static clt_dtype gen_dtype(dt_gen *g) {
 }
 
 static int64_t gen_dim(dt_gen *g) {
-  static const int64_t sizes[] = {1, 2, 3, 4, 5, 6, 0, 8, 16, 33, 67, 130};
-  static const int w[] = {25, 15, 20, 10, 10, 5, 3, 4, 3, 3, 1, 1};
-  return sizes[rng_pick(&g->rng, w, g->small ? 8 : 12)];
+  static const int64_t sizes[] = {1, 2, 3, 4, 5, 6, 0, 8, 16, 33, 67, 130, 257, 1030};
+  static const int w[] = {25, 15, 20, 10, 10, 5, 3, 4, 3, 3, 1, 1, 4, 4};
+  return sizes[rng_pick(&g->rng, w, g->small ? 8 : g->big ? 14 : 12)];
 }
 
 /* A shape of at most max_numel elements: new, or derived from a live slot's (the same, some
@@ -1823,7 +1826,8 @@ static void generate(dt_program *p, uint64_t seed, bool small) {
   memset(p, 0, sizeof *p);
   p->seed = seed;
   dt_gen g = {.rng = {seed * 0x2545f4914f6cdd1dull + 1}, .p = p, .small = small, .last = -1};
-  g.max_numel = small ? 64 : 2048;
+  g.big = !small && rng_chance(&g.rng, 10);
+  g.max_numel = small ? 64 : g.big ? 1 << 16 : 2048;
   run_begin(&g.run, clt_cpu(), false, false);
   int target = small ? 6 + rng_below(&g.rng, 12) : 10 + rng_below(&g.rng, 35);
   int first = 1 + rng_below(&g.rng, 3);
@@ -2282,8 +2286,32 @@ static void describe_step(FILE *out, const dt_program *p, int i) {
     fprintf(out, " -> s[%d]", p->step[i].dst);
 }
 
+/* What a crash prints (dt_catch_crashes): the seed being run, formatted before it runs. */
+static char crash_line[160];
+static volatile sig_atomic_t crash_len;
+
+static void on_crash(int sig) {
+  if (crash_len > 0 && write(STDERR_FILENO, crash_line, (size_t)crash_len) < 0)
+    crash_len = 0;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void dt_catch_crashes(void) {
+  signal(SIGSEGV, on_crash);
+  signal(SIGBUS, on_crash);
+  signal(SIGABRT, on_crash);
+  signal(SIGFPE, on_crash);
+  signal(SIGILL, on_crash);
+}
+
 static int check_seed(dt_ctx *c, uint64_t seed, long *steps) {
   const dt_options *o = c->o;
+  crash_len = 0;
+  crash_len = snprintf(crash_line, sizeof crash_line,
+                       "\ndifftest: seed %" PRIu64 " crashed (a signal); its program: "
+                       "tests/difftest --seeds %" PRIu64 " --print\n",
+                       seed, seed);
   FILE *out = o->out ? o->out : stdout;
   dt_program *p = xmalloc(sizeof *p);
   generate(p, seed, o->small);
@@ -2339,6 +2367,25 @@ int dt_check_seed(uint64_t seed, const dt_options *o, long *steps) {
   dt_ctx c;
   ctx_init(&c, o);
   return check_seed(&c, seed, steps);
+}
+
+int dt_print_seed(uint64_t seed, const dt_options *o) {
+  dt_ctx c;
+  ctx_init(&c, o);
+  FILE *out = o->out ? o->out : stdout;
+  dt_program *p = xmalloc(sizeof *p);
+  generate(p, seed, o->small);
+  dt_run *ref = xmalloc(sizeof *ref);
+  run_program(ref, p, c.dev[0], false, false);
+  int mode = c.ndev > 1 ? 3 : 1; /* the first device given, lazy, against its eager run */
+  dt_failure f = {FAIL_VALUE, p->n - 1, mode, base_of(mode), ""};
+  fprintf(out, "---- program of seed %" PRIu64 " (%d steps) ----\n", seed, p->n);
+  print_repro(out, &c, p, ref, &f);
+  fprintf(out, "---- end of program ----\n");
+  run_free(ref);
+  free(ref);
+  free(p);
+  return 0;
 }
 
 void dt_campaign(uint64_t first, uint64_t last, const dt_options *o, dt_summary *s) {

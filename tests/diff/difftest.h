@@ -55,6 +55,15 @@ bool dt_is_simulated(clt_device *d);
  * program's length. */
 int dt_check_seed(uint64_t seed, const dt_options *o, long *steps);
 
+/* Makes a crash (SIGSEGV, SIGABRT, ...) print the seed being run on stderr before the process
+ * dies as it would have: "difftest: seed N crashed". */
+void dt_catch_crashes(void);
+
+/* Prints the program of seed as a C repro, unminimized, without running it anywhere but on the
+ * host eagerly: its lazy run on o's first device (else the host) against that device's eager
+ * run, compared at its last step. For a program that crashes the tester. */
+int dt_print_seed(uint64_t seed, const dt_options *o);
+
 /* Runs the seeds first..last (inclusive) and fills s. */
 void dt_campaign(uint64_t first, uint64_t last, const dt_options *o, dt_summary *s);
 

@@ -1,11 +1,13 @@
 /* main.c - tests/difftest, the random-program differential tester for long campaigns:
  *
  *   tests/difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]
+ *   tests/difftest --seeds N --print [--device NAME]
  *
  * runs the programs of seeds A to B (see difftest.h) on the host and on every device (or those
  * named), prints each failure with its minimized program and a C repro, and ends with the line
  * "difftest: N programs, M failures, T s". Exit status 0 when nothing failed, 1 otherwise, 2 on
- * a usage error.
+ * a usage error. A crash prints the seed it was running; --print prints that seed's program as
+ * a C repro without running it (but on the host, eagerly).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,19 +20,21 @@ static int usage(const char *why) {
   fprintf(stderr,
           "difftest: %s\n"
           "usage: difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]\n"
+          "               [--print]\n"
           "  --seeds A:B    the seeds A to B, inclusive (or N: the seed N alone)\n"
           "  --device NAME  compare only NAME (cl:0, ...) with the host; repeatable\n"
           "                 (default: every device)\n"
           "  --small        small shapes and short programs (automatic on Oclgrind)\n"
           "  --no-minimize  print failing programs as generated\n"
-          "  --verbose      print each seed before running it\n",
+          "  --verbose      print each seed before running it\n"
+          "  --print        print the programs as C, unminimized, without running them\n",
           why);
   return 2;
 }
 
 int main(int argc, char **argv) {
   uint64_t first = 1, last = 100;
-  bool devices_named = false, small = false, minimize = true, verbose = false;
+  bool devices_named = false, small = false, minimize = true, verbose = false, print = false;
   dt_options o;
   dt_options_default(&o);
   int ndevs = 0;
@@ -58,6 +62,8 @@ int main(int argc, char **argv) {
       minimize = false;
     } else if (strcmp(argv[i], "--verbose") == 0) {
       verbose = true;
+    } else if (strcmp(argv[i], "--print") == 0) {
+      print = true;
     } else {
       return usage("unknown argument");
     }
@@ -71,6 +77,12 @@ int main(int argc, char **argv) {
   o.small = o.small || small;
   o.minimize = minimize;
   o.verbose = verbose;
+  if (print) {
+    for (uint64_t seed = first; seed <= last && seed >= first; seed++)
+      dt_print_seed(seed, &o);
+    return 0;
+  }
+  dt_catch_crashes();
   printf("difftest: seeds %" PRIu64 ":%" PRIu64 " on cpu", first, last);
   for (int i = 0; i < o.ndevs; i++)
     printf(", %s", clt_device_name(o.devs[i]));
