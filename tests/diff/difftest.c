@@ -1286,6 +1286,8 @@ typedef struct dt_gen {
   bool small;
   bool big; /* a program of larger tensors: the tiled and streamed paths of the kernels */
   int last; /* the slot written last: the next step likes to read it */
+  clt_dtype palette[3];
+  int64_t dims[3];
 } dt_gen;
 
 static int gen_room(const dt_gen *g) { return DT_MAX_STEPS - DT_SLOTS - 4 - g->p->n; }
@@ -1370,15 +1372,27 @@ static int pick_partner(dt_gen *g, int a, bool to_a, clt_dtype want, bool want_d
   return cand[rng_below(&g->rng, n)];
 }
 
-static clt_dtype gen_dtype(dt_gen *g) {
+static clt_dtype any_dtype(dt_gen *g) {
   static const int w[] = {30, 10, 12, 10, 8, 10, 10, 10}; /* the order of all_dtypes */
   return all_dtypes[rng_pick(&g->rng, w, 8)];
 }
 
-static int64_t gen_dim(dt_gen *g) {
+/* A dtype of the program's palette mostly, else any: a program of few dtypes, as real ones are,
+ * needs fewer kernels built (a mix of dtypes has kernels of its own); seeds cover them all. */
+static clt_dtype gen_dtype(dt_gen *g) {
+  return rng_chance(&g->rng, 85) ? g->palette[rng_below(&g->rng, 3)] : any_dtype(g);
+}
+
+static int64_t any_dim(dt_gen *g) {
   static const int64_t sizes[] = {1, 2, 3, 4, 5, 6, 0, 8, 16, 33, 67, 130, 257, 1030};
   static const int w[] = {25, 15, 20, 10, 10, 5, 3, 4, 3, 3, 1, 1, 4, 4};
   return sizes[rng_pick(&g->rng, w, g->small ? 8 : g->big ? 14 : 12)];
+}
+
+/* A dimension of the program's palette mostly: PoCL compiles a kernel again for each new work
+ * size, so a program of few sizes costs far less to run; seeds cover them all. */
+static int64_t gen_dim(dt_gen *g) {
+  return rng_chance(&g->rng, 85) ? g->dims[rng_below(&g->rng, 3)] : any_dim(g);
 }
 
 /* A shape of at most max_numel elements: new, or derived from a live slot's (the same, some
@@ -1827,6 +1841,10 @@ static void generate(dt_program *p, uint64_t seed, bool small) {
   p->seed = seed;
   dt_gen g = {.rng = {seed * 0x2545f4914f6cdd1dull + 1}, .p = p, .small = small, .last = -1};
   g.big = !small && rng_chance(&g.rng, 10);
+  for (int i = 0; i < 3; i++) {
+    g.palette[i] = any_dtype(&g);
+    g.dims[i] = i == 0 ? 1 : any_dim(&g);
+  }
   g.max_numel = small ? 64 : g.big ? 1 << 16 : 2048;
   run_begin(&g.run, clt_cpu(), false, false);
   int target = small ? 6 + rng_below(&g.rng, 12) : 10 + rng_below(&g.rng, 35);
