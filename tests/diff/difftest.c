@@ -1288,6 +1288,7 @@ typedef struct dt_gen {
   int last; /* the slot written last: the next step likes to read it */
   clt_dtype palette[3];
   int64_t dims[3];
+  int force; /* >= 0: the slot every pick of a live slot gives (gen_compose) */
 } dt_gen;
 
 static int gen_room(const dt_gen *g) { return DT_MAX_STEPS - DT_SLOTS - 4 - g->p->n; }
@@ -1313,6 +1314,8 @@ static clt_tensor *slot(const dt_gen *g, int k) { return k >= 0 ? g->run.slot[k]
 
 /* A live slot, the last written one half the time; -1 if none. */
 static int pick_live(dt_gen *g) {
+  if (slot(g, g->force))
+    return g->force;
   if (slot(g, g->last) && rng_chance(&g->rng, 50))
     return g->last;
   int live[DT_SLOTS], n = 0;
@@ -1836,10 +1839,76 @@ static void gen_misc(dt_gen *g) {
   emit(g, s);
 }
 
+/* The composition issue 32 was about, on purpose: a new result of an elementwise op (deferred,
+ * in a lazy run), one or two views of it, and a consumer of the view (an elementwise op in any
+ * form, a join, a reduction, an index_select, a copy into it, a clone, contiguous or cast), then
+ * perhaps reads of the result and of what was made from it. */
+static void gen_compose(dt_gen *g) {
+  int a = pick_live(g);
+  if (a < 0)
+    return;
+  dt_step x = step_new(K_EW);
+  do
+    x.op = rng_below(&g->rng, NOPS);
+  while (ops[x.op].arity == 3);
+  x.form = ops[x.op].arity == 2 ? F_SCALAR : F_PLAIN;
+  x.s0 = gen_scalar(g, clt_tensor_dtype(slot(g, a)));
+  x.src[0] = a;
+  x.dst = pick_dst(g);
+  emit(g, x);
+  if (!slot(g, x.dst) || g->run.status[g->p->n - 1] != CLT_OK)
+    return;
+  g->force = x.dst;
+  int views = 1 + rng_below(&g->rng, 2);
+  for (int i = 0; i < views; i++) {
+    gen_view(g);
+    if (g->run.status[g->p->n - 1] == CLT_OK && slot(g, g->last))
+      g->force = g->last;
+  }
+  switch (rng_below(&g->rng, 7)) {
+  case 0:
+  case 1:
+    gen_elementwise(g);
+    break;
+  case 2:
+    gen_join(g);
+    break;
+  case 3:
+    gen_reduce(g);
+    break;
+  case 4:
+    gen_index_select(g);
+    break;
+  case 5:
+    gen_write(g);
+    break;
+  default: {
+    dt_step c = step_new(rng_chance(&g->rng, 40)   ? K_CAST
+                         : rng_chance(&g->rng, 50) ? K_CLONE
+                                                   : K_CONTIGUOUS);
+    c.src[0] = g->force;
+    c.dst = pick_dst(g);
+    c.dtype = gen_dtype(g);
+    emit(g, c);
+    break;
+  }
+  }
+  g->force = -1;
+  for (int k = 0; k < 2; k++) { /* the deferred result itself, and the consumer's */
+    int r = k == 0 ? x.dst : g->last;
+    if (slot(g, r) && rng_chance(&g->rng, 50)) {
+      dt_step s = step_new(K_READ);
+      s.src[0] = r;
+      emit(g, s);
+    }
+  }
+}
+
 static void generate(dt_program *p, uint64_t seed, bool small) {
   memset(p, 0, sizeof *p);
   p->seed = seed;
-  dt_gen g = {.rng = {seed * 0x2545f4914f6cdd1dull + 1}, .p = p, .small = small, .last = -1};
+  dt_gen g = {
+      .rng = {seed * 0x2545f4914f6cdd1dull + 1}, .p = p, .small = small, .last = -1, .force = -1};
   g.big = !small && rng_chance(&g.rng, 10);
   for (int i = 0; i < 3; i++) {
     g.palette[i] = any_dtype(&g);
@@ -1851,9 +1920,9 @@ static void generate(dt_program *p, uint64_t seed, bool small) {
   int first = 1 + rng_below(&g.rng, 3);
   for (int i = 0; i < first; i++)
     gen_create(&g);
-  static const int w[] = {10, 36, 22, 6, 3, 5, 3, 6, 9};
+  static const int w[] = {10, 30, 18, 6, 3, 5, 3, 6, 9, 10};
   while (p->n < target && gen_room(&g) > 0) {
-    switch (rng_pick(&g.rng, w, 9)) {
+    switch (rng_pick(&g.rng, w, 10)) {
     case 0:
       gen_create(&g);
       break;
@@ -1878,8 +1947,11 @@ static void generate(dt_program *p, uint64_t seed, bool small) {
     case 7:
       gen_write(&g);
       break;
-    default:
+    case 8:
       gen_misc(&g);
+      break;
+    default:
+      gen_compose(&g);
       break;
     }
     if (!g.run.slot[0] && !g.run.slot[1] && rng_chance(&g.rng, 50))
