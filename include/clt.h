@@ -1194,7 +1194,9 @@ CLT_API clt_status clt_device_cl(clt_device *dev, struct _cl_platform_id **platf
  *  (nonzero for a view such as a narrow; may be NULL). Not retained: valid while t (or another
  *  tensor of its memory) lives. t's elements lie as clt_tensor_strides says. Touching the
  *  buffer outside clt needs the ordering of clt_tensor_cl_acquire and clt_tensor_cl_release_to.
- *  A tensor without elements may have no buffer (*mem NULL).
+ *  A tensor without elements may have no buffer (*mem NULL). The buffer is handed out for good:
+ *  a deferred result in it is computed now, so are the deferred ops reading it, and later ops
+ *  reading it run at their call rather than deferred (docs/interop.md).
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL t or mem), CLT_ERR_UNSUPPORTED (t is on the host: use
  *  clt_tensor_data). */
 CLT_API clt_status clt_tensor_cl_mem(const clt_tensor *t, struct _cl_mem **mem,

@@ -93,9 +93,14 @@ void clt__bcast_memory_order(clt_bcast *bc, int n);
 /* ---- lazy fusion (lazy.c) ------------------------------------------------------------------
  * Deferred elementwise ops (docs/performance.md, "Fusion"): on a device whose backend has
  * `fused`, an elementwise op that makes a new tensor records a node instead of launching, and
- * the chain runs as one generated kernel when something needs its values. Every command that
- * touches a device storage passes clt__lazy_touch first (lib/opencl/order.c's wait lists,
- * lib/memory.c's host waits), so no command can see a deferred result unevaluated. */
+ * the chain runs as one generated kernel when something needs its values. One function decides
+ * whether a storage holds its values and computes it if not, clt__lazy_touch, and every access
+ * passes it, twice over: the core calls clt__lazy_ready right before each compute member of
+ * struct clt_backend (so a backend never gets a deferred operand, whatever it forgets), and the
+ * backends touch again where they order commands (lib/opencl/order.c's wait lists, lib/memory.c's
+ * host waits: a no-op by then), which also covers what they reach by themselves. Memory handed
+ * out of clt (clt_tensor_data, clt_tensor_cl_mem, DLPack) is touched as a write and marked
+ * `exposed`: no deferred op reads it later. */
 
 #define CLT__FUSE_MAX_OPS 32    /* ops in one kernel: a longer chain is evaluated in parts */
 #define CLT__FUSE_MAX_CONSTS 24 /* scalar operands (kernel arguments) */
@@ -178,6 +183,10 @@ clt_status clt__lazy_scalar(clt_dtype dtype, double v, clt_device *dev, const ch
 /* Before a command reads (writing = false) or writes s: computes s if it is deferred and, for
  * a write, every deferred chain that reads s. fn names the command in errors. */
 clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn);
+/* clt__lazy_touch for the n tensors reads (NULL entries skipped) and then the one it writes
+ * (NULL: none): what the core calls right before a compute member of the backend. */
+clt_status clt__lazy_ready(clt_tensor *const *reads, int n, const clt_tensor *write,
+                           const char *fn);
 /* Computes every deferred chain on dev (NULL: on every device). */
 clt_status clt__lazy_flush(clt_device *dev, const char *fn);
 /* The allocator's call when dev is full: computes dev's deferred chains, so that operands only

@@ -404,7 +404,8 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
       return CLT_OK;
     }
   }
-  if (r->numel > 0 && (s = dev->backend->elementwise(op, r, in, compute, &bc)) != CLT_OK) {
+  if (r->numel > 0 && ((s = clt__lazy_ready(in, op->arity, r, fn)) != CLT_OK ||
+                       (s = dev->backend->elementwise(op, r, in, compute, &bc)) != CLT_OK)) {
     if (!dst)
       clt_tensor_release(r);
     return s;
@@ -668,7 +669,8 @@ static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor 
     *out = r;
     return CLT_OK;
   }
-  if (r->numel > 0 && (s = dev->backend->reduce(&red, r, t)) != CLT_OK) {
+  if (r->numel > 0 && ((s = clt__lazy_ready(&t, 1, r, fn)) != CLT_OK ||
+                       (s = dev->backend->reduce(&red, r, t)) != CLT_OK)) {
     clt_tensor_release(r);
     return s;
   }
@@ -829,7 +831,8 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
     /* views multiply in place where BLAS can address them (not on the kernel path) */
     bool views = kind != CLT__MM_KERNEL;
     if ((s = matmul_operand(a, g.m, g.k, views, fn, &ua, &g.lda, &g.ta, &g.sa)) == CLT_OK &&
-        (s = matmul_operand(b, g.k, g.n, views, fn, &ub, &g.ldb, &g.tb, &g.sb)) == CLT_OK)
+        (s = matmul_operand(b, g.k, g.n, views, fn, &ub, &g.ldb, &g.tb, &g.sb)) == CLT_OK &&
+        (s = clt__lazy_ready((clt_tensor *[]){ua, ub}, 2, r, fn)) == CLT_OK)
       s = dev->backend->matmul(r, ua, ub, &g, fn);
   }
   clt_tensor_release(ua);

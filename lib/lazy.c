@@ -543,6 +543,17 @@ clt_status clt__lazy_touch(clt_storage *s, bool writing, const char *fn) {
   return st;
 }
 
+clt_status clt__lazy_ready(clt_tensor *const *reads, int n, const clt_tensor *write,
+                           const char *fn) {
+  clt_status st = CLT_OK;
+  for (int i = 0; i < n && st == CLT_OK; i++)
+    if (reads[i])
+      st = clt__lazy_touch(reads[i]->storage, false, fn);
+  if (st == CLT_OK && write)
+    st = clt__lazy_touch(write->storage, true, fn);
+  return st;
+}
+
 clt_status clt_eval(clt_tensor *t) {
   static const char fn[] = "clt_eval";
   clt_status s = clt__check_tensor(t, fn, "t");

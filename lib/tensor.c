@@ -449,8 +449,11 @@ clt_status clt_fill_(clt_tensor *t, double value) {
   if (t->numel == 0)
     return CLT_OK;
   clt_device *dev = t->storage->dev;
-  if (t->contiguous) /* one fill of the bytes it spans, at its offset */
+  if (t->contiguous) { /* one fill of the bytes it spans, at its offset */
+    if ((s = clt__lazy_ready(NULL, 0, t, fn)) != CLT_OK)
+      return s;
     return dev->backend->fill(t, &pattern, fn);
+  }
   clt_tensor *v;
   if ((s = clt__tensor_new(t->dtype, 0, NULL, dev, fn, &v)) != CLT_OK)
     return s;

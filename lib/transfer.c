@@ -159,6 +159,9 @@ static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
   else if (dd->kind == CLT_DEVICE_HOST ||
            (dd->backend == sd->backend && dd->context_index == sd->context_index))
     qd = dd->kind == CLT_DEVICE_HOST ? sd : dd;
+  clt_status ready = clt__lazy_ready((clt_tensor *[]){(clt_tensor *)src}, 1, dst, fn);
+  if (ready != CLT_OK)
+    return ready;
   if (qd)
     return qd->backend->copy(qd, dst, src, fn);
   /* Two contexts: stage through host memory, the second leg waiting on the first through a
@@ -294,7 +297,8 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
     return CLT_OK;
   }
   clt_device *d = s->dev;
-  if ((st = d->backend->read(t, dst, fn)) != CLT_OK)
+  if ((st = clt__lazy_ready((clt_tensor *[]){(clt_tensor *)t}, 1, NULL, fn)) != CLT_OK ||
+      (st = d->backend->read(t, dst, fn)) != CLT_OK)
     return st;
   count(d, clt_cpu(), t->nbytes, implicit);
   return CLT_OK;

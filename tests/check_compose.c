@@ -17,8 +17,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
 #include "backend.h"
 #include "check_util.h"
+#include "clt_dlpack.h"
 
 static const clt_dtype grid_dtypes[] = {CLT_F32, CLT_F16, CLT_I32, CLT_BOOL,
                                         CLT_F64, CLT_BF16, CLT_I64, CLT_U8};
@@ -819,12 +825,67 @@ START_TEST(test_compose_issue32_repros) {
 }
 END_TEST
 
+/* ---- memory handed out of clt: the caller may write it behind clt's back ------------------- */
+
+/* y = x * 2 deferred, and x's buffer written with zeros on clt's own queue (which "runs in order
+ * with clt's", clt_device_cl) after clt_tensor_cl_mem or clt_to_dlpack handed it out: y keeps
+ * 2 4 6 8 whichever comes first, the hand-out or the deferred op (the hand-out is a write for
+ * lib/lazy.c: chains reading the buffer run first, and later ones read it at once). Found by a
+ * review of every reader of storage (issue 32): y was 0 0 0 0 by default. */
+START_TEST(test_compose_handed_out_buffers) {
+  if (!cu_need_cl("test_compose_handed_out_buffers", 1))
+    return;
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int di = 0; di < nd; di++) {
+    if (!cu_is_cl(devs[di]))
+      continue;
+    clt_device *d = devs[di];
+    cl_command_queue q;
+    CU_OK(clt_device_cl(d, NULL, NULL, NULL, (struct _cl_command_queue **)&q));
+    for (int how = 0; how < 4; how++) { /* cl_mem or DLPack; before or after the op */
+      float v[4] = {1, 2, 3, 4}, zero[4] = {0, 0, 0, 0};
+      int64_t n = 4;
+      clt_tensor *x = cu_tensor(v, CLT_F32, 1, &n, d), *y = NULL;
+      DLManagedTensor *m = NULL;
+      cl_mem mem = NULL;
+      size_t off = 0;
+      bool dlpack = how >= 2, first = how % 2 == 0;
+      if (!first)
+        CU_OK(clt_mul_scalar(x, 2, &y));
+      if (dlpack) {
+        CU_OK(clt_to_dlpack(x, &m));
+        mem = (cl_mem)m->dl_tensor.data;
+        off = (size_t)m->dl_tensor.byte_offset;
+      } else {
+        CU_OK(clt_tensor_cl_mem(x, (struct _cl_mem **)&mem, &off));
+      }
+      if (first)
+        CU_OK(clt_mul_scalar(x, 2, &y));
+      ck_assert_int_eq(clEnqueueWriteBuffer(q, mem, CL_TRUE, off, sizeof zero, zero, 0, NULL, NULL),
+                       CL_SUCCESS);
+      float *yv = cu_read(y);
+      for (int i = 0; i < 4; i++)
+        ck_assert_msg(yv[i] == 2 * v[i], "%s, %s the op, on %s: y[%d] = %g, want %g",
+                      dlpack ? "clt_to_dlpack" : "clt_tensor_cl_mem", first ? "before" : "after",
+                      cu_dev_name(d), i, yv[i], 2 * v[i]);
+      free(yv);
+      if (m)
+        m->deleter(m);
+      clt_tensor_release(x);
+      clt_tensor_release(y);
+    }
+  }
+}
+END_TEST
+
 Suite *compose_suite(void);
 Suite *compose_suite(void) {
   Suite *s = suite_create("compose");
   TCase *tc = cu_tcase("grid");
   tcase_add_loop_test(tc, test_compose_grid, 0, N_GRID_DTYPES);
   tcase_add_loop_test(tc, test_compose_issue32_repros, 0, N_REPROS);
+  tcase_add_test(tc, test_compose_handed_out_buffers);
   suite_add_tcase(s, tc);
   return s;
 }

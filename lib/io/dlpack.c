@@ -57,9 +57,11 @@ clt_status clt_to_dlpack(clt_tensor *t, DLManagedTensor **out) {
   if (!c)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   DLTensor *d = &c->m.dl_tensor;
+  /* the consumer may write the memory behind clt's back: no deferred op reads it from now on
+   * (lazy.c), on the host and on OpenCL devices alike */
+  atomic_store(&s->exposed, true);
   if (s->dev->kind == CLT_DEVICE_HOST) {
     d->data = clt__host_ptr(t);
-    atomic_store(&s->exposed, true); /* no deferred op reads it from now on (lazy.c) */
     d->device.device_type = kDLCPU;
     d->device.device_id = 0;
     d->byte_offset = 0;

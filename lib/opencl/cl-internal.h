@@ -91,11 +91,7 @@ typedef struct clt_waitlist {
   cl_uint n;
 } clt_waitlist;
 
-/* Adds what a command on queue q (in context ctx) must wait for before it reads s (its last
- * write) or writes s (its last write and all reads). Events of other contexts are bridged with
- * user events. The waitlist holds references: release with clt__waitlist_clear. */
-clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
-                             const char *fn);
+/* The waitlist holds references: release with clt__waitlist_clear. */
 void clt__waitlist_clear(clt_waitlist *wl);
 /* Records that the command ev on queue q read (writing=false) or wrote s. Call it with the lock
  * of q's device held, taken before the enqueue of ev. */

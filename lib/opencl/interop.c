@@ -157,9 +157,12 @@ clt_status clt_tensor_cl_mem(const clt_tensor *t, struct _cl_mem **mem, size_t *
     return st;
   if (!mem)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "mem is NULL");
-  /* a deferred result gets its values now (lib/lazy.c), so the buffer holds them */
-  if ((st = clt__lazy_touch(t->storage, false, fn)) != CLT_OK)
+  /* The caller may write the buffer on any queue from now on, behind clt's back: a deferred
+   * result gets its values now, the deferred chains reading the buffer run now (a write), and
+   * no later deferred op reads it lazily (exposed, as clt_tensor_data does; lib/lazy.c). */
+  if ((st = clt__lazy_touch(t->storage, true, fn)) != CLT_OK)
     return st;
+  atomic_store(&t->storage->exposed, true);
   *mem = t->storage->buf;
   if (offset_bytes)
     *offset_bytes = t->offset;

@@ -90,7 +90,10 @@ static int collect(clt_storage *s, bool writing, cl_command_queue q, cl_event *e
   return n;
 }
 
-/* clt__waitlist_add for a command on queue q (NULL: unknown, wait for every event). */
+/* Adds what a command on queue q (in context ctx; q NULL: unknown, wait for every event) must
+ * wait for before it reads s (its last write) or writes s (its last write and all reads). Events
+ * of other contexts are bridged with user events. Only clt__waitlist_for calls it, after
+ * clt__lazy_touch: no command reaches a storage without that. */
 static clt_status waitlist_add_q(clt_waitlist *wl, clt_storage *s, bool writing, cl_command_queue q,
                                  cl_context ctx, const char *fn) {
   cl_event evs[CLT__MAX_READERS + 1];
@@ -119,11 +122,6 @@ static clt_status waitlist_add_q(clt_waitlist *wl, clt_storage *s, bool writing,
       wl->ev[wl->n++] = b;
   }
   return st;
-}
-
-clt_status clt__waitlist_add(clt_waitlist *wl, clt_storage *s, bool writing, cl_context ctx,
-                             const char *fn) {
-  return waitlist_add_q(wl, s, writing, NULL, ctx, fn);
 }
 
 clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const *reads, int nreads,
