@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1112,8 +1113,15 @@ static void run_program(dt_run *r, const dt_program *p, clt_device *dev, bool la
 
 /* ---- comparing ----------------------------------------------------------------------------- */
 
-typedef enum dt_fail_kind { FAIL_NONE, FAIL_STATUS, FAIL_VALUE, FAIL_TEXT, FAIL_LEAK } dt_fail_kind;
-static const char *const fail_names[] = {"none", "status", "value", "text", "leak"};
+typedef enum dt_fail_kind {
+  FAIL_NONE,
+  FAIL_STATUS,
+  FAIL_VALUE,
+  FAIL_TEXT,
+  FAIL_LEAK,
+  FAIL_CRASH
+} dt_fail_kind;
+static const char *const fail_names[] = {"none", "status", "value", "text", "leak", "crash"};
 
 /* Runs are numbered: mode 2d is device d eager, 2d + 1 device d lazy; device 0 is the host, and
  * mode 0 the reference. */
@@ -2381,7 +2389,7 @@ static void describe_step(FILE *out, const dt_program *p, int i) {
 }
 
 /* What a crash prints (dt_catch_crashes): the seed being run, formatted before it runs. */
-static char crash_line[160];
+static char crash_line[192];
 static volatile sig_atomic_t crash_len;
 
 static void on_crash(int sig) {
@@ -2403,8 +2411,8 @@ static int check_seed(dt_ctx *c, uint64_t seed, long *steps) {
   const dt_options *o = c->o;
   crash_len = 0;
   crash_len = snprintf(crash_line, sizeof crash_line,
-                       "\ndifftest: seed %" PRIu64 " crashed (a signal); its program: "
-                       "tests/difftest --seeds %" PRIu64 " --print\n",
+                       "\ndifftest: seed %" PRIu64 " crashed (a signal); minimize it with "
+                       "tests/difftest --seeds %" PRIu64 " --crash (or --print it)\n",
                        seed, seed);
   FILE *out = o->out ? o->out : stdout;
   dt_program *p = xmalloc(sizeof *p);
@@ -2461,6 +2469,85 @@ int dt_check_seed(uint64_t seed, const dt_options *o, long *steps) {
   dt_ctx c;
   ctx_init(&c, o);
   return check_seed(&c, seed, steps);
+}
+
+/* Whether p, run on the host (lazily or not), kills the process: run in a child process, which
+ * uses the host only (OpenCL does not survive a fork). */
+static bool crashes_on_host(const dt_program *p, bool lazy) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0)
+    return false;
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGABRT, SIG_DFL);
+    if (!freopen("/dev/null", "w", stderr)) /* the C library's words on a corrupted heap */
+      _exit(0);
+    dt_run *r = xmalloc(sizeof *r);
+    run_program(r, p, clt_cpu(), lazy, false);
+    _exit(0);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0)
+    ;
+  return WIFSIGNALED(st);
+}
+
+int dt_minimize_crash(uint64_t seed, const dt_options *o) {
+  dt_ctx c;
+  ctx_init(&c, o);
+  FILE *out = o->out ? o->out : stdout;
+  dt_program *p = xmalloc(sizeof *p), *cand = xmalloc(sizeof *cand);
+  generate(p, seed, o->small);
+  int lazy = crashes_on_host(p, true) ? 1 : crashes_on_host(p, false) ? 0 : -1;
+  if (lazy < 0) {
+    fprintf(out,
+            "difftest: seed %" PRIu64 ": no crash on the host, lazily or eagerly (a device's"
+            " crash: tests/difftest --seeds %" PRIu64 " --print)\n",
+            seed, seed);
+    free(p);
+    free(cand);
+    return 1;
+  }
+  int n0 = p->n;
+  for (int pass = 0; pass < 3; pass++) { /* as minimize(), with the crash as the failure */
+    bool changed = false;
+    for (int chunk = p->n / 2 > 0 ? p->n / 2 : 1; chunk >= 1; chunk /= 2)
+      for (int i = 0; i + chunk <= p->n;) {
+        *cand = *p;
+        drop_steps(cand, i, chunk);
+        if (cand->n > 0 && crashes_on_host(cand, lazy)) {
+          *p = *cand;
+          changed = true;
+        } else {
+          i += chunk;
+        }
+      }
+    for (int i = 0; i < p->n; i++) {
+      if (p->step[i].kind != K_FROM_HOST || p->step[i].mode == D_SIMPLE)
+        continue;
+      *cand = *p;
+      cand->step[i].mode = D_SIMPLE;
+      if (crashes_on_host(cand, lazy)) {
+        *p = *cand;
+        changed = true;
+      }
+    }
+    if (!changed)
+      break;
+  }
+  fprintf(out, "difftest: seed %" PRIu64 ": crashes on cpu %s; minimized from %d to %d steps\n",
+          seed, lazy ? "lazy" : "eager", n0, p->n);
+  dt_run *ref = xmalloc(sizeof *ref);
+  memset(ref, 0, sizeof *ref); /* not run (it may crash): every step is printed */
+  dt_failure f = {FAIL_CRASH, p->n - 1, lazy, 0, ""};
+  fprintf(out, "---- repro (seed %" PRIu64 ", a crash) ----\n", seed);
+  print_repro(out, &c, p, ref, &f);
+  fprintf(out, "---- end of repro ----\n");
+  free(ref);
+  free(p);
+  free(cand);
+  return 0;
 }
 
 int dt_print_seed(uint64_t seed, const dt_options *o) {

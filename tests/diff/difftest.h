@@ -64,6 +64,10 @@ void dt_catch_crashes(void);
  * run, compared at its last step. For a program that crashes the tester. */
 int dt_print_seed(uint64_t seed, const dt_options *o);
 
+/* Minimizes the program of seed while it still crashes the host (lazily, else eagerly), each
+ * try in a child process, and prints the result as a C repro; 1 if it does not crash there. */
+int dt_minimize_crash(uint64_t seed, const dt_options *o);
+
 /* Runs the seeds first..last (inclusive) and fills s. */
 void dt_campaign(uint64_t first, uint64_t last, const dt_options *o, dt_summary *s);
 

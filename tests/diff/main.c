@@ -2,12 +2,14 @@
  *
  *   tests/difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]
  *   tests/difftest --seeds N --print [--device NAME]
+ *   tests/difftest --seeds N --crash
  *
  * runs the programs of seeds A to B (see difftest.h) on the host and on every device (or those
  * named), prints each failure with its minimized program and a C repro, and ends with the line
  * "difftest: N programs, M failures, T s". Exit status 0 when nothing failed, 1 otherwise, 2 on
- * a usage error. A crash prints the seed it was running; --print prints that seed's program as
- * a C repro without running it (but on the host, eagerly).
+ * a usage error. A crash prints the seed it was running; --crash minimizes a crash of the host's
+ * runs (each try in a child process) and prints it as a C repro, --print prints a seed's program
+ * as a C repro without running it (but on the host, eagerly).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,21 +22,23 @@ static int usage(const char *why) {
   fprintf(stderr,
           "difftest: %s\n"
           "usage: difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]\n"
-          "               [--print]\n"
+          "               [--print | --crash]\n"
           "  --seeds A:B    the seeds A to B, inclusive (or N: the seed N alone)\n"
           "  --device NAME  compare only NAME (cl:0, ...) with the host; repeatable\n"
           "                 (default: every device)\n"
           "  --small        small shapes and short programs (automatic on Oclgrind)\n"
           "  --no-minimize  print failing programs as generated\n"
           "  --verbose      print each seed before running it\n"
-          "  --print        print the programs as C, unminimized, without running them\n",
+          "  --print        print the programs as C, unminimized, without running them\n"
+          "  --crash        minimize a crash on the host, in child processes, and print it\n",
           why);
   return 2;
 }
 
 int main(int argc, char **argv) {
   uint64_t first = 1, last = 100;
-  bool devices_named = false, small = false, minimize = true, verbose = false, print = false;
+  bool devices_named = false, small = false, minimize = true, verbose = false, print = false,
+       crash = false;
   dt_options o;
   dt_options_default(&o);
   int ndevs = 0;
@@ -64,6 +68,8 @@ int main(int argc, char **argv) {
       verbose = true;
     } else if (strcmp(argv[i], "--print") == 0) {
       print = true;
+    } else if (strcmp(argv[i], "--crash") == 0) {
+      crash = true;
     } else {
       return usage("unknown argument");
     }
@@ -77,10 +83,11 @@ int main(int argc, char **argv) {
   o.small = o.small || small;
   o.minimize = minimize;
   o.verbose = verbose;
-  if (print) {
+  if (print || crash) {
+    int status = 0;
     for (uint64_t seed = first; seed <= last && seed >= first; seed++)
-      dt_print_seed(seed, &o);
-    return 0;
+      status |= print ? dt_print_seed(seed, &o) : dt_minimize_crash(seed, &o);
+    return status;
   }
   dt_catch_crashes();
   printf("difftest: seeds %" PRIu64 ":%" PRIu64 " on cpu", first, last);
