@@ -627,8 +627,47 @@ static int chains_of(const clt_op *op, clt_tensor *const *in, const clt_tensor *
   return found;
 }
 
+/* chains_of, once every operand that is not a chain holds its values: such an operand (a part,
+ * transpose or broadcast of a deferred result) is computed first, which may compute other
+ * chains too (the one it is a view of, which another operand may continue), so the chains are
+ * looked up again afterwards, by storage. No node is held across an evaluation, which may free
+ * it (an evaluated node's storage drops its reference: a use after free before issue 32's
+ * differential tests, add(select(m, 1, 3), m) with m deferred). Under lazy_lock. */
+static clt_status stable_chains(const clt_op *op, clt_tensor *const *in, const clt_tensor *like,
+                                clt_lazy **chain) {
+  for (int round = 0; round <= op->arity; round++) {
+    chains_of(op, in, like, chain);
+    bool again = false;
+    for (int k = 0; k < op->arity; k++)
+      if (!chain[k] && atomic_load(&in[k]->storage->pending)) {
+        clt_status st = eval_locked(in[k]->storage, op->fn);
+        if (st != CLT_OK)
+          return st;
+        again = true;
+      }
+    if (!again)
+      return CLT_OK;
+  }
+  return clt__error(CLT_ERR_INTERNAL, op->fn, "the operands' deferred chains did not settle");
+}
+
+/* Computes the deferred chains (not scalars) among the operands' (by storage: see
+ * stable_chains), then looks up what is left: scalar operands. */
+static clt_status force_chains(const clt_op *op, clt_tensor *const *in, const clt_tensor *like,
+                               clt_lazy **chain) {
+  bool force[3] = {false, false, false};
+  for (int k = 0; k < op->arity; k++)
+    force[k] = chain[k] && chain[k]->op;
+  for (int k = 0; k < op->arity; k++) {
+    clt_status st = force[k] ? eval_locked(in[k]->storage, op->fn) : CLT_OK;
+    if (st != CLT_OK)
+      return st;
+  }
+  return stable_chains(op, in, like, chain);
+}
+
 /* A node for op (result shape and dtype those of `like`), its operands the chains chain[k] or
- * the leaves in[k] (computed first if they are deferred views); under lazy_lock. */
+ * the leaves in[k] (which hold their values: stable_chains); under lazy_lock. */
 static clt_status make_node(const clt_op *op, const clt_tensor *like, clt_dtype dtype,
                             clt_tensor *const *in, clt_lazy *const *chain, clt_dtype compute,
                             const clt_bcast *bc, clt_lazy **out) {
@@ -651,9 +690,12 @@ static clt_status make_node(const clt_op *op, const clt_tensor *like, clt_dtype 
       a->node = chain[k];
       chain[k]->refs++;
     } else {
-      /* a leaf: its values must exist before they are read (a view of a deferred result) */
-      if ((st = eval_locked(t->storage, op->fn)) != CLT_OK)
+      /* a leaf: stable_chains computed it if it was deferred; no evaluation here, which could
+       * free the nodes in chain[] */
+      if (atomic_load(&t->storage->pending)) {
+        st = clt__error(CLT_ERR_INTERNAL, op->fn, "operand %d is still deferred", k + 1);
         break;
+      }
       a->leaf = clt_tensor_retain(t);
       atomic_fetch_add(&t->storage->lazy_readers, 1);
       memcpy(a->s, bc->s[k], sizeof a->s);
@@ -686,16 +728,11 @@ clt_status clt__lazy_record(const clt_op *op, clt_tensor *out, clt_tensor *const
   pthread_mutex_lock(&lazy_lock);
   clt_status st = CLT_OK;
   clt_lazy *chain[3];
-  chains_of(op, in, out, chain);
-  if (!fits(op, out, chain, in, bc)) {
+  st = stable_chains(op, in, out, chain);
+  if (st == CLT_OK && !fits(op, out, chain, in, bc))
     /* too long a chain for one kernel: its deferred operands are computed now, this op starts
      * a new chain reading them (scalars stay arguments) */
-    for (int k = 0; k < op->arity && st == CLT_OK; k++)
-      if (chain[k] && chain[k]->op) {
-        st = eval_locked(in[k]->storage, op->fn);
-        chain[k] = NULL;
-      }
-  }
+    st = force_chains(op, in, out, chain);
   clt_lazy *node = NULL;
   if (st == CLT_OK)
     st = make_node(op, out, out->dtype, in, chain, compute, bc, &node);
@@ -756,7 +793,12 @@ clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *
     return CLT_OK;
   clt_lazy *chain[3];
   pthread_mutex_lock(&lazy_lock);
-  if (chains_of(op, in, dst, chain) == 0 || atomic_load(&dst->storage->pending)) {
+  clt_status st = stable_chains(op, in, dst, chain);
+  if (st != CLT_OK) {
+    pthread_mutex_unlock(&lazy_lock);
+    return st;
+  }
+  if (!(chain[0] || chain[1] || chain[2]) || atomic_load(&dst->storage->pending)) {
     pthread_mutex_unlock(&lazy_lock); /* nothing to fuse with: the op's own kernel */
     return CLT_OK;
   }
@@ -765,7 +807,7 @@ clt_status clt__lazy_into(const clt_op *op, clt_tensor *dst, clt_tensor *const *
     return CLT_OK;
   }
   clt_lazy *node = NULL;
-  clt_status st = make_node(op, dst, dst->dtype, in, chain, compute, bc, &node);
+  st = make_node(op, dst, dst->dtype, in, chain, compute, bc, &node);
   if (st != CLT_OK) {
     pthread_mutex_unlock(&lazy_lock);
     return st;

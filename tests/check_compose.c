@@ -773,6 +773,42 @@ static int64_t repro_view_other_shape(clt_device *d, clt_tensor **r, double *wan
   return 6;
 }
 
+/* add(select(m, 1, 3), m), m deferred: the view's chain was computed while the node of m was
+ * already taken as the other operand's chain, and freed (found by tests/diff: a crash on the
+ * host, garbage on OpenCL devices) */
+static int64_t repro_view_and_whole(clt_device *d, clt_tensor **r, double *want) {
+  clt_tensor *x, *m, *v;
+  CU_OK(clt_full(CLT_F32, 2, (int64_t[]){1, 5}, 5, d, &x));
+  CU_OK(clt_mul_scalar(x, 3, &m));
+  CU_OK(clt_select(m, 1, 3, &v));
+  CU_OK(clt_add(v, m, r));
+  for (int i = 0; i < 5; i++)
+    want[i] = 30;
+  clt_tensor_release(x);
+  clt_tensor_release(m);
+  clt_tensor_release(v);
+  return 5;
+}
+
+/* The _out form of it: lt_out(select(a, 0, 2), a, out), a = relu(view(x, [3, 2])) deferred */
+static int64_t repro_view_and_whole_out(clt_device *d, clt_tensor **r, double *want) {
+  double xv[6] = {-1, 4, 2, -3, 5, 0.5};
+  clt_tensor *x = from_values(xv, CLT_F32, 2, (int64_t[]){2, 3}, d), *w, *a, *s;
+  CU_OK(clt_view(x, 2, (int64_t[]){3, 2}, &w));
+  CU_OK(clt_relu(w, &a));
+  CU_OK(clt_select(a, 0, 2, &s));
+  CU_OK(clt_zeros(CLT_BOOL, 2, (int64_t[]){3, 2}, d, r));
+  CU_OK(clt_lt_out(s, a, *r));
+  for (int i = 0; i < 6; i++) {
+    double ai = xv[i] > 0 ? xv[i] : 0, si = xv[4 + i % 2] > 0 ? xv[4 + i % 2] : 0;
+    want[i] = si < ai;
+  }
+  clt_tensor *all[] = {x, w, a, s};
+  for (int i = 0; i < 4; i++)
+    clt_tensor_release(all[i]);
+  return 6;
+}
+
 static const struct {
   const char *name;
   repro_fn fn;
@@ -786,7 +822,9 @@ static const struct {
               {"f16 stack([clamp(cast(bf16)), u8, f16])", repro_f16_clamp_stack},
               {"u8 view(t >= 4, [20]) - (-5)", repro_u8_ge_view},
               {"clone(narrow(m)) after clone(unsqueeze(m))", repro_held_narrow},
-              {"view(b * 2, [3, 2]) + 0", repro_view_other_shape}};
+              {"view(b * 2, [3, 2]) + 0", repro_view_other_shape},
+              {"add(select(m, 1, 3), m)", repro_view_and_whole},
+              {"lt_out(select(a, 0, 2), a, out)", repro_view_and_whole_out}};
 enum { N_REPROS = sizeof repros / sizeof repros[0] };
 
 /* Repro _i on every device: lazily (every host op deferred) and eagerly the same bytes, and the
