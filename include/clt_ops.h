@@ -32,14 +32,16 @@
  *   defined for that kind (CLT_ERR_DTYPE names the cast to make). An expression must mean the
  *   same in OpenCL C 1.2 and in C11 with <tgmath.h>: the operands have the compute type TC (the
  *   C type of P, or its unsigned twin under WRAP), math functions are the type-generic ones both
- *   languages share (exp, fmax, rint, isnan, ...), and integer helpers are CLT_IPOW(a, b) (power
- *   by squaring; negative exponents give 0 unless the base is 1 or -1) and CLT_IABS(a).
+ *   languages share (exp, rint, isnan, ...), and integer helpers are CLT_IPOW(a, b) (power
+ *   by squaring; negative exponents give 0 unless the base is 1 or -1) and CLT_IABS(a); float
+ *   CLT_FMAX(a, b) and CLT_FMIN(a, b) order -0 below +0 (fmax and fmin may return either).
  * - ulps: the error allowed, in units in the last place of the result's dtype, against the
  *   exact result of the operands (the OpenCL 1.2 limits for the built-in functions, more for
  *   compositions); 0 means exact.
  * - doc: what it computes, in words, for messages and documentation.
  *
- * Semantics worth knowing, as in PyTorch: maximum, minimum and clamp propagate NaN; round
+ * Semantics worth knowing, as in PyTorch: maximum, minimum and clamp propagate NaN, and order
+ * -0 below +0 (maximum(-0, +0) is +0 and minimum -0, on every device); round
  * rounds half to even (rint); floor, ceil, round and trunc keep integer dtypes unchanged;
  * sign gives -1, 0 or 1 (NaN for NaN); rsqrt(0) is inf; the logical operations treat any
  * nonzero (NaN included) as true and give bool; clamp(t, lo, hi) is minimum(maximum(t, lo), hi),
@@ -59,9 +61,9 @@
   X(mul, 2, PROMOTE, WRAP_INPLACE, (a)*(b), (a)*(b), (a)&(b), 0, "a * b")                          \
   X(div, 2, FLOAT, INPLACE, (a)/(b), CLT_NA, CLT_NA, 3, "a / b (true division)")                   \
   X(pow, 2, PROMOTE, PLAIN, pow(a,b), CLT_IPOW(a,b), CLT_NA, 16, "a to the power b")               \
-  X(maximum, 2, PROMOTE, PLAIN, isnan(a)?(a):isnan(b)?(b):fmax(a,b), (a)>(b)?(a):(b), (a)|(b), 0,  \
+  X(maximum, 2, PROMOTE, PLAIN, isnan(a)?(a):isnan(b)?(b):CLT_FMAX(a,b), (a)>(b)?(a):(b), (a)|(b), 0,\
     "the larger of a and b")                                                                       \
-  X(minimum, 2, PROMOTE, PLAIN, isnan(a)?(a):isnan(b)?(b):fmin(a,b), (a)<(b)?(a):(b), (a)&(b), 0,  \
+  X(minimum, 2, PROMOTE, PLAIN, isnan(a)?(a):isnan(b)?(b):CLT_FMIN(a,b), (a)<(b)?(a):(b), (a)&(b), 0,\
     "the smaller of a and b")                                                                      \
   X(atan2, 2, FLOAT, PLAIN, atan2(a,b), CLT_NA, CLT_NA, 6, "the angle of the point (b, a)")        \
   /* comparisons and logic */                                                                      \
@@ -103,7 +105,7 @@
   X(erf, 1, FLOAT, PLAIN, erf(a), CLT_NA, CLT_NA, 16, "the error function of a")                   \
   /* ternary */                                                                                    \
   X(where, 3, PROMOTE, COND, (a)?(b):(c), (a)?(b):(c), (a)?(b):(c), 0, "b where a is true, else c")\
-  X(clamp, 3, PROMOTE, PLAIN, isnan(a)||isnan(b)||isnan(c)?(a)+(b)+(c):fmin(fmax(a,b),c),          \
+  X(clamp, 3, PROMOTE, PLAIN, isnan(a)||isnan(b)||isnan(c)?(a)+(b)+(c):CLT_FMIN(CLT_FMAX(a,b),c),  \
     (a)<(b)?((b)<(c)?(b):(c)):((a)<(c)?(a):(c)), CLT_NA, 0, "a limited to [b, c]")
 /* clang-format on */
 

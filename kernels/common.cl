@@ -83,6 +83,12 @@ float clt_f16_stored(float x) {
     return (TC)r;                                                                                \
   }
 #define CLT_IABS_AS(TC, a) ((TC)abs(a))
+/* The larger and the smaller of two floats that are not NaN, with -0 below +0 (IEEE 754-2019's
+ * maximum and minimum): fmax and fmin may return either zero, and the host's loops, its fused
+ * passes and each device did differ there (docs/operations.md, "Values C leaves undefined"). The
+ * host defines the same in lib/host/elementwise.c. */
+#define CLT_FMAX(a, b) ((a) > (b) || ((a) == (b) && signbit(b)) ? (a) : (b))
+#define CLT_FMIN(a, b) ((a) < (b) || ((a) == (b) && signbit(a)) ? (a) : (b))
 
 /* Strided geometry of an elementwise op (views and broadcasting): the result's shape, the
  * element strides of the result (so) and of each operand (s0, s1, s2; 0 on broadcast

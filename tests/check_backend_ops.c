@@ -66,6 +66,9 @@ typedef struct op_row {
     (void)a, (void)b, (void)c;                                                                     \
     return (double)(fe);                                                                           \
   }
+/* The table's float helpers, as kernels/common.cl defines them: -0 below +0. */
+#define CLT_FMAX(a, b) ((a) > (b) || ((a) == (b) && signbit(b)) ? (a) : (b))
+#define CLT_FMIN(a, b) ((a) < (b) || ((a) == (b) && signbit(a)) ? (a) : (b))
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"

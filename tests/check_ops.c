@@ -1229,7 +1229,8 @@ END_TEST
 typedef struct undefined_case {
   const char *what;
   clt_dtype in, out;
-  int op; /* 0 cast, 1 div (a / b), 2 abs, 3 neg, 4 add, 5 mul, 6 pow */
+  int op; /* 0 cast, 1 div (a / b), 2 abs, 3 neg, 4 add, 5 mul, 6 pow, 7 maximum, 8 minimum,
+           * 9 clamp(a, a, b) */
   double a[4], b[4];
   double want[4]; /* compared bit for bit after conversion to out's dtype (NaN: any NaN) */
 } undefined_case;
@@ -1259,6 +1260,14 @@ static const undefined_case undefined_cases[] = {
      {0, 131073, -2147483648.0, 9}},
     {"i32 pow with negative exponents", CLT_I32, CLT_I32, 6, {2, -1, 1, -1}, {-1, -3, -7, -2},
      {0, -1, 1, 1}},
+    {"f32 maximum of signed zeros", CLT_F32, CLT_F32, 7, {-0.0, 0.0, -0.0, 1}, {0.0, -0.0, -0.0, -1},
+     {0.0, 0.0, -0.0, 1}},
+    {"f64 minimum of signed zeros", CLT_F64, CLT_F64, 8, {-0.0, 0.0, 0.0, 1}, {0.0, -0.0, 0.0, -1},
+     {-0.0, -0.0, 0.0, -1}},
+    {"f64 clamp(a, a, b) of signed zeros", CLT_F64, CLT_F64, 9, {-0.0, 0.0, -0.0, 2},
+     {0.0, -0.0, -0.0, 1}, {-0.0, -0.0, -0.0, 1}},
+    {"f16 maximum of signed zeros", CLT_F16, CLT_F16, 7, {-0.0, 0.0, -0.0, 1}, {0.0, -0.0, -0.0, -1},
+     {0.0, 0.0, -0.0, 1}},
 };
 
 START_TEST(test_undefined_values) {
@@ -1288,7 +1297,10 @@ START_TEST(test_undefined_values) {
     case 3: CU_OK(clt_neg(ta, &out)); break;
     case 4: CU_OK(clt_add(ta, tb, &out)); break;
     case 5: CU_OK(clt_mul(ta, tb, &out)); break;
-    default: CU_OK(clt_pow(ta, tb, &out)); break;
+    case 6: CU_OK(clt_pow(ta, tb, &out)); break;
+    case 7: CU_OK(clt_maximum(ta, tb, &out)); break;
+    case 8: CU_OK(clt_minimum(ta, tb, &out)); break;
+    default: CU_OK(clt_clamp(ta, ta, tb, &out)); break;
     }
     ck_assert_int_eq(clt_tensor_dtype(out), c->out);
     unsigned char got[32];

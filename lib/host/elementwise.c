@@ -50,6 +50,9 @@ static inline uint32_t iabs_u(uint32_t x) { return x; }
 #define CLT_IPOW(a, b)                                                                             \
   _Generic((a), int32_t: ipow_i32, int64_t: ipow_i64, uint8_t: ipow_u8, default: ipow_u32)(a, b)
 #define CLT_IABS(a) _Generic((a), int32_t: iabs_i32, int64_t: iabs_i64, default: iabs_u)(a)
+/* As kernels/common.cl's: -0 below +0, one result everywhere. */
+#define CLT_FMAX(a, b) ((a) > (b) || ((a) == (b) && signbit(b)) ? (a) : (b))
+#define CLT_FMIN(a, b) ((a) < (b) || ((a) == (b) && signbit(a)) ? (a) : (b))
 
 /* ---- loops, one per (op, compute dtype), from the table ------------------------------------ */
 
