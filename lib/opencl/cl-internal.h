@@ -92,6 +92,12 @@ typedef struct clt_waitlist {
 } clt_waitlist;
 
 /* The waitlist holds references: release with clt__waitlist_clear. */
+/* An event of the program's own queue q that clt's later commands wait for
+ * (clt_tensor_cl_release_to): kept until it completes where q's runtime runs a queue only
+ * inside clFlush or clFinish (Oclgrind), so that clt__cl_flush_foreign, which every blocking
+ * wait of clt's calls first, flushes q then; true if kept (q must not be flushed now). */
+bool clt__cl_note_foreign(cl_event ev, cl_command_queue q);
+void clt__cl_flush_foreign(void);
 void clt__waitlist_clear(clt_waitlist *wl);
 /* Records that the command ev on queue q read (writing=false) or wrote s. Call it with the lock
  * of q's device held, taken before the enqueue of ev. */

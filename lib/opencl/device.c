@@ -263,6 +263,7 @@ void clt__cl_discover(clt_device ***out, int *count) {
 }
 
 clt_status clt__cl_synchronize(clt_device *d, const char *fn) {
+  clt__cl_flush_foreign(); /* the program's commands clt's may wait behind (order.c) */
   cl_int err = clFinish(clt__cl(d)->queue);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clFinish", d);

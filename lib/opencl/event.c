@@ -42,6 +42,7 @@ clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out) {
 
 clt_status clt__cl_event_wait(clt_device *dev, void *ev, const char *fn) {
   cl_mark *m = ev;
+  clt__cl_flush_foreign(); /* the program's commands it may wait behind (order.c) */
   cl_int err = clWaitForEvents(1, &m->ev);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clWaitForEvents", dev);

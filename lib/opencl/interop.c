@@ -221,8 +221,11 @@ clt_status clt_tensor_cl_release_to(clt_tensor *t, int access, struct _cl_event 
                       "event is not a valid cl_event (clGetEventInfo: %s)",
                       clt__cl_error_name(err));
   /* Other queues (of this context or another) wait for the event only once its command is
-   * submitted: OpenCL 1.2 section 5.13 asks for a flush of its queue. */
-  if (q)
+   * submitted: OpenCL 1.2 section 5.13 asks for a flush of its queue. Not on a runtime that
+   * runs a queue only inside clFlush and clFinish (Oclgrind), whose flush runs the command
+   * then and there: held back by a user event the program completes later, it would wait for
+   * ever, here. Such a queue is flushed by clt's next blocking wait instead (order.c). */
+  if (q && !clt__cl_note_foreign(event, q))
     clFlush(q);
   /* A user event has no queue: key its slot by the event itself, so that two of them never
    * replace each other's read (order.c keeps one read per queue). */

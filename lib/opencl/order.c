@@ -297,8 +297,83 @@ clt_status clt__keep_alive(cl_event ev, clt_storage *s, const char *fn) {
   return CLT_OK;
 }
 
+/* ---- the program's own commands that clt's work waits for, on a batching runtime ------------
+ * clt_tensor_cl_release_to makes clt's later commands wait for an event of the program's own
+ * queue, and flushes that queue. A runtime that runs a queue only inside clFlush or clFinish
+ * (Oclgrind; `serial` in device.c) does not run the program's command later by itself when
+ * what held it back completes afterwards (a user event the program completes after the call):
+ * a blocking wait of clt's behind it then waited for ever (kernel:test_acquire_release on
+ * Oclgrind alone, issue 25). Such events are kept here until they complete (a callback drops
+ * them), and every blocking wait of clt's flushes their queues first. On other runtimes a
+ * flushed command runs when its events complete, and nothing is kept. */
+enum { FOREIGN_MAX = 64 };
+static pthread_mutex_t foreign_lock = PTHREAD_MUTEX_INITIALIZER;
+static cl_event foreign[FOREIGN_MAX];
+static atomic_int nforeign;
+
+static void CL_CALLBACK foreign_done(cl_event ev, cl_int status, void *data) {
+  (void)status;
+  (void)data;
+  bool found = false;
+  pthread_mutex_lock(&foreign_lock);
+  int n = atomic_load(&nforeign);
+  for (int i = 0; i < n && !found; i++)
+    if (foreign[i] == ev) {
+      foreign[i] = foreign[n - 1];
+      atomic_store(&nforeign, n - 1);
+      found = true;
+    }
+  pthread_mutex_unlock(&foreign_lock);
+  if (found)
+    clReleaseEvent(ev);
+}
+
+bool clt__cl_note_foreign(cl_event ev, cl_command_queue q) {
+  cl_context ctx = NULL;
+  cl_int status = CL_COMPLETE;
+  if (!q || clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL) != CL_SUCCESS ||
+      !clt__cl_context_serial(ctx) ||
+      clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) !=
+          CL_SUCCESS ||
+      status == CL_COMPLETE || status < 0)
+    return false;
+  pthread_mutex_lock(&foreign_lock);
+  int n = atomic_load(&nforeign);
+  bool kept = n < FOREIGN_MAX;
+  if (kept) {
+    clRetainEvent(ev);
+    foreign[n] = ev;
+    atomic_store(&nforeign, n + 1);
+  }
+  pthread_mutex_unlock(&foreign_lock);
+  if (kept && clSetEventCallback(ev, CL_COMPLETE, foreign_done, NULL) != CL_SUCCESS)
+    foreign_done(ev, CL_COMPLETE, NULL);
+  return kept;
+}
+
+void clt__cl_flush_foreign(void) {
+  if (atomic_load_explicit(&nforeign, memory_order_acquire) == 0)
+    return;
+  cl_event evs[FOREIGN_MAX];
+  pthread_mutex_lock(&foreign_lock);
+  int n = atomic_load(&nforeign);
+  for (int i = 0; i < n; i++) {
+    evs[i] = foreign[i];
+    clRetainEvent(evs[i]);
+  }
+  pthread_mutex_unlock(&foreign_lock);
+  for (int i = 0; i < n; i++) {
+    /* a pending command's queue lives at least until the command completes */
+    cl_command_queue q = NULL;
+    if (clGetEventInfo(evs[i], CL_EVENT_COMMAND_QUEUE, sizeof q, &q, NULL) == CL_SUCCESS && q)
+      clFlush(q);
+    clReleaseEvent(evs[i]);
+  }
+}
+
 static clt_status wait_events(cl_event *evs, int n, const char *fn, const clt_device *dev) {
   clt_status st = CLT_OK;
+  clt__cl_flush_foreign();
   for (int i = 0; i < n; i++) {
     cl_int err = clWaitForEvents(1, &evs[i]);
     if (err != CL_SUCCESS && st == CLT_OK)
@@ -315,6 +390,7 @@ clt_status clt__cl_storage_wait(clt_storage *s, bool writing, const char *fn) {
 }
 
 clt_status clt__wait_command(cl_event ev, clt_device *dev, const char *fn, const char *what) {
+  clt__cl_flush_foreign();
   cl_int err = clWaitForEvents(1, &ev);
   cl_int status = CL_COMPLETE;
   clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
@@ -331,6 +407,7 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn) {
 
 void clt__cl_storage_drop(clt_storage *s, bool wait) {
   if (wait) {
+    clt__cl_flush_foreign();
     cl_event ev;
     if ((ev = s->write_ev) != NULL)
       clWaitForEvents(1, &ev);
