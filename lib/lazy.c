@@ -342,20 +342,39 @@ static clt_status run_one(const planner *p, clt_tensor *out) {
   memcpy(bc.shape, f->shape, sizeof bc.shape);
   memcpy(bc.so, out->strides, sizeof bc.so);
   bc.same = true;
-  clt_tensor *in[3] = {NULL, NULL, NULL};
+  clt_tensor *in[3] = {NULL, NULL, NULL}, *views[3] = {NULL, NULL, NULL};
   int64_t dense[CLT_MAX_DIMS];
   dense_strides(f, dense);
-  for (int k = 0; k < nd->op->arity; k++) {
+  clt_status st = CLT_OK;
+  for (int k = 0; k < nd->op->arity && st == CLT_OK; k++) {
     int l = -nd->arg[k] - 1; /* the one node's operands are leaves */
     in[k] = (clt_tensor *)f->leaf[l];
     memcpy(bc.s[k], f->ls[l], sizeof bc.s[k]);
     bc.off[k] = f->loff[l];
+    /* A leaf of as many elements read in order (an evaluated node's value, kept at that node's
+     * shape, or a tensor a chain reached through a view of another shape) is given to the
+     * backend as a view at the plan's shape: backends may read an operand through its own
+     * geometry where it has the result's element count (the host's copy does), which must then
+     * be the geometry the plan reads it with. */
+    bool shaped = in[k]->ndim == f->ndim &&
+                  memcmp(in[k]->shape, f->shape, sizeof(int64_t) * (size_t)f->ndim) == 0;
+    clt_leaf_kind kind = clt__leaf_kind(f->ndim, f->shape, f->ls[l]);
+    if (!shaped && in[k]->numel == f->numel &&
+        (kind == CLT__LEAF_DENSE || (kind == CLT__LEAF_SCALAR && f->numel == 1))) {
+      st = clt__tensor_view(in[k], f->ndim, f->shape, kind == CLT__LEAF_DENSE ? dense : f->ls[l],
+                            f->loff[l], f->fn, &views[k]);
+      in[k] = views[k];
+    }
     bool same = in[k]->ndim == f->ndim && f->loff[l] == clt__elem_offset(in[k]);
     for (int d = 0; d < f->ndim && same; d++)
       same = f->shape[d] == 1 || f->ls[l][d] == dense[d];
     bc.same = bc.same && same;
   }
-  return out->storage->dev->backend->elementwise(nd->op, out, in, nd->compute, &bc);
+  if (st == CLT_OK)
+    st = out->storage->dev->backend->elementwise(nd->op, out, in, nd->compute, &bc);
+  for (int k = 0; k < 3; k++)
+    clt_tensor_release(views[k]);
+  return st;
 }
 
 /* Computes the chain of node n, pending on s, into s and into every intermediate still held. */

@@ -826,6 +826,25 @@ static int64_t repro_signed_zero_clamp(clt_device *d, clt_tensor **r, double *wa
   return 36;
 }
 
+/* m = pow_scalar(x, 3) of x [1, 1, 6] deferred, c = cast(unsqueeze(m, 2), same dtype) deferred,
+ * m read first (so c's chain reads m's value, kept at m's shape), then c: the host's copy read
+ * the value through its own strides at c's shape: -27 six times (tests/diff, seed 3464) */
+static int64_t repro_value_other_shape(clt_device *d, clt_tensor **r, double *want) {
+  double xv[6] = {-3, -2, -1, 0, 1, 2};
+  clt_tensor *x = from_values(xv, CLT_F32, 3, (int64_t[]){1, 1, 6}, d), *m, *u;
+  CU_OK(clt_pow_scalar(x, 3, &m));
+  CU_OK(clt_unsqueeze(m, 2, &u));
+  CU_OK(clt_cast(u, CLT_F32, r));
+  float mv[6];
+  CU_OK(clt_tensor_read(m, mv, sizeof mv));
+  for (int i = 0; i < 6; i++)
+    want[i] = xv[i] * xv[i] * xv[i];
+  clt_tensor_release(x);
+  clt_tensor_release(m);
+  clt_tensor_release(u);
+  return 6;
+}
+
 static const struct {
   const char *name;
   repro_fn fn;
@@ -842,7 +861,8 @@ static const struct {
               {"view(b * 2, [3, 2]) + 0", repro_view_other_shape},
               {"add(select(m, 1, 3), m)", repro_view_and_whole},
               {"lt_out(select(a, 0, 2), a, out)", repro_view_and_whole_out},
-              {"clamp(-0, -0, +0)", repro_signed_zero_clamp}};
+              {"clamp(-0, -0, +0)", repro_signed_zero_clamp},
+              {"cast(unsqueeze(m)) after reading m", repro_value_other_shape}};
 enum { N_REPROS = sizeof repros / sizeof repros[0] };
 
 /* Repro _i on every device: lazily (every host op deferred) and eagerly the same bytes, and the
