@@ -634,8 +634,9 @@ static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor 
     rt = CLT_I64;
     break;
   }
-  if (red.r == 0 && (kind == CLT__RED_MAX || kind == CLT__RED_MIN || kind == CLT__RED_ARGMAX) &&
-      red.outer > 0 && red.inner > 0)
+  /* refused whenever the reduced size is 0, even where the result has no element either (a
+   * [0, 0] tensor along dim 1), as PyTorch and NumPy refuse (found by the NumPy lane) */
+  if (red.r == 0 && (kind == CLT__RED_MAX || kind == CLT__RED_MIN || kind == CLT__RED_ARGMAX))
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "%s of an empty %s has no value: the reduced size is 0", red.name,
                       whole ? "tensor" : "dimension");

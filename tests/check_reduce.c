@@ -480,6 +480,18 @@ START_TEST(test_reduce_errors) {
   ck_assert_int_eq(clt_tensor_numel(r), 0);
   clt_tensor_release(r);
   r = CU_SENTINEL;
+  /* a reduced size of 0 is refused even where the result has no element either ([0, 0] along
+   * dim 1), as PyTorch and NumPy refuse (the NumPy lane found it accepted) */
+  clt_tensor *e00;
+  CU_OK(clt_zeros(CLT_F32, 2, (int64_t[]){0, 0}, clt_cpu(), &e00));
+  CU_FAILS(clt_max_dim(e00, 1, 0, &r), CLT_ERR_INVALID_ARGUMENT, "clt_max_dim");
+  CU_FAILS(clt_min_dim(e00, 0, 0, &r), CLT_ERR_INVALID_ARGUMENT, "clt_min_dim");
+  CU_FAILS(clt_argmax_dim(e00, 1, 1, &r), CLT_ERR_INVALID_ARGUMENT, "clt_argmax_dim");
+  ck_assert_ptr_eq(r, CU_SENTINEL);
+  CU_OK(clt_sum_dim(e00, 1, 0, &r)); /* a sum of nothing is 0: fine */
+  clt_tensor_release(r);
+  r = CU_SENTINEL;
+  clt_tensor_release(e00);
   CU_FAILS(clt_sum_dim(e, 2, 0, &r), CLT_ERR_INVALID_ARGUMENT, "clt_sum_dim");
   CU_FAILS(clt_sum_dim(e, -3, 0, &r), CLT_ERR_INVALID_ARGUMENT, "clt_sum_dim");
   CU_OK(clt_ones(CLT_I32, 2, (int64_t[]){2, 2}, clt_cpu(), &i));
