@@ -173,11 +173,17 @@ def zero_d_dims(ctx):
 
 def to_bf16(x):
     """float32 array rounded to bf16 (nearest even), kept as float32."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    shape = np.shape(x)
+    x = np.array(x, dtype=np.float32, copy=True).reshape(-1)
     u = x.view(np.uint32).astype(np.uint64)
     r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
     r = np.where(np.isnan(x), (u | 0x400000) & 0xFFFF0000, r)
-    return r.astype(np.uint32).view(np.float32).reshape(x.shape)
+    return r.astype(np.uint32).view(np.float32).reshape(shape)
+
+
+def expanded(x):
+    """Whether x repeats memory (a stride 0 along a dimension of size > 1): not writable."""
+    return any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape))
 
 
 def load(blob, d):
@@ -284,6 +290,16 @@ def read_ops(path):
 
 # ---- the elementwise ops in NumPy ---------------------------------------------------------------
 
+def recip(x):
+    x = np.asarray(x)
+    return np.asarray(np.reciprocal(x) if x.dtype.kind == "f" else 1 / x)
+
+
+def sigmoid(a):
+    e = np.asarray(np.exp(np.negative(a)))
+    return recip(np.add(e, e.dtype.type(1), dtype=e.dtype))
+
+
 def erf(x):
     return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
 
@@ -298,8 +314,8 @@ NPF = {
     "relu": lambda a: np.maximum(a, np.zeros((), a.dtype if hasattr(a, "dtype") else None)),
     "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc, "exp": np.exp,
     "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "sqrt": np.sqrt,
-    "rsqrt": lambda a: 1 / np.sqrt(a), "sin": np.sin, "cos": np.cos, "tan": np.tan,
-    "atan": np.arctan, "tanh": np.tanh, "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+    "rsqrt": lambda a: recip(np.sqrt(a)), "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "atan": np.arctan, "tanh": np.tanh, "sigmoid": lambda a: sigmoid(a),
     "erf": lambda a: erf(np.asarray(a)) if np.asarray(a).dtype.kind == "f"
     else erf(np.asarray(a, np.float64)),
     "where": np.where, "clamp": np.clip,
@@ -481,6 +497,10 @@ def plain_ew(opname, ins):
 
 # ---- replaying a program ------------------------------------------------------------------------
 
+VIEWS = ("view", "reshape", "narrow", "select", "slice", "transpose", "permute", "expand",
+         "unsqueeze", "squeeze", "contiguous")
+
+
 class Lane:
     def __init__(self, ops, verbose):
         self.ops, self.verbose = ops, verbose
@@ -541,8 +561,6 @@ class Lane:
             if s["kind"] == "release":
                 slots[s["dst"]] = None
             elif clt_ok and got is not None and k >= 0:
-                view = s["kind"] in ("view", "reshape", "narrow", "select", "slice", "transpose",
-                                     "permute", "expand", "unsqueeze", "squeeze", "contiguous")
                 if s["kind"] in ("copy", "fill") or (s["kind"] == "ew" and s["form"] in (
                         "out", "inplace")):
                     if slots[k] is not None:
@@ -550,7 +568,9 @@ class Lane:
                             slots[k][0][...] = got[0]
                         except ValueError:
                             slots[k] = got
-                elif not (view and isinstance(slots[k], tuple) and slots[k][2:] == ("view",)):
+                elif s["kind"] in VIEWS and self.view_result is not None:
+                    slots[k] = self.view_result  # NumPy's view shares memory as clt's does
+                else:
                     slots[k] = got
         return ok
 
@@ -580,7 +600,7 @@ class Lane:
             mres = e
         if kind == "ew":
             op = self.ops[s["op"]]
-            if op["ulps"] and got is not None:
+            if op["ulps"] and got is not None and got[0] in FLOATS:
                 exact = False
                 comp = "f64" if got[0] == "f64" else "f32"
                 rel = (op["ulps"] + 1) * EPS[comp] + (EPS[got[0]] if got[0] != comp else 0)
@@ -605,6 +625,9 @@ class Lane:
             acc = "f64" if got[0] == "f64" else "f32"
             absol = (math.log2(max(k, 1)) + 2) * EPS[acc] * k * ma * mb
             rel = 2 * EPS[got[0]]
+        self.view_result = None
+        if kind in VIEWS and isinstance(mres, tuple):
+            self.view_result = (mres[1], mres[0])
         if isinstance(mres, Refused):
             mres = None
         return self.judge(seed, s, got, plain, (m.fired, mres), exact, rel, absol)
@@ -620,6 +643,8 @@ class Lane:
                 NPF[s["op"]](*[v[0] if isinstance(v, tuple) else v for v in ins], out=out)
                 return dst[1], out
             if s["form"] == "inplace":
+                if expanded(a[0]):
+                    raise ValueError("read-only")
                 out = a[0].copy()
                 NPF[s["op"]](a[0], ins[1][0], out=out)
                 return a[1], out
@@ -636,12 +661,14 @@ class Lane:
             return dt, plain_cast(a[0], dt)
         if kind == "fill":
             d = slots[s["dst"]]
+            if expanded(d[0]):
+                raise ValueError("read-only")
             out = d[0].copy()
             out[...] = sc[0]
             return d[1], (to_bf16(out) if d[1] == "bf16" else out)
         if kind == "copy":
             d = slots[s["dst"]]
-            if not d[0].flags.writeable:
+            if expanded(d[0]):
                 raise ValueError("read-only")
             out = d[0].copy()
             out[...] = np.broadcast_to(a[0], out.shape).astype(out.dtype) if d[1] != "bf16" \
@@ -668,7 +695,7 @@ class Lane:
                         or (s["form"] == "out" and r.shape != d[0].shape):
                     m.fire("out_exact_dtype")
                     raise Refused("out dtype")
-                if not d[0].flags.writeable:
+                if expanded(d[0]):
                     raise Refused("expanded")
                 m.fire("out_exact_dtype")
                 return rdt, np.broadcast_to(r, d[0].shape).copy()
@@ -694,13 +721,13 @@ class Lane:
             return dt, round_to(a[0], dt)
         if kind == "fill":
             d = slots[s["dst"]]
-            if not d[0].flags.writeable:
+            if expanded(d[0]):
                 raise Refused("expanded")
             m.fire("cast_saturates")
             return d[1], round_to(np.full(d[0].shape, sc[0], np.float64), d[1])
         if kind == "copy":
             d = slots[s["dst"]]
-            if not d[0].flags.writeable:
+            if expanded(d[0]):
                 raise Refused("expanded")
             m.fire("cast_saturates")
             return d[1], round_to(np.broadcast_to(a[0], d[0].shape), d[1])
@@ -716,7 +743,7 @@ class Lane:
         if kind == "clone":
             return a[1], x.copy()
         if kind == "contiguous":
-            return a[1], np.ascontiguousarray(x)
+            return a[1], x if x.flags.c_contiguous else x.copy()
         if kind in ("view", "reshape"):
             if kind == "reshape":
                 return a[1], np.reshape(x, shape)
@@ -736,7 +763,7 @@ class Lane:
             if d < -nd or d >= nd:
                 raise IndexError("dim")
             idx[d] = s["start"]
-            return a[1], x[tuple(idx)]
+            return a[1], x[tuple(idx) + (Ellipsis,)]
         if kind == "slice":
             if d < -nd or d >= nd:
                 raise IndexError("dim")
