@@ -146,6 +146,14 @@ def out_exact_dtype(ctx):
 
 
 @rule
+def expanded_views_writable(ctx):
+    """docs/operations.md row "a write into a view of an expanded tensor": clt refuses to write
+    an expanded tensor only where its elements repeat (clt.h clt_expand), as PyTorch: an empty
+    one, one row of one and clt_copy(t, t) are written (t into itself: nothing to do). NumPy's
+    broadcast_to arrays and every view of them are read-only."""
+
+
+@rule
 def arange_refused(ctx):
     """docs/operations.md rows "clt_arange(0, 1, 0.25, CLT_I32)" and "clt_arange(-3, 4, 2,
     CLT_U8)": a range an integer dtype cannot hold is refused."""
@@ -182,8 +190,73 @@ def to_bf16(x):
 
 
 def expanded(x):
-    """Whether x repeats memory (a stride 0 along a dimension of size > 1): not writable."""
-    return any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape))
+    """clt__has_internal_overlap: whether x repeats memory (a stride 0 along a dimension of size
+    > 1; an empty x repeats nothing, though NumPy gives it strides 0): clt refuses to write it."""
+    return x.size > 0 and any(st == 0 and n > 1 for st, n in zip(x.strides, x.shape))
+
+
+def same_view(x, y):
+    """Whether x and y are one view of one memory (clt_copy of a tensor into itself does
+    nothing, as torch's copy_)."""
+    return (x.__array_interface__["data"][0] == y.__array_interface__["data"][0]
+            and x.shape == y.shape and x.strides == y.strides and x.dtype == y.dtype)
+
+
+def writable(x):
+    """x itself, or where NumPy marks it read-only (a view of a broadcast_to array), the same
+    view of the same memory made writable: clt writes a view of an expanded tensor whose
+    elements do not repeat, and the write must reach every view sharing that memory."""
+    if x.flags.writeable:
+        return x
+    o = x
+    while isinstance(o.base, np.ndarray):
+        o = o.base
+    off = x.__array_interface__["data"][0] - o.__array_interface__["data"][0]
+    return np.ndarray(x.shape, x.dtype, buffer=o, offset=off, strides=x.strides)
+
+
+def clt_contiguous(x):
+    """clt__strides_contiguous: C order ignoring dimensions of size 1; an empty x is."""
+    if x.size == 0:
+        return True
+    want = x.itemsize
+    for n, st in zip(reversed(x.shape), reversed(x.strides)):
+        if n == 1:
+            continue
+        if st != want:
+            return False
+        want *= n
+    return True
+
+
+def clt_view_strides(x, dims):
+    """lib/view.c view_strides (PyTorch's computeStride): x's elements as shape dims (no -1)
+    without a copy, as NumPy byte strides, or None where clt_reshape copies (and clt_view refuses)."""
+    dims = [int(n) for n in dims]
+    out = [0] * len(dims)
+    if clt_contiguous(x):
+        st = 1
+        for i in range(len(dims) - 1, -1, -1):
+            out[i] = st * x.itemsize
+            st *= max(dims[i], 1)
+        return tuple(out)
+    sh = x.shape
+    es = [st // x.itemsize for st in x.strides]
+    v = len(dims) - 1
+    base, tn, vn = es[-1], 1, 1
+    for d in range(x.ndim - 1, -1, -1):
+        tn *= sh[d]
+        if d == 0 or (sh[d - 1] != 1 and es[d - 1] != tn * base):
+            while v >= 0 and (vn < tn or dims[v] == 1):
+                out[v] = vn * base * x.itemsize
+                vn *= dims[v]
+                v -= 1
+            if vn != tn:
+                return None
+            if d > 0:
+                base = es[d - 1]
+                tn = vn = 1
+    return tuple(out) if v == -1 else None
 
 
 def load(blob, d):
@@ -564,10 +637,8 @@ class Lane:
                 if s["kind"] in ("copy", "fill") or (s["kind"] == "ew" and s["form"] in (
                         "out", "inplace")):
                     if slots[k] is not None:
-                        try:
-                            slots[k][0][...] = got[0]
-                        except ValueError:
-                            slots[k] = got
+                        # through NumPy's view, so every view sharing the memory sees it
+                        writable(slots[k][0])[...] = got[0]
                 elif s["kind"] in VIEWS and self.view_result is not None:
                     slots[k] = self.view_result  # NumPy's view shares memory as clt's does
                 else:
@@ -639,11 +710,13 @@ class Lane:
             ins = self.operands(s, src, sc)
             if s["form"] == "out":
                 dst = slots[s["dst"]]
+                if not dst[0].flags.writeable:
+                    raise ValueError("read-only")
                 out = dst[0].copy()
                 NPF[s["op"]](*[v[0] if isinstance(v, tuple) else v for v in ins], out=out)
                 return dst[1], out
             if s["form"] == "inplace":
-                if expanded(a[0]):
+                if not a[0].flags.writeable:
                     raise ValueError("read-only")
                 out = a[0].copy()
                 NPF[s["op"]](a[0], ins[1][0], out=out)
@@ -661,14 +734,14 @@ class Lane:
             return dt, plain_cast(a[0], dt)
         if kind == "fill":
             d = slots[s["dst"]]
-            if expanded(d[0]):
+            if not d[0].flags.writeable:
                 raise ValueError("read-only")
             out = d[0].copy()
             out[...] = sc[0]
             return d[1], (to_bf16(out) if d[1] == "bf16" else out)
         if kind == "copy":
             d = slots[s["dst"]]
-            if expanded(d[0]):
+            if not d[0].flags.writeable:
                 raise ValueError("read-only")
             out = d[0].copy()
             out[...] = np.broadcast_to(a[0], out.shape).astype(out.dtype) if d[1] != "bf16" \
@@ -697,6 +770,8 @@ class Lane:
                     raise Refused("out dtype")
                 if expanded(d[0]):
                     raise Refused("expanded")
+                if not d[0].flags.writeable:
+                    m.fire("expanded_views_writable")
                 m.fire("out_exact_dtype")
                 return rdt, np.broadcast_to(r, d[0].shape).copy()
             return m.ew(s["op"], op, s["form"], ins)
@@ -723,12 +798,20 @@ class Lane:
             d = slots[s["dst"]]
             if expanded(d[0]):
                 raise Refused("expanded")
+            if not d[0].flags.writeable:
+                m.fire("expanded_views_writable")
             m.fire("cast_saturates")
             return d[1], round_to(np.full(d[0].shape, sc[0], np.float64), d[1])
         if kind == "copy":
             d = slots[s["dst"]]
+            if same_view(d[0], a[0]):
+                if not d[0].flags.writeable:
+                    m.fire("expanded_views_writable")
+                return d[1], d[0].copy()  # a tensor into itself: nothing to do
             if expanded(d[0]):
                 raise Refused("expanded")
+            if not d[0].flags.writeable:
+                m.fire("expanded_views_writable")
             m.fire("cast_saturates")
             return d[1], round_to(np.broadcast_to(a[0], d[0].shape), d[1])
         return self.shared(kind, s, src, sc, dt, shape, blob, plain=False, m=m)
@@ -743,13 +826,23 @@ class Lane:
         if kind == "clone":
             return a[1], x.copy()
         if kind == "contiguous":
-            return a[1], x if x.flags.c_contiguous else x.copy()
+            if plain:
+                return a[1], x if x.flags.c_contiguous else x.copy()
+            return a[1], x if clt_contiguous(x) else x.copy()  # the view clt's result shares
         if kind in ("view", "reshape"):
             if kind == "reshape":
-                return a[1], np.reshape(x, shape)
-            v = x.view()
-            v.shape = shape
-            return a[1], v
+                r = np.reshape(x, shape)
+            else:
+                r = x.view()
+                r.shape = shape
+            if plain:
+                return a[1], r
+            st = clt_view_strides(x, r.shape)  # whether clt's result is a view, as NumPy's
+            if st is None:
+                if kind == "view":
+                    raise Refused("view needs a copy")
+                return a[1], x.copy().reshape(r.shape)
+            return a[1], np.lib.stride_tricks.as_strided(x, r.shape, st)
         if kind == "narrow":
             size = x.shape[d]
             st = s["start"] + (size if s["start"] < 0 else 0)
