@@ -154,6 +154,46 @@ def expanded_views_writable(ctx):
 
 
 @rule
+def partial_overlap_refused(ctx):
+    """docs/operations.md row "a write whose operand shares some of its elements" (clt.h
+    clt_copy, lib/dispatch.c overlaps): an in-place, _out or clt_copy write from an operand that
+    shares elements with the destination other than at the same index (a -= a[0]) is
+    CLT_ERR_INVALID_ARGUMENT, as PyTorch; NumPy computes as if the operand were copied first."""
+
+
+@rule
+def where_bool_condition(ctx):
+    """docs/operations.md row "clt_where with a condition that is not bool" (clt.h clt_where):
+    refused (CLT_ERR_DTYPE), as PyTorch; NumPy takes non-zero as true."""
+
+
+@rule
+def arange_no_bool(ctx):
+    """docs/operations.md row "clt_arange of bool" (clt.h clt_arange): refused, as PyTorch;
+    NumPy makes one (an empty range, or [False, True])."""
+
+
+@rule
+def full_integer_exact(ctx):
+    """docs/operations.md row "clt_full, clt_fill_ of a value an integer dtype cannot hold"
+    (clt.h clt_full): refused (u8 -2, i64 0.5, NaN), as PyTorch; NumPy converts (wraps,
+    truncates)."""
+
+
+@rule
+def zero_d_tensors_promote(ctx):
+    """docs/operations.md row "a 0-d tensor operand": a 0-d tensor promotes as any tensor does
+    (i32 with a 0-d i64 gives i64, f32 with a 0-d f64 gives f64); PyTorch and NumPy 1.24 let a
+    0-d tensor widen a tensor only to another category (integer to float)."""
+
+
+@rule
+def reduction_first_zero(ctx):
+    """docs/operations.md row "clt_max, clt_min of -0.0 and +0.0": of equal zeros the first (in
+    the reduced order) is the result, on every device; NumPy's may be either."""
+
+
+@rule
 def arange_refused(ctx):
     """docs/operations.md rows "clt_arange(0, 1, 0.25, CLT_I32)" and "clt_arange(-3, 4, 2,
     CLT_U8)": a range an integer dtype cannot hold is refused."""
@@ -209,8 +249,13 @@ def writable(x):
     if x.flags.writeable:
         return x
     o = x
-    while isinstance(o.base, np.ndarray):
-        o = o.base
+    while True:  # to the array owning the memory (as_strided's views hold it in a DummyArray)
+        if isinstance(o.base, np.ndarray):
+            o = o.base
+        elif isinstance(getattr(o.base, "base", None), np.ndarray):
+            o = o.base.base
+        else:
+            break
     off = x.__array_interface__["data"][0] - o.__array_interface__["data"][0]
     return np.ndarray(x.shape, x.dtype, buffer=o, offset=off, strides=x.strides)
 
@@ -454,6 +499,55 @@ def fmax0(x, y, mx):
     return r
 
 
+def int_exact(m, dt, v):
+    """clt_full and clt_fill_ refuse a value an integer dtype cannot hold (rule
+    full_integer_exact); a float dtype converts it (f16 through f32: rule cast_saturates)."""
+    if dt in INTS:
+        info = np.iinfo(NPT[dt])
+        if not (math.isfinite(v) and float(v).is_integer() and info.min <= v <= info.max
+                and v < 2.0**63):
+            m.fire("full_integer_exact")
+            raise Refused("value")
+    elif dt == "f16":
+        m.fire("cast_saturates")
+
+
+def partial_overlap(m, dst, srcs):
+    """lib/dispatch.c overlaps: refused where an operand shares an element of dst that is not
+    at the same index of the (broadcast) result (rule partial_overlap_refused)."""
+    if dst.size == 0:
+        return
+    for x in srcs:
+        if np.ndim(x) > dst.ndim or x.size == 0 or not np.shares_memory(dst, x, max_work=None):
+            continue
+        b = np.broadcast_to(x, dst.shape)
+        same = b.__array_interface__["data"][0] == dst.__array_interface__["data"][0] and all(
+            n <= 1 or sb == sd for n, sb, sd in zip(dst.shape, b.strides, dst.strides))
+        if not same:
+            m.fire("partial_overlap_refused")
+            raise Refused("partial overlap")
+
+
+def first_zero(m, x, r, axis, kd):
+    """clt's max/min of zeros of both signs: the first zero in the reduced order (rule
+    reduction_first_zero); r is NumPy's result."""
+    r = np.asarray(r)
+    if x.dtype.kind != "f" or x.size == 0 or not np.any(r == 0):
+        return r
+    z = x == 0
+    if axis is None:
+        first = x.reshape(-1)[np.argmax(z.reshape(-1))]
+        want = np.full(r.shape, first, r.dtype)
+    else:
+        idx = np.expand_dims(np.argmax(z, axis=axis), axis)
+        want = np.take_along_axis(x, idx, axis=axis)
+        want = want if kd else np.squeeze(want, axis=axis)
+    want = np.where(r == 0, want, r).astype(r.dtype)
+    if np.any(np.signbit(want) != np.signbit(r)):
+        m.fire("reduction_first_zero")
+    return want
+
+
 class Model:
     def __init__(self):
         self.fired = set()
@@ -472,6 +566,7 @@ class Model:
         if opname == "where":
             cond, ins = ins[0], ins[1:]
             if cond[1] != "bool":
+                self.fire("where_bool_condition")
                 raise Refused("cond not bool")
         p = None
         for v in ins:
@@ -480,6 +575,10 @@ class Model:
         npres = [NPT[d] for d in tds if d != "bf16"]
         if len(set(npres)) > 1 and FROM_NP.get(np.result_type(*npres)) != p:
             self.fire("promotion_table")
+        arrs = [v[0] for v in ins if isinstance(v, tuple) and v[1] != "bf16"]
+        if len(arrs) > 1 and any(np.ndim(x) == 0 for x in arrs) and \
+                np.result_type(*arrs) != np.result_type(*[x.dtype for x in arrs]):
+            self.fire("zero_d_tensors_promote")
         for v in ins:
             if not isinstance(v, tuple):
                 sd = scalar_dtype(p, v)
@@ -489,6 +588,7 @@ class Model:
                     if not (info.min <= v <= info.max):
                         raise Refused("scalar out of range")
                 p = promote(p, sd) if sd != p else p
+        p0 = p
         kind = 0 if p in FLOATS else 1 if p in INTS else 2
         rule_ = op["rule"]
         if rule_ == "FLOAT" and kind != 0:
@@ -508,6 +608,9 @@ class Model:
                 x = round_to(v[0], p) if v[1] != p else v[0]
             else:
                 x = np.array(v).astype(np.float64)
+                sd = scalar_dtype(p0, v)
+                if sd in INTS:  # the scalar is first a value of its dtype (-0.0 as i64 is 0)
+                    x = round_to(x, sd)
                 x = round_to(x, p) if p != "f64" else x
             if narrow:
                 x = np.asarray(x).astype(np.float32)
@@ -772,15 +875,18 @@ class Lane:
                     raise Refused("expanded")
                 if not d[0].flags.writeable:
                     m.fire("expanded_views_writable")
+                partial_overlap(m, d[0], [v[0] for v in ins if isinstance(v, tuple)])
                 m.fire("out_exact_dtype")
                 return rdt, np.broadcast_to(r, d[0].shape).copy()
             return m.ew(s["op"], op, s["form"], ins)
         if kind == "full":
             v = [0.0, 1.0, sc[0]][s["sub"]]
-            if dt in INTS:
-                m.fire("cast_saturates")
+            int_exact(m, dt, v)
             return dt, round_to(np.full(shape, v, np.float64), dt)
         if kind == "arange":
+            if dt == "bool":
+                m.fire("arange_no_bool")
+                raise Refused("arange bool")
             m.fire("arange_refused")
             r = np.arange(sc[0], sc[1], sc[2], dtype=np.float64)
             if dt in INTS or dt == "bool":
@@ -800,7 +906,7 @@ class Lane:
                 raise Refused("expanded")
             if not d[0].flags.writeable:
                 m.fire("expanded_views_writable")
-            m.fire("cast_saturates")
+            int_exact(m, d[1], sc[0])
             return d[1], round_to(np.full(d[0].shape, sc[0], np.float64), d[1])
         if kind == "copy":
             d = slots[s["dst"]]
@@ -812,6 +918,7 @@ class Lane:
                 raise Refused("expanded")
             if not d[0].flags.writeable:
                 m.fire("expanded_views_writable")
+            partial_overlap(m, d[0], [a[0]])
             m.fire("cast_saturates")
             return d[1], round_to(np.broadcast_to(a[0], d[0].shape), d[1])
         return self.shared(kind, s, src, sc, dt, shape, blob, plain=False, m=m)
@@ -910,6 +1017,8 @@ class Lane:
                 r = np.mean(xx, axis=axis, keepdims=kd)
             elif op in ("max", "min"):
                 r = (np.max if op == "max" else np.min)(xx, axis=axis, keepdims=kd)
+                if not plain:
+                    r = first_zero(m, xx, r, axis, kd)
             else:
                 r = np.argmax(x, axis=axis, keepdims=kd)
             r = np.asarray(r)
