@@ -2657,3 +2657,159 @@ bool dt_selftest(char *why, size_t n) {
   free(q);
   return ok;
 }
+
+/* ---- the NumPy lane's export --------------------------------------------------------------- */
+
+static const char *const kind_names[] = {
+    "from_host", "full",      "arange",  "ew",        "cast",      "clone",   "contiguous",
+    "copy",      "fill",      "view",    "reshape",   "narrow",    "select",  "slice",
+    "transpose", "permute",   "expand",  "unsqueeze", "squeeze",   "reduce",  "matmul",
+    "cat",       "stack",     "index_select", "read", "print",     "eval",    "sync",
+    "release"};
+static const char *const form_names[] = {"plain", "scalar", "out", "inplace"};
+
+/* A double as JSON (Python's json reads NaN, Infinity and -Infinity; -0.0 keeps its sign). */
+static void json_double(FILE *f, double v) {
+  if (isnan(v))
+    fprintf(f, "NaN");
+  else if (isinf(v))
+    fprintf(f, v > 0 ? "Infinity" : "-Infinity");
+  else {
+    char b[40];
+    snprintf(b, sizeof b, "%.17g", v);
+    fprintf(f, "%s%s", b, strpbrk(b, ".e") ? "" : ".0");
+  }
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\')
+      fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 32)
+      fprintf(f, "\\u%04x", *s);
+    else
+      fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+/* Writes the buffer of n elements of dtype dt (shape nd, shape) to the blob and its description
+ * to f as a JSON object. */
+static void json_data(FILE *f, FILE *blob, const void *buf, clt_dtype dt, int nd,
+                      const int64_t *shape) {
+  size_t nbytes = (size_t)numel_of(nd, shape) * clt_dtype_size(dt);
+  long off = ftell(blob);
+  if (nbytes)
+    fwrite(buf, 1, nbytes, blob);
+  fprintf(f, "{\"dtype\": \"%s\", \"shape\": [", clt_dtype_name(dt));
+  for (int d = 0; d < nd; d++)
+    fprintf(f, "%s%" PRId64, d ? ", " : "", shape[d]);
+  fprintf(f, "], \"offset\": %ld, \"nbytes\": %zu}", off, nbytes);
+}
+
+static void json_tensor(FILE *f, FILE *blob, const clt_tensor *t) {
+  size_t nb = clt_tensor_nbytes(t);
+  void *buf = xmalloc(nb);
+  if (clt_tensor_read(t, buf, nb) != CLT_OK)
+    memset(buf, 0, nb);
+  json_data(f, blob, buf, clt_tensor_dtype(t), clt_tensor_ndim(t), clt_tensor_shape(t));
+  free(buf);
+}
+
+/* The slot whose tensor step s made or wrote, -1 if none. */
+static int step_target(const dt_step *s) {
+  if (s->kind == K_EW && s->form == F_INPLACE)
+    return s->src[0];
+  if (s->kind == K_READ)
+    return s->src[0];
+  if (writes_new(s) || s->kind == K_COPY || (s->kind == K_EW && s->form == F_OUT) ||
+      s->kind == K_FILL)
+    return s->dst;
+  return -1;
+}
+
+int dt_export_numpy(uint64_t seed, const dt_options *o, const char *dir) {
+  char path[4096], bpath[4096];
+  snprintf(path, sizeof path, "%s/seed-%" PRIu64 ".json", dir, seed);
+  snprintf(bpath, sizeof bpath, "%s/seed-%" PRIu64 ".bin", dir, seed);
+  FILE *f = fopen(path, "w"), *blob = fopen(bpath, "wb");
+  if (!f || !blob) {
+    fprintf(stderr, "difftest: cannot write %s or %s\n", path, bpath);
+    if (f)
+      fclose(f);
+    if (blob)
+      fclose(blob);
+    return 1;
+  }
+  dt_program *p = xmalloc(sizeof *p);
+  generate(p, seed, o->small);
+  dt_run *r = xmalloc(sizeof *r);
+  run_begin(r, clt_cpu(), false, false);
+  fprintf(f, "{\"seed\": %" PRIu64 ", \"steps\": [\n", seed);
+  for (int i = 0; i < p->n; i++) {
+    const dt_step *s = &p->step[i];
+    run_step(r, p, i);
+    int st = r->status[i];
+    fprintf(f, "%s{\"i\": %d, \"kind\": \"%s\", \"status\": ", i ? ",\n" : "", i,
+            kind_names[s->kind]);
+    if (st == DT_SKIP)
+      fprintf(f, "\"SKIP\"");
+    else
+      fprintf(f, "\"%s\"", clt_status_name(st));
+    if (r->error[i]) {
+      fprintf(f, ", \"error\": ");
+      json_string(f, r->error[i]);
+    }
+    if (s->kind == K_EW)
+      fprintf(f, ", \"op\": \"%s\", \"form\": \"%s\"", ops[s->op].name, form_names[s->form]);
+    if (s->kind == K_REDUCE)
+      fprintf(f, ", \"op\": \"%s\", \"whole\": %d", reduce_names[s->sub], s->whole);
+    fprintf(f, ", \"sub\": %d, \"dst\": %d, \"src\": [%d, %d, %d, %d], \"n\": %d, \"dtype\": \"%s\"",
+            s->sub, s->dst, s->src[0], s->src[1], s->src[2], s->src[3], s->n,
+            clt_dtype_name(s->dtype));
+    fprintf(f, ", \"shape\": [");
+    for (int d = 0; d < s->ndim; d++)
+      fprintf(f, "%s%" PRId64, d ? ", " : "", s->shape[d]);
+    fprintf(f, "], \"dim\": %d, \"dim2\": %d, \"keepdim\": %d, \"start\": %" PRId64
+               ", \"stop\": %" PRId64 ", \"step\": %" PRId64 ", \"s\": [",
+            s->dim, s->dim2, s->keepdim, s->start, s->stop == CLT_SLICE_END ? -1 : s->stop,
+            s->step);
+    json_double(f, s->s0);
+    fprintf(f, ", ");
+    json_double(f, s->s1);
+    fprintf(f, ", ");
+    json_double(f, s->s2);
+    fprintf(f, "], \"slice_end\": %d", s->stop == CLT_SLICE_END);
+    if (s->kind == K_FROM_HOST && st != DT_SKIP) {
+      int64_t n = numel_of(s->ndim, s->shape);
+      void *buf = xmalloc((size_t)n * clt_dtype_size(s->dtype));
+      make_data(buf, s->dtype, n, s->data, s->mode);
+      fprintf(f, ", \"input\": ");
+      json_data(f, blob, buf, s->dtype, s->ndim, s->shape);
+      free(buf);
+    }
+    if (s->kind == K_INDEX_SELECT && s->src[1] < 0 && st != DT_SKIP) {
+      void *buf = xmalloc((size_t)s->shape[0] * clt_dtype_size(s->dtype));
+      make_index(buf, s->dtype, s->shape[0], s->data, s->stop);
+      fprintf(f, ", \"index\": ");
+      json_data(f, blob, buf, s->dtype, 1, s->shape);
+      free(buf);
+    }
+    int k = step_target(s);
+    if (st == CLT_OK && k >= 0 && S(r, k)) {
+      fprintf(f, ", \"result\": ");
+      json_tensor(f, blob, S(r, k));
+    }
+    fprintf(f, "}");
+  }
+  fprintf(f, "\n]}\n");
+  run_end(r);
+  run_free(r);
+  free(r);
+  free(p);
+  int bad = ferror(f) || ferror(blob);
+  bad |= fclose(f) != 0;
+  bad |= fclose(blob) != 0;
+  return bad;
+}

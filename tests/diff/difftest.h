@@ -71,6 +71,13 @@ int dt_minimize_crash(uint64_t seed, const dt_options *o);
 /* Runs the seeds first..last (inclusive) and fills s. */
 void dt_campaign(uint64_t first, uint64_t last, const dt_options *o, dt_summary *s);
 
+/* The NumPy lane (tests/diff/numpy_check.py): runs the program of seed eagerly on the host and
+ * writes DIR/seed-N.json (every step: its kind, operands' slots, dtype, shape, scalars and dims,
+ * its status and clt_last_error(), the inputs it creates, and the tensor it made or wrote) and
+ * DIR/seed-N.bin (the data those entries point into, in clt's layout, C order). 1 on an I/O
+ * error. */
+int dt_export_numpy(uint64_t seed, const dt_options *o, const char *dir);
+
 /* The tester's checks of itself: its oracle flags what it must (one bit off, bit for bit; an
  * exact value one ulp off; an approximate one far off) and passes what it must; a seed always
  * gives the same program; every row of the op table in every form, and every kind of step, is

@@ -3,13 +3,15 @@
  *   tests/difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]
  *   tests/difftest --seeds N --print [--device NAME]
  *   tests/difftest --seeds N --crash
+ *   tests/difftest --seeds A:B --numpy DIR
  *
  * runs the programs of seeds A to B (see difftest.h) on the host and on every device (or those
  * named), prints each failure with its minimized program and a C repro, and ends with the line
  * "difftest: N programs, M failures, T s". Exit status 0 when nothing failed, 1 otherwise, 2 on
  * a usage error. A crash prints the seed it was running; --crash minimizes a crash of the host's
  * runs (each try in a child process) and prints it as a C repro, --print prints a seed's program
- * as a C repro without running it (but on the host, eagerly).
+ * as a C repro without running it (but on the host, eagerly). --numpy writes each program, run
+ * eagerly on the host, to DIR for tests/diff/numpy_check.py (the NumPy lane).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,7 +24,7 @@ static int usage(const char *why) {
   fprintf(stderr,
           "difftest: %s\n"
           "usage: difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]\n"
-          "               [--print | --crash]\n"
+          "               [--print | --crash | --numpy DIR]\n"
           "  --seeds A:B    the seeds A to B, inclusive (or N: the seed N alone)\n"
           "  --device NAME  compare only NAME (cl:0, ...) with the host; repeatable\n"
           "                 (default: every device)\n"
@@ -30,13 +32,15 @@ static int usage(const char *why) {
           "  --no-minimize  print failing programs as generated\n"
           "  --verbose      print each seed before running it\n"
           "  --print        print the programs as C, unminimized, without running them\n"
-          "  --crash        minimize a crash on the host, in child processes, and print it\n",
+          "  --crash        minimize a crash on the host, in child processes, and print it\n"
+          "  --numpy DIR    write the programs, run on the host, to DIR for numpy_check.py\n",
           why);
   return 2;
 }
 
 int main(int argc, char **argv) {
   uint64_t first = 1, last = 100;
+  const char *numpy_dir = NULL;
   bool devices_named = false, small = false, minimize = true, verbose = false, print = false,
        crash = false;
   dt_options o;
@@ -68,6 +72,8 @@ int main(int argc, char **argv) {
       verbose = true;
     } else if (strcmp(argv[i], "--print") == 0) {
       print = true;
+    } else if (strcmp(argv[i], "--numpy") == 0 && i + 1 < argc) {
+      numpy_dir = argv[++i];
     } else if (strcmp(argv[i], "--crash") == 0) {
       crash = true;
     } else {
@@ -83,6 +89,13 @@ int main(int argc, char **argv) {
   o.small = o.small || small;
   o.minimize = minimize;
   o.verbose = verbose;
+  if (numpy_dir) {
+    dt_catch_crashes();
+    int status = 0;
+    for (uint64_t seed = first; seed <= last && seed >= first; seed++)
+      status |= dt_export_numpy(seed, &o, numpy_dir);
+    return status;
+  }
   if (print || crash) {
     int status = 0;
     for (uint64_t seed = first; seed <= last && seed >= first; seed++)
