@@ -85,7 +85,7 @@
   X(abs, 1, PROMOTE, PLAIN, fabs(a), CLT_IABS(a), CLT_NA, 0, "the absolute value of a")            \
   X(sign, 1, PROMOTE, PLAIN, isnan(a)?(a):(TC)(((a)>0)-((a)<0)), (TC)(((a)>0)-((a)<0)), (a), 0,    \
     "-1, 0 or 1 by the sign of a")                                                                 \
-  X(relu, 1, PROMOTE, PLAIN, (a)<0?(TC)0:(a), (a)<0?(TC)0:(a), CLT_NA, 0, "max(a, 0)")             \
+  X(relu, 1, PROMOTE, PLAIN, (a)>0||isnan(a)?(a):(TC)0, (a)<0?(TC)0:(a), CLT_NA, 0, "max(a, 0)")   \
   X(floor, 1, PROMOTE, PLAIN, floor(a), (a), CLT_NA, 0, "a rounded down")                          \
   X(ceil, 1, PROMOTE, PLAIN, ceil(a), (a), CLT_NA, 0, "a rounded up")                              \
   X(round, 1, PROMOTE, PLAIN, rint(a), (a), CLT_NA, 0, "a rounded to nearest, half to even")       \

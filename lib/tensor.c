@@ -218,9 +218,11 @@ clt_status clt__scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn) 
     double lo = dt == CLT_U8 ? 0 : dt == CLT_I32 ? -2147483648.0 : -9223372036854775808.0;
     double hi = dt == CLT_U8 ? 255 : dt == CLT_I32 ? 2147483647.0 : 9223372036854775807.0;
     if (isnan(v) || v != floor(v) || v < lo || (dt == CLT_I64 ? v >= hi : v > hi))
+      /* hi is 2^63 for i64 (the first double past INT64_MAX): the bound printed is INT64_MAX */
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                        "value %g cannot be stored in %s (an integer in [%.0f, %.0f] is needed)", v,
-                        clt_dtype_name(dt), lo, hi);
+                        "value %g cannot be stored in %s (an integer in [%.0f, %s] is needed)", v,
+                        clt_dtype_name(dt), lo,
+                        dt == CLT_U8 ? "255" : dt == CLT_I32 ? "2147483647" : "9223372036854775807");
   }
   switch (dt) {
   case CLT_F32:
@@ -308,10 +310,13 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
   int64_t n = (int64_t)len;
   if (n > 0 && clt__dtype_is_int(dtype)) {
     uint64_t probe = 0;
-    /* The last value must fit the dtype, and integer dtypes need integer steps. */
+    /* Every value must be one the dtype holds: the first, the last and (where there is one) the
+     * second, which is not an integer when the step is not. A one-element range is its start,
+     * whatever the step (as NumPy and PyTorch). The message names the dtype asked for (it named
+     * i64, where the step was checked as one). */
     if ((s = clt__scalar_bytes(dtype, start, &probe, fn)) != CLT_OK ||
         (s = clt__scalar_bytes(dtype, start + (double)(n - 1) * step, &probe, fn)) != CLT_OK ||
-        (s = clt__scalar_bytes(CLT_I64, step, &probe, fn)) != CLT_OK)
+        (n > 1 && (s = clt__scalar_bytes(dtype, start + step, &probe, fn)) != CLT_OK))
       return s;
   }
   clt_tensor *t;

@@ -679,7 +679,8 @@ END_TEST
 static void exact_unary_oracle(int op, clt_dtype dt, const void *a, int64_t i, void *want) {
   if (cu_is_float(dt)) {
     double x = cu_get(a, dt, i);
-    double y = op == U_NEG ? -x : op == U_ABS ? fabs(x) : isnan(x) ? x : x < 0 ? 0.0 : x;
+    /* relu is maximum(x, 0): -0 gives +0 (docs/operations.md, "Values C leaves undefined") */
+    double y = op == U_NEG ? -x : op == U_ABS ? fabs(x) : isnan(x) ? x : x > 0 ? x : 0.0;
     cu_set(want, dt, i, y);
     return;
   }
@@ -1230,7 +1231,7 @@ typedef struct undefined_case {
   const char *what;
   clt_dtype in, out;
   int op; /* 0 cast, 1 div (a / b), 2 abs, 3 neg, 4 add, 5 mul, 6 pow, 7 maximum, 8 minimum,
-           * 9 clamp(a, a, b) */
+           * 9 clamp(a, a, b), 10 relu */
   double a[4], b[4];
   double want[4]; /* compared bit for bit after conversion to out's dtype (NaN: any NaN) */
 } undefined_case;
@@ -1268,6 +1269,8 @@ static const undefined_case undefined_cases[] = {
      {0.0, -0.0, -0.0, 1}, {-0.0, -0.0, -0.0, 1}},
     {"f16 maximum of signed zeros", CLT_F16, CLT_F16, 7, {-0.0, 0.0, -0.0, 1}, {0.0, -0.0, -0.0, -1},
      {0.0, 0.0, -0.0, 1}},
+    {"f32 relu of -0 is +0, NaN stays", CLT_F32, CLT_F32, 10, {-0.0, 0.0, -2, NAN}, {0},
+     {0.0, 0.0, 0.0, NAN}},
 };
 
 START_TEST(test_undefined_values) {
@@ -1300,6 +1303,7 @@ START_TEST(test_undefined_values) {
     case 6: CU_OK(clt_pow(ta, tb, &out)); break;
     case 7: CU_OK(clt_maximum(ta, tb, &out)); break;
     case 8: CU_OK(clt_minimum(ta, tb, &out)); break;
+    case 10: CU_OK(clt_relu(ta, &out)); break;
     default: CU_OK(clt_clamp(ta, ta, tb, &out)); break;
     }
     ck_assert_int_eq(clt_tensor_dtype(out), c->out);
@@ -1900,6 +1904,16 @@ START_TEST(test_ops_divergences) {
       CU_FAILS(clt_arange(-3, 4, 2, CLT_U8, d, &out), CLT_ERR_INVALID_ARGUMENT, "clt_arange");
       ck_assert_ptr_nonnull(strstr(clt_last_error(), "-3 cannot be stored in u8"));
       ck_assert_ptr_eq(out, CU_SENTINEL);
+      /* a one-element range is its start, whatever the step; the message names the dtype asked
+       * for, and i64's range ends at INT64_MAX */
+      CU_OK(clt_arange(2, 2.5, 0.75, CLT_I32, d, &t));
+      ck_assert_int_eq(clt_tensor_numel(t), 1);
+      ck_assert(cu_item(t) == 2);
+      clt_tensor_release(t);
+      CU_FAILS(clt_arange(0, 3, 1.5, CLT_U8, d, &out), CLT_ERR_INVALID_ARGUMENT, "clt_arange");
+      ck_assert_ptr_nonnull(strstr(clt_last_error(), "1.5 cannot be stored in u8"));
+      CU_FAILS(clt_arange(0, 1, 0.5, CLT_I64, d, &out), CLT_ERR_INVALID_ARGUMENT, "clt_arange");
+      ck_assert_ptr_nonnull(strstr(clt_last_error(), "9223372036854775807]"));
       /* an integer step in the same dtypes is fine */
       CU_OK(clt_arange(-3, 4, 2, CLT_I32, d, &t));
       double *tv = cu_read_double(t);
