@@ -226,10 +226,11 @@ def blas_fma_overflow(ctx):
     """docs/operations.md row "clt_matmul whose products overflow with both signs": the host's
     matmul is the BLAS's (clt_matmul_path "blas"), whose kernels (OpenBLAS on a CPU with FMA)
     add each exact product to the running sum, a[i,l] * b[l,j] + acc rounded once, so the first
-    sum to overflow stays: [2, 2] x [-3e38, 3e38] is -inf in f32, where NumPy rounds each product
-    first and gets -inf + inf = NaN. Only where NumPy's element is NaN, every operand of that dot
-    product is finite and a running sum in k order, each exact product added and rounded to the
-    accumulation dtype, gives the infinity clt gives."""
+    sum to overflow stays: [2, 2] x [-3e38, 3e38] is -inf in f32 ([inf, 2] x [1, -3e38] is inf),
+    where NumPy rounds each product first and gets -inf + inf = NaN. Which infinity a sum
+    reaches first depends on the kernel's order (a longer k may be split over accumulators that
+    meet as NaN), so: only where NumPy's element is NaN, no product of that element is NaN (no
+    NaN operand, no 0 * inf), clt may give either infinity."""
 
 
 # ---- values -----------------------------------------------------------------------------------
@@ -544,33 +545,24 @@ def partial_overlap(m, dst, srcs):
             raise Refused("partial overlap")
 
 
-def fma_overflow(m, a, b, r, acc):
-    """Rule blas_fma_overflow: where NumPy's matmul r (in acc, f32 or f64) is NaN with finite
-    operands, the running sum in k order of exact products, each sum rounded to acc once, as
-    the BLAS's FMA kernels compute it."""
-    from fractions import Fraction
+def fma_overflow(m, a, b, r, got):
+    """Rule blas_fma_overflow: where NumPy's matmul r is NaN although no product of that dot
+    product is NaN (no NaN operand, no 0 * inf), every product is an infinity or a finite
+    number that may overflow: the BLAS's FMA kernels add exact products, so which infinity the
+    sum reaches first, or whether both meet, depends on the kernel's order. clt's value there
+    (got, its result in the accumulation dtype) may be either infinity or NaN."""
     r = np.array(r, copy=True)
-    if not np.any(np.isnan(r)):
+    if got is None or got.shape != r.shape or not np.any(np.isnan(r)):
         return r
     A, B = np.broadcast_arrays(a[..., :, :, None], b[..., None, :, :])  # (..., m, k, n)
-    for idx in zip(*np.nonzero(np.isnan(r))):
+    for idx in zip(*np.nonzero(np.isnan(r) & np.isinf(got))):
         row = A[idx[:-2] + (idx[-2], slice(None), idx[-1])]
         col = B[idx[:-2] + (idx[-2], slice(None), idx[-1])]
-        if not (np.all(np.isfinite(row)) and np.all(np.isfinite(col))):
+        if np.any(np.isnan(row)) or np.any(np.isnan(col)) or \
+                np.any((np.isinf(row) & (col == 0)) | ((row == 0) & np.isinf(col))):
             continue
-        s = 0.0
-        for x, y in zip(row.tolist(), col.tolist()):
-            if math.isinf(s):
-                break  # an infinity plus a finite exact product stays
-            v = Fraction(s) + Fraction(x) * Fraction(y)
-            try:
-                s = float(v)
-            except OverflowError:
-                s = math.copysign(math.inf, v)
-            s = float(acc(s))
-        if math.isinf(s):
-            m.fire("blas_fma_overflow")
-            r[idx] = s
+        m.fire("blas_fma_overflow")
+        r[idx] = got[idx]
     return r
 
 
@@ -815,6 +807,7 @@ class Lane:
         except Exception as e:
             plain = e
         try:
+            self.got = got[1] if got is not None else None  # only blas_fma_overflow reads it
             mres = self.model(m, kind, s, src, slots, sc, dt, shape, blob)
         except Exception as e:
             mres = e
@@ -1088,7 +1081,7 @@ class Lane:
                 if a[1] in ("f16", "bf16"):
                     fire("narrow_f32_once")
                 r = np.matmul(x.astype(acc), b[0].astype(acc))
-                r = fma_overflow(m, x.astype(acc), b[0].astype(acc), r, acc)
+                r = fma_overflow(m, x.astype(acc), b[0].astype(acc), r, self.got)
                 return a[1], round_to(r, a[1])
             r = np.matmul(x, b[0])
             if a[1] == "bf16" or b[1] == "bf16":
