@@ -67,10 +67,14 @@ def promotion_table(ctx):
 
 @rule
 def scalar_no_widen(ctx):
-    """docs/operations.md row "scalar operand": a Python-number operand (the _scalar forms) does
-    not widen the tensor's dtype (f16 + 2.5 is f16, u8 + 3 is u8, i32 + 2.5 is f32, bool + 1 is
-    i64) and one an integer dtype cannot hold is refused; NumPy 1.24's value-based casting
-    widens (u8 + 300 is u16, i32 + 2.5 is f64)."""
+    """docs/operations.md row "scalar operand" (include/clt.h on the _scalar forms; lib/dispatch.c
+    scalar_tensor): a number operand does not widen the tensor's dtype (f16 + 2.5 is f16, u8 + 3
+    is u8, bool + 1 is i64). With an integer or bool tensor, a number that is not an integer in
+    [-9.2e18, 9.2e18] (2.5, 1e30, inf, NaN) is a float scalar and gives f32, as a Python float
+    does in PyTorch (its default float dtype); an integer the tensor's dtype cannot hold is
+    refused. Each scalar is judged against the tensor's dtype alone, so clamp_scalar(u8, 0.5,
+    300) is refused though 0.5 alone would make the result f32. NumPy 1.24's value-based
+    casting widens instead (u8 + 300 is u16, i32 + 2.5 and i64 + 1e30 are f64)."""
 
 
 @rule
@@ -215,6 +219,18 @@ def squeeze_keeps_other_sizes(ctx):
 def zero_d_dims(ctx):
     """clt.h clt_transpose: a 0-d tensor accepts the dims 0 and -1 (as PyTorch); NumPy has no
     axis to swap."""
+
+
+@rule
+def blas_fma_overflow(ctx):
+    """docs/operations.md row "clt_matmul whose products overflow with both signs": the host's
+    matmul is the BLAS's (clt_matmul_path "blas"), whose kernels (OpenBLAS on a CPU with FMA)
+    add each exact product to the running sum, a[i,l] * b[l,j] + acc rounded once, so the first
+    sum to overflow stays: [2, 2] x [-3e38, 3e38] is -inf in f32 ([inf, 2] x [1, -3e38] is inf),
+    where NumPy rounds each product first and gets -inf + inf = NaN. Which infinity a sum
+    reaches first depends on the kernel's order (a longer k may be split over accumulators that
+    meet as NaN), so: only where NumPy's element is NaN, no product of that element is NaN (no
+    NaN operand, no 0 * inf), clt may give either infinity."""
 
 
 # ---- values -----------------------------------------------------------------------------------
@@ -457,8 +473,9 @@ def promote(a, b):
 
 
 def scalar_dtype(tdt, x):
-    """The dtype a scalar x takes next to a tensor of dtype tdt (clt.h: it does not widen)."""
-    integral = math.isfinite(x) and float(x).is_integer()
+    """The dtype a scalar x takes next to a tensor of dtype tdt (clt.h: it does not widen; an
+    integer is a number in [-9.2e18, 9.2e18] with no fraction, lib/dispatch.c scalar_tensor)."""
+    integral = math.isfinite(x) and float(x).is_integer() and -9.2e18 <= x <= 9.2e18
     if tdt in FLOATS:
         return tdt
     if not integral:
@@ -528,6 +545,27 @@ def partial_overlap(m, dst, srcs):
             raise Refused("partial overlap")
 
 
+def fma_overflow(m, a, b, r, got):
+    """Rule blas_fma_overflow: where NumPy's matmul r is NaN although no product of that dot
+    product is NaN (no NaN operand, no 0 * inf), every product is an infinity or a finite
+    number that may overflow: the BLAS's FMA kernels add exact products, so which infinity the
+    sum reaches first, or whether both meet, depends on the kernel's order. clt's value there
+    (got, its result in the accumulation dtype) may be either infinity or NaN."""
+    r = np.array(r, copy=True)
+    if got is None or got.shape != r.shape or not np.any(np.isnan(r)):
+        return r
+    A, B = np.broadcast_arrays(a[..., :, :, None], b[..., None, :, :])  # (..., m, k, n)
+    for idx in zip(*np.nonzero(np.isnan(r) & np.isinf(got))):
+        row = A[idx[:-2] + (idx[-2], slice(None), idx[-1])]
+        col = B[idx[:-2] + (idx[-2], slice(None), idx[-1])]
+        if np.any(np.isnan(row)) or np.any(np.isnan(col)) or \
+                np.any((np.isinf(row) & (col == 0)) | ((row == 0) & np.isinf(col))):
+            continue
+        m.fire("blas_fma_overflow")
+        r[idx] = got[idx]
+    return r
+
+
 def first_zero(m, x, r, axis, kd):
     """clt's max/min of zeros of both signs: the first zero in the reduced order (rule
     reduction_first_zero); r is NumPy's result."""
@@ -579,16 +617,16 @@ class Model:
         if len(arrs) > 1 and any(np.ndim(x) == 0 for x in arrs) and \
                 np.result_type(*arrs) != np.result_type(*[x.dtype for x in arrs]):
             self.fire("zero_d_tensors_promote")
+        t0 = p  # each scalar is judged against the tensor's dtype alone (scalar_no_widen)
         for v in ins:
             if not isinstance(v, tuple):
-                sd = scalar_dtype(p, v)
+                sd = scalar_dtype(t0, v)
                 self.fire("scalar_no_widen")
-                if sd in INTS and p in INTS:
-                    info = np.iinfo(NPT[p])
+                if sd in INTS and t0 in INTS:
+                    info = np.iinfo(NPT[t0])
                     if not (info.min <= v <= info.max):
                         raise Refused("scalar out of range")
                 p = promote(p, sd) if sd != p else p
-        p0 = p
         kind = 0 if p in FLOATS else 1 if p in INTS else 2
         rule_ = op["rule"]
         if rule_ == "FLOAT" and kind != 0:
@@ -608,7 +646,7 @@ class Model:
                 x = round_to(v[0], p) if v[1] != p else v[0]
             else:
                 x = np.array(v).astype(np.float64)
-                sd = scalar_dtype(p0, v)
+                sd = scalar_dtype(t0, v)
                 if sd in INTS:  # the scalar is first a value of its dtype (-0.0 as i64 is 0)
                     x = round_to(x, sd)
                 x = round_to(x, p) if p != "f64" else x
@@ -769,6 +807,7 @@ class Lane:
         except Exception as e:
             plain = e
         try:
+            self.got = got[1] if got is not None else None  # only blas_fma_overflow reads it
             mres = self.model(m, kind, s, src, slots, sc, dt, shape, blob)
         except Exception as e:
             mres = e
@@ -1042,6 +1081,7 @@ class Lane:
                 if a[1] in ("f16", "bf16"):
                     fire("narrow_f32_once")
                 r = np.matmul(x.astype(acc), b[0].astype(acc))
+                r = fma_overflow(m, x.astype(acc), b[0].astype(acc), r, self.got)
                 return a[1], round_to(r, a[1])
             r = np.matmul(x, b[0])
             if a[1] == "bf16" or b[1] == "bf16":
