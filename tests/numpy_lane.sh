@@ -1,10 +1,10 @@
 #!/bin/sh
 # tests/numpy_lane.sh - the NumPy reference lane of the differential tester (issue 32): the
-# programs of seeds 1..CLT_NUMPY_SEEDS (default 6000, about 12 s; or A:B), run eagerly on the host by
+# programs of seeds 1..CLT_NUMPY_SEEDS (default 8000, about 15 s; or A:B), run eagerly on the host by
 # tests/difftest --numpy, replayed in NumPy by tests/diff/numpy_check.py, which allows only the
 # differences docs/operations.md documents. Skips (77) without python3 and numpy.
 srcdir=${srcdir:-.}
-seeds=${CLT_NUMPY_SEEDS:-6000}
+seeds=${CLT_NUMPY_SEEDS:-8000}
 case $seeds in *:*) range=$seeds ;; *) range=1:$seeds ;; esac
 py=
 for p in ${PYTHON:-} python3 /usr/bin/python3; do

@@ -222,6 +222,14 @@ def zero_d_dims(ctx):
 
 
 @rule
+def sum_overflow_order(ctx):
+    """docs/operations.md row "clt_sum or clt_mean whose partial sums overflow with both
+    signs": which infinity comes out, or NaN, depends on the order of the additions (pairwise
+    on the host, a tree on devices; NumPy's own order); allowed only where NumPy gives NaN and
+    the reduced elements hold no NaN and no infinities of both signs."""
+
+
+@rule
 def blas_fma_overflow(ctx):
     """docs/operations.md row "clt_matmul whose products overflow with both signs": the host's
     matmul is the BLAS's (clt_matmul_path "blas"), whose kernels (OpenBLAS on a CPU with FMA)
@@ -552,17 +560,49 @@ def fma_overflow(m, a, b, r, got):
     sum reaches first, or whether both meet, depends on the kernel's order. clt's value there
     (got, its result in the accumulation dtype) may be either infinity or NaN."""
     r = np.array(r, copy=True)
-    if got is None or got.shape != r.shape or not np.any(np.isnan(r)):
+    if got is None or got.shape != r.shape or np.all(np.isfinite(r)):
         return r
     A, B = np.broadcast_arrays(a[..., :, :, None], b[..., None, :, :])  # (..., m, k, n)
-    for idx in zip(*np.nonzero(np.isnan(r) & np.isinf(got))):
+    g = np.asarray(got)
+    # NumPy NaN where clt has an infinity, or NumPy an infinity where clt has NaN or the other
+    # one (seed 9298, f64): both only where products of both signs can overflow
+    differ = ~np.isfinite(r) & ~np.isfinite(g) & ~(r == g)
+    for idx in zip(*np.nonzero(differ)):
         row = A[idx[:-2] + (idx[-2], slice(None), idx[-1])]
         col = B[idx[:-2] + (idx[-2], slice(None), idx[-1])]
         if np.any(np.isnan(row)) or np.any(np.isnan(col)) or \
                 np.any((np.isinf(row) & (col == 0)) | ((row == 0) & np.isinf(col))):
             continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            p = row.astype(np.float64) * col.astype(np.float64)
+        big = np.finfo(row.dtype).max / max(len(p), 1)
+        if not (np.any(p >= big) and np.any(p <= -big)):
+            continue
         m.fire("blas_fma_overflow")
         r[idx] = got[idx]
+    return r
+
+
+def overflow_order(m, x, r, axis, kd, got):
+    """Rule sum_overflow_order: where NumPy's sum (or mean) r is NaN although the reduced
+    elements hold no NaN and no infinities of both signs, finite partial sums overflowed with
+    both signs: which infinity a sum reaches first, or whether both meet as NaN, depends on the
+    order of the additions (clt's is pairwise on the host, a tree on devices; NumPy's its own).
+    clt's value there may be either infinity or NaN."""
+    r = np.array(r, copy=True)
+    if got is None or np.shape(got) != r.shape or not np.any(np.isnan(r)):
+        return r
+    xs = np.asarray(x, dtype=np.float64)
+    bad = np.isnan(xs)
+    pos, neg = np.isposinf(xs), np.isneginf(xs)
+    bad_r = np.any(bad, axis=axis, keepdims=kd) | (np.any(pos, axis=axis, keepdims=kd) &
+                                                   np.any(neg, axis=axis, keepdims=kd))
+    bad_r = np.broadcast_to(bad_r, r.shape)
+    g = np.asarray(got)
+    ok = np.isnan(r) & ~bad_r & (np.isinf(g) | np.isnan(g))
+    if np.any(ok):
+        m.fire("sum_overflow_order")
+        r[ok] = g[ok]
     return r
 
 
@@ -678,8 +718,10 @@ class Model:
             r = vals[0]
         elif opname == "where":
             r = np.where(cond[0], vals[0], vals[1])
-        elif opname == "relu":
-            r = np.where(vals[0] < 0, np.zeros((), vals[0].dtype), vals[0])
+        elif opname == "relu":  # maximum(a, 0): -0 gives +0, NaN stays (operations.md)
+            v = vals[0]
+            keep = (v > 0) | np.isnan(v) if v.dtype.kind == "f" else v >= 0
+            r = np.where(keep, v, np.zeros((), v.dtype))
         elif kind == 2 and opname in ("add", "mul", "maximum", "minimum"):
             r = (np.logical_or if opname in ("add", "maximum") else np.logical_and)(*vals)
         else:
@@ -807,7 +849,8 @@ class Lane:
         except Exception as e:
             plain = e
         try:
-            self.got = got[1] if got is not None else None  # only blas_fma_overflow reads it
+            # read only by blas_fma_overflow and sum_overflow_order, where clt may pick its value
+            self.got = got[1] if got is not None else None
             mres = self.model(m, kind, s, src, slots, sc, dt, shape, blob)
         except Exception as e:
             mres = e
@@ -1049,11 +1092,15 @@ class Lane:
                         fire("sum_integers_to_i64")
                     return "i64", np.sum(x.astype(np.int64), axis=axis, keepdims=kd)
                 r = np.sum(xx, axis=axis, keepdims=kd)
+                if not plain:
+                    r = overflow_order(m, xx, r, axis, kd, self.got)
             elif op == "mean":
                 if not plain and a[1] not in FLOATS:
                     fire("mean_floats_only")
                     raise Refused("mean")
                 r = np.mean(xx, axis=axis, keepdims=kd)
+                if not plain:
+                    r = overflow_order(m, xx, r, axis, kd, self.got)
             elif op in ("max", "min"):
                 r = (np.max if op == "max" else np.min)(xx, axis=axis, keepdims=kd)
                 if not plain:
