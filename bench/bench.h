@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h - the plumbing the OpenCL benchmarks share: failing loudly, the clock, medians,
  * sections of interleaved timed cases, and the raw-OpenCL reference.
  * Define BENCH_NAME (the program's name, for messages) and include <clt.h> before this file;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fusion.c - what lazy fusion gains: the same elementwise chains deferred (clt_set_lazy(1)) and
  * eager (clt_set_lazy(0)), in one run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io.c - what loading a checkpoint costs: clt_load against Python's safetensors.numpy.load_file
  * on the same file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul.c - what clt_matmul reaches, per path, against the libraries it builds on.
  *
  *   $ POCL_DEVICES="pthread pthread" ./bench/matmul [--full] [--runs N]

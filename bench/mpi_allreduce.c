@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi_allreduce.c - what clt_mpi_allreduce costs against MPI_Allreduce on plain host buffers.
  *
  *   $ POCL_DEVICES="pthread pthread" mpirun -np 2 ./bench/mpi_allreduce [--quick] [--reps N]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.c - clt's elementwise add and sum against raw OpenCL kernels on the same device.
  *
  *   $ POCL_DEVICES="pthread pthread" ./bench/ops [--reps N] [--kv]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """peers.py - the peers bench/run compares clt with: NumPy on the host, PyOpenCL on cl:0.
 
     python3 bench/peers.py numpy     [--reps N]   # add 16M f32, 3-element add, matmul 1024 f32

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* program.c - what the first operation of a process costs, kernel builds included.
  *
  *   $ POCL_DEVICES="pthread pthread" ./bench/program [device]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transfer.c - what clt's transfers and a simple op cost, against raw OpenCL on the same device.
  *
  *   $ POCL_DEVICES="pthread pthread" ./bench/transfer [--quick]

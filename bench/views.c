@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* views.c - what views cost: ops on narrowed and transposed views against the same ops on
  * contiguous tensors, clt_contiguous and clt_cat against a raw copy of the same bytes.
  *

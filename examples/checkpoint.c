@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint.c - checkpoints remember devices; a map location moves them elsewhere.
  *
  *   $ POCL_DEVICES="pthread pthread" ./examples/checkpoint save model.safetensors

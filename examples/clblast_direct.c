@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clblast_direct.c - your own CLBlast call on clt tensors, ordered with clt's operations before
  * and after it without a synchronize. clt computes an input (A = 0.5 * A0, still running when
  * CLBlast is called), CLBlastSgemm computes C = A B on a command queue of this program's own,

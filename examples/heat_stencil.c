@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heat_stencil.c - a kernel of your own on clt tensors: the 2-D heat equation, iterated with the
  * 5-point stencil of examples/heat_stencil.cl, which the program loads from that file
  * (clt_kernel_create_file). Two tensors take turns as input and output (double buffering); every

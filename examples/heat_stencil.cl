@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heat_stencil.cl - one explicit Euler step of the 2-D heat equation on an nx x ny grid, the
  * 5-point stencil of examples/heat_stencil.c: v = u + alpha * (the four neighbours - 4 u), with
  * the boundary held fixed (Dirichlet). OpenCL C 1.2; one work-item per grid point, row-major

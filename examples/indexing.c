@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* indexing.c - indexing and slicing, the way section 2.1 ("Data Manipulation") of Dive into Deep
  * Learning walks through them, on the default device: views (X[-1], X[1:3]), writes through
  * views (X[1, 2] = 17, X[0:2, :] = 12), cat, and the in-place forms that keep a tensor's memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* linear_data.h - the data that examples/train_linear and examples/mpi_linear fit, made the same
  * way by both so that their final weights can be compared: seeded random points on the host,
  * BATCHES batches of BATCH points x ~ N(0, 1)^2 with labels y = x w^T + b + 0.01 N(0, 1) for

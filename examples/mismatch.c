@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mismatch.c - operands on different devices are an error, never a silent copy.
  *
  *   $ POCL_DEVICES="pthread pthread" ./examples/mismatch

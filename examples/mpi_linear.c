@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi_linear.c - examples/train_linear, data-parallel over the ranks of an MPI job.
  *
  *   $ POCL_DEVICES="pthread pthread" mpirun -np 2 ./examples/mpi_linear [--weights]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* multidevice.c - X on cpu, Y on cl:1: adding them fails loudly; copying X to cl:1 explicitly
  * makes it work. The transfer counters show the one copy that was made.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* noop.c - asking for the device a tensor is already on is a no-op that returns the same tensor
  * (PyTorch's .to); clt_copy_to always allocates, so writing the copy leaves the original alone.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* portable.c - the portable pattern: pick a device once, create on the host or on the device,
  * move explicitly, compute where the operands live, and bring the result home explicitly.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // portable.cpp - examples/portable.c in C++ (include/clt.hpp): pick a device once, create on the
 // host or on the device, move explicitly, compute where the operands live, and bring the result
 // home explicitly. It prints what examples/portable prints (tests/cxx_examples.sh compares them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timing.c - device work is asynchronous: clt_matmul enqueues and returns at once, so a wall
  * clock read right after it measures the enqueue, not the product. Synchronize before reading
  * the clock (clt_device_synchronize, or a clt_timer, which cannot forget), or use events.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_linear.c - linear regression by gradient descent, with hand-written gradients.
  *
  *   $ POCL_DEVICES="pthread pthread" CLT_DEVICE=cl:0 ./examples/train_linear [--weights]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // train_linear.cpp - examples/train_linear.c in C++ (include/clt.hpp): the same data, model,
 // loop and output, and the same weights to the last bit (tests/cxx_examples.sh compares them).
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file clt.h
  * @brief OpenCL tensors: the one public header.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file clt.hpp
  * @brief clt for C++17: tensors with operators and exceptions, header-only over the C API.

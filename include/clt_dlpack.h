@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file clt_dlpack.h
  * @brief Exchanging tensors with other frameworks through DLPack, without copies.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file clt_mpi.h
  * @brief MPI collectives on clt tensors (optional: libclt_mpi, `pkg-config clt_mpi`).

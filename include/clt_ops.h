@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /**
  * @file clt_ops.h
  * @brief The elementwise operations, as one table.

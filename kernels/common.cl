@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.cl - the prelude of every kernel file (OpenCL C 1.2).
  *
  * Defines every program gets from the host (lib/opencl/opencl.c), ahead of this file:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elementwise.cl - every elementwise operation: one row of include/clt_ops.h each, whose
  * expression arrives here as OP(a, b, c).
  *

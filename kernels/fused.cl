@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fused.cl - the kernel of a fused chain of elementwise ops (lazy fusion), generated per chain
  * structure by lib/opencl/fuse.c, whose defines fill it in:
  *   CLT_FUSED_PARAMS   the outputs o0, o1, ... (contiguous), the leaves l0, l1, ... (the tensors

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* index.cl - gathers along one dimension (clt_index_select): out, (outer, k, inner), takes in,
  * (outer, size, inner), at the indices idx[0 .. k) of its middle dimension. Elements move as words
  * of their size, whatever the dtype.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* matmul.cl - C = A x B for row-major matrices, one product per batch entry (the third
  * dimension of the range), in local-memory tiles (the register-blocked scheme of Cedric
  * Nugteren's "OpenCL SGEMM tuning" tutorial, kernel 3). Used where neither CLBlast nor a host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* random.cl - Philox4x32-10 random numbers (docs/architecture.md rule 9: same seed, same bits
  * everywhere).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce.cl - reductions: sum, mean, max, min, argmax.
  *
  * Whole tensor: two passes, per-work-group partials then one group combining them, in tree

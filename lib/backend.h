@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend.h - the table of functions a device kind implements, and the op descriptions the
  * dispatcher hands to it. Adding an op: one clt_op entry (dispatch.c), one host loop, one
  * kernel expression, one test. Adding a backend: one more struct clt_backend. */

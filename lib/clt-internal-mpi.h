@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clt-internal-mpi.h - the interface between libclt and libclt_mpi; not installed, not a public
  * API.
  *

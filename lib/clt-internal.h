@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clt-internal.h - declarations shared by the library's files; not installed. */
 #ifndef CLT_INTERNAL_H
 #define CLT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* device.c - the device registry: the host plus the devices each backend of its table discovers
  * (the OpenCL backend: every device of every platform, lib/opencl/device.c), their names,
  * settings and descriptions, and clt_device_synchronize. */

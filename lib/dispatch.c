@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dispatch.c - the rules every operation goes through, in one place: operands on one device
  * (else CLT_ERR_DEVICE_MISMATCH), dtype promotion, broadcasting; then the device's backend. */
 #include "backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.c - status codes and the thread-local last error. */
 #include "clt-internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* event.c - events: points in a device's stream of work, and the time between two of them. */
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"

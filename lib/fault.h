@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fault.h - injected faults, for testing clt's error paths (issue 6, item 5): the switch, and
  * the wrappers of the C allocation functions; not installed.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lazy.c - lazy fusion: deferred elementwise ops, recorded as a graph of nodes and evaluated as
  * one generated kernel (the backend's `fused`) when something needs their values
  * (docs/performance.md, "Fusion").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* memory.c - storage: host memory, pinned host memory and device buffers, refcounted, with a
  * caching allocator per device.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* params.c - parameter sets: named tensors in insertion order that move in place
  * (docs/architecture.md rule 6), and the string metadata a checkpoint carries with them
  * (safetensors' __metadata__: "format": "pt" and whatever the file's writer put there). */

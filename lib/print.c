@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* print.c - PyTorch-style formatting. Formatting a device tensor copies it to the host: the only
  * implicit device-to-host trip (docs/architecture.md rule 4). */
 #include "clt-internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* random.c - random tensors: generators (seed, offset), the default generator, argument checks,
  * then the device's backend. The numbers themselves are defined in kernels/random.cl. */
 #include "backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor.c - the tensor object: dtype, shape, storage; creation and host access. */
 #include "backend.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transfer.c - to / copy_to / move / copy between the host and devices, reads into host memory
  * (clt_tensor_read, clt_item), and the transfer counters and guard. The events that order work
  * on a tensor's memory are opencl/order.c's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* view.c - views (docs/views.md): the functions that give another shape, strides and offset over
  * a tensor's storage without copying (narrow, select, slice, permute, transpose, expand,
  * unsqueeze, squeeze, view, reshape), the strides and offset accessors, and the functions that

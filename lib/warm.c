@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* warm.c - clt_kernel_cache_warm: every program a device's backend builds, built ahead of use by
  * running each operation once on tiny tensors through the public API, plus what the backend's
  * warm hook builds that the public path may not run. */

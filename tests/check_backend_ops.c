@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_backend_ops.c - every elementwise operation of the table (include/clt_ops.h) x every
  * dtype x every device x shapes from 0-d and empty to broadcast and large, generated from the
  * table itself, in the manner of ggml's test-backend-ops:

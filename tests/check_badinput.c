@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_badinput.c - every public function, fed bad input, on every device.
  *
  * A sweep rather than a story: each case calls one public function with one bad argument (NULL

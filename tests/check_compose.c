@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_compose.c - how features compose (issue 32): a deferred result (lib/lazy.c) read through
  * every kind of view, and chains of views, by every kind of consumer (elementwise in every form,
  * reductions, matmul, cat, stack, index_select, casts, copies, transfers, printing, saving), in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_device.c - the device registry: names, lookup, default device, info, errors. */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_diff.c - the random-program differential tester (tests/diff/, issue 32) as a Check
  * suite: a fixed budget of seeded programs, each run eagerly on the host (the reference), lazily
  * on the host with every op deferred, and eagerly and lazily on every OpenCL device; statuses,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_dispatch.c - the dispatcher's rules: one device, broadcastable shapes, dtype promotion. */
 #define _POSIX_C_SOURCE 200809L
 

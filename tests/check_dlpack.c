@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_dlpack.c - DLPack exchange: host export without a copy, deleters called exactly once
  * after the last reference, OpenCL round trips sharing one cl_mem, and refusals (strided
  * layouts, unknown device types, dtypes clt lacks). Skipped when clt was built without

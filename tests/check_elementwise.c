@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_elementwise.c - add, sub, mul, div on every device and dtype against a host oracle. */
 #define _POSIX_C_SOURCE 200809L
 

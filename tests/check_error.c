@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_error.c - the thread-local last error and clt_set_error, the public way for libraries
  * built on clt to report through it. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_event.c - events, timing and synchronization. */
 #define _POSIX_C_SOURCE 200809L
 

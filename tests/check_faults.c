@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_faults.c - injected faults (issue 6, item 5): a workload that touches every part of clt
  * (tensors on cpu, cl:0 and cl:1; transfers both ways and between devices; pinned memory;
  * elementwise, reduce, matmul, rand, transpose, cast; events; parameters moved, saved and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_fuzz.c - regression tests for the bugs the fuzz targets (tests/fuzz) found, one test per
  * bug, each failing before its fix (those about integer overflow under UBSan, which the sanitizer
  * build runs; the others in any build).

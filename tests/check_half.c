@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_half.c - f16 and bf16, the storage dtypes: conversions by bit pattern against values
  * worked out by hand (and against the tests' own arithmetic rounding in check_util.c, not the
  * library's bit manipulation), every bit pattern both ways, promotion and the f32 compute,

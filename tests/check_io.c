@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_io.c - checkpoints (clt_save, clt_load): devices remembered and mapped, every dtype,
  * 0-d and empty tensors, atomic saves, hand-made hostile files, and interoperability with
  * Python's safetensors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_kernel.c - users' own kernels and raw OpenCL handles (issue 14, items 1 and 2;
  * lib/opencl/kernel.c, lib/opencl/interop.c): results of a user kernel on cl:0 and cl:1 against
  * values computed here, views passed with CLT_OFFSET, ordering against clt's own operations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_lazy.c - lazy fusion (lib/lazy.c, lib/opencl/fuse.c): deferred elementwise chains give
  * the eager results bit for bit, on every OpenCL device; they are computed when something needs
  * them (reads, reductions, writes into their operands, synchronize, events) and only then;

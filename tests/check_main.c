@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_main.c - runs every Check suite of clt (one per area, registered here).
  *
  * No clt function is called here: OpenCL state created in this parent process would not work

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_matmul.c - clt_matmul and clt_transpose on every device and path against oracles
  * computed here: a naive triple loop in double for products, index arithmetic for transposes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_memory.c - the caching allocator: reuse, statistics, empty_cache, CLT_ALLOC_CACHE=0,
  * host blocks (cached like device buffers, huge-page aligned), and that reused memory never
  * overtakes pending device work on another queue nor a tensor still using it. */

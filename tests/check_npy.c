@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_npy.c - NumPy .npy files: round trips of every dtype on every device, 0-d and empty
  * arrays, big-endian and Fortran-ordered files written here byte by byte, versions 2.0 and 3.0,
  * NumPy itself on both sides (skipped without numpy), and hostile files, each of which must give

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_oom.c - asking a device for more than it has (issue 6, item 4): CLT_ERR_OUT_OF_MEMORY
  * with a message that says how much was asked, what the device has and what to try; the
  * out-parameter untouched; the cache released and the allocation retried once; afterwards the

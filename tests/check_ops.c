@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_ops.c - pow, maximum, minimum, the comparisons, the unary functions, cast and where, and
  * the _out, in-place and _scalar forms, on every device against oracles computed here from the
  * rules in clt.h ("Operations"), and each device's result against the cpu's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_params.c - parameter sets (create, add, get, iterate, move in place, device) and the
  * linear layer, on cpu and every OpenCL device. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_print.c - clt_format / clt_fprint: PyTorch's text, exactly. */
 #define _POSIX_C_SOURCE 200809L
 

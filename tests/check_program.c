@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_program.c - run-time kernel builds: CLT_KERNEL_PATH, build failures and the disk cache. */
 #define _POSIX_C_SOURCE 200809L
 #include "check_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_random.c - Philox4x32-10 random tensors: the generator's known answers, bit identity of
  * every device with the host, the offset rules, statistics and the error paths. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_reduce.c - clt_sum on every device and dtype against an independent sum. */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_ref.c - the reference backend (lib/ref/): off unless CLT_REF_DEVICES asks for it, named
  * ref:N after every OpenCL device, not host memory, mixed with other devices only through
  * clt_to, and computing what the host computes, bit for bit. Every other suite runs on ref:0 too

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_tensor.c - tensor creation, accessors, host access, refcounting, pinned memory. */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_threads.c - host threads using clt at once (docs/threads.md): the same device and
  * different devices, shared read-only tensors and private ones, references retained and released
  * from several threads, transfers and operations mixed, kernels built on first use by threads

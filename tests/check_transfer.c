@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_transfer.c - clt_to, clt_copy_to, clt_move, clt_copy between every pair of devices. */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_util.c - helpers shared by the Check suites (see check_util.h). */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_util.h - helpers shared by the Check suites of clt.
  *
  * Check forks a child per test, and OpenCL state created before a fork does not survive in the

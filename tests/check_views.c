@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_views.c - strided views (issue 13): narrow, select, slice, permute, transpose, expand,
  * unsqueeze, squeeze, view, reshape, contiguous, clone, fill_, clt_copy into views, cat, stack,
  * index_select, and every kind of op, transfer, read and print on views, on every device.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* crash_save.c - clt_save survives being killed in the middle (issue 6, item 6;
  * docs/reliability.md, "Crash-safe saves").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cxx_api.cpp - include/clt.hpp, the C++ face (issue 16): handles and reference counts, creation,
 // transfers, operators against the C API's results, reductions, printing, errors as clt::Error
 // with clt's status and message, Params and events, views, t[i], t.index({...}) and indexed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cxx_check.h - the one assertion of the C++ tests (tests/cxx_api.cpp, tests/cxx_noexcept.cpp):
 // CHECK(cond) reports a failed condition with its line and counts it in failures, which main
 // turns into the exit status.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cxx_compilers.sh - include/clt.hpp compiles cleanly (C++17, -Wall -Wextra -Wpedantic -Werror)
 # with every C++ compiler here: g++ and clang++ when present, besides the configured one that
 # 'make check' builds tests/cxx_api with. Compile only (the configured build links and runs them);

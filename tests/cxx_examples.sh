@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cxx_examples.sh - the C++ examples against their C twins (issue 16): examples/portable_cpp prints
 # exactly what examples/portable prints, and examples/train_linear_cpp trains to the same weights,
 # bit for bit (--weights prints them with %.9g, which tells every f32 apart), printing the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cxx_header.cpp - <clt.h> must compile as C++ (extern "C", no C-only constructs) and link.
 #include <clt.h>
 

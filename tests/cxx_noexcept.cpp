@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cxx_noexcept.cpp - include/clt.hpp with CLT_NO_EXCEPTIONS, built with -fno-exceptions: a failing
 // call throws nothing, gives an undefined Tensor (or a zero value) and records the first failure
 // of the thread in clt::status(); clt::attempt gives a clt::Result. The views and indexed

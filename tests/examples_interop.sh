@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # examples_interop.sh - runs the examples of issue 14 as a user would: examples/heat_stencil (a
 # kernel of one's own from a .cl file, checked against the host) and, when configure found
 # CLBlast, examples/clblast_direct (one's own CLBlastSgemm between clt operations). Each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # exports.sh - the shared libraries export the public headers, nothing more and nothing less
 # (issue 12, item 7). Run by 'make check', which sets:
 #   CLT_EXPORTS_CPP      the C preprocessor with the build's flags

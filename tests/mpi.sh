@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # mpi.sh - runs tests/mpi_test under mpirun with 2 and then 3 ranks (more ranks than the two
 # PoCL devices, so that two ranks share one), first with the default chunk size and 64 MiB
 # tensors (--large), then with tiny chunks and MPI counts; each run bounded by a 240 s timeout

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # mpi_env.sh - sourced by tests/mpi.sh and tests/mpi_linear.sh: the environment both run mpirun
 # in. Sets POCL_DEVICES (two PoCL devices unless the caller chose) and $flags, the mpirun options
 # for Open MPI in containers (oversubscription for more ranks than cores, running as root), and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # mpi_linear.sh - data-parallel training gives the single-process weights: runs
 # examples/train_linear --weights, then examples/mpi_linear --weights under mpirun with 2 and 3
 # ranks (3 shards of 33, 33 and 34 rows: unequal), and compares the printed weights number by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi_test.c - libclt_mpi under mpirun (run by tests/mpi.sh with 2 and 3 ranks).
  *
  * Every collective x every dtype x (host, this rank's device) against a reference that each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # no_opencl.sh - clt must work with no OpenCL platform at all: the host device alone.
 #
 # Points the ICD loader at an empty vendors directory (OCL_ICD_VENDORS), so that

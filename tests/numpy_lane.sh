@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tests/numpy_lane.sh - the NumPy reference lane of the differential tester (issue 32): the
 # programs of seeds 1..CLT_NUMPY_SEEDS (default 8000, about 15 s; or A:B), run eagerly on the host by
 # tests/difftest --numpy, replayed in NumPy by tests/diff/numpy_check.py, which allows only the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* outside.c - clt as an outside program sees it: only <clt.h>, built with
  *   cc outside.c $(pkg-config --cflags --libs clt)
  * (make installcheck does this against the installed library). Lists the devices, adds two

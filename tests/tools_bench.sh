@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tools_bench.sh - clt-bench on tiny sizes: exit codes, --help, --version, a CSV whose rows
 # parse, an SVG that is well-formed XML with both series, a clear error for a wrong --device,
 # and the transfer and elementwise sections.

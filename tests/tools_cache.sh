@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tools_cache.sh - clt-cache and clt-devices as a user runs them: help and version, info on an
 # empty cache, warm filling it, list, clear removing the entries and nothing else, errors for an
 # unknown device and an unknown command, and CLT_CACHE=0. The cache is a fresh temp directory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clt-bench - is the device worth it, and from which size? The CPU-versus-device experiment.
  *
  *   $ clt-bench                         matmul of random (n, n) f32 matrices, cpu against the

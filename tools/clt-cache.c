@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clt-cache - looks after clt's on-disk kernel cache.
  *
  *   $ clt-cache [info]              where the cache is, how many entries, how much space

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clt-devices - lists the devices clt sees, under the names clt gives them.
  *
  *   $ clt-devices            one row per device: cpu first, then cl:0, cl:1, ...

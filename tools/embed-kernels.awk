@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # embed-kernels.awk - turns kernels/*.cl into lib/kernels.c: one C string per file and a table
 # {name, text}, so that an installed library needs no data files.
 # Usage: awk -f embed-kernels.awk kernels/a.cl kernels/b.cl > lib/kernels.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host/elementwise.c - elementwise operations on the host: one tight loop per (op, dtype) that
  * the compiler vectorizes; operands of another dtype are converted to the compute dtype first.
  * The semantics mirror kernels/elementwise.cl exactly (wrapping integers, NaN-propagating

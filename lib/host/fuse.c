@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host/fuse.c - the host's evaluator of fused chains (lib/lazy.c plans them; docs/performance.md,
  * "Fusion"): one pass over the elements instead of one per op.
  *

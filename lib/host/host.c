@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host/host.c - the host backend's table, fill and upload. The host backend computes in the
  * calling thread; it first waits for pending device copies into or out of its operands. */
 #include "backend.h"

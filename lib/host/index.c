@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host/index.c - gathers along one dimension on the host (clt_index_select): elements are moved
  * as 1-, 2-, 4- or 8-byte words whatever their dtype, one row of `inner` elements at a time. */
 #include "backend.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host/matmul.c - matrix products on the host: CBLAS (OpenBLAS) when configure found one, else
  * cache-blocked loops of ours. clt__host_gemm is also what the OpenCL native-kernel path runs
  * (lib/opencl/matmul.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host/random.c - Philox4x32-10 random tensors on the host. The arithmetic is kernels/random.cl
  * itself, included here as C, so that host and devices run the same statements (see that file
  * for why they round the same way). */

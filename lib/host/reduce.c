@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host/reduce.c - reductions on the host: pairwise summation for floats (error grows with
  * log n, as in NumPy), wrapping integer sums, max/min/argmax with NaN propagation; the same
  * results as kernels/reduce.cl. The input is seen as (outer, r, inner), reduced over r. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* atomic_file.c - replacing a file so that a crash leaves the old one or the new one, whole
  * (clt_save, clt_save_npy; docs/reliability.md, "Crash-safe saves").
  *

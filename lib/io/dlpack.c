@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlpack.c - DLPack export and import (include/clt_dlpack.h). Built only when configure found
  * <dlpack/dlpack.h>. Exports keep a tensor reference in the manager; imports wrap the foreign
  * memory in a storage whose release callback calls the producer's deleter, and which the caching

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* npy.c - NumPy's .npy format for one tensor: clt_save_npy and clt_load_npy.
  *
  * The format (numpy/lib/format.py): the magic "\x93NUMPY", a major and a minor version byte, the

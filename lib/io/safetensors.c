@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safetensors.c - checkpoints: clt_save and clt_load in the safetensors format
  * (docs/architecture.md rule 7).
  *

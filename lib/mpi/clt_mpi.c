@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* clt_mpi.c - MPI collectives on clt tensors (libclt_mpi; see include/clt_mpi.h).
  *
  * Each call runs in steps. First every rank checks its own arguments and prepares its memory:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cl-fault.h - injected faults of OpenCL calls (lib/fault.h has the switch and the kinds): the
  * wrappers of the OpenCL entry points that lib/opencl/ and libclt_mpi call, and the macros that
  * redirect those calls to them in a build configured with --enable-fault-injection; nothing

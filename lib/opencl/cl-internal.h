@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cl-internal.h - the OpenCL backend's own declarations, for the files of lib/opencl/ alone: the
  * OpenCL state of a device (struct clt_cl_device), OpenCL errors, the events on storages, the
  * program cache and the launch sequence. Nothing outside lib/opencl/ includes it (lib/io/dlpack.c

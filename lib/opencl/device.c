@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/device.c - OpenCL device discovery (every device of every platform, one context per
  * platform or per device, one in-order queue each, in a struct clt_cl_device) and synchronize.
  * The registry that lists the devices of every backend is lib/device.c's. */

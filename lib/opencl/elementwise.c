@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/elementwise.c - launches kernels/elementwise.cl for every elementwise op. */
 #include "cl-internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/error.c - OpenCL error codes: their names, and the status and message an OpenCL
  * failure is reported with (lib/error.c keeps the thread's last error). */
 #include "cl-internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/event.c - timing events on an OpenCL device: a marker on the queue, its profiling
  * timestamp, or the host time its completion was seen where the device gives no timestamps. */
 #define _POSIX_C_SOURCE 200809L

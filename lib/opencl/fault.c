@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/fault.c - the wrappers that count OpenCL and allocation calls and fail the armed one
  * (see lib/fault.h and lib/opencl/cl-fault.h). Compiled to nothing unless configure ran with
  * --enable-fault-injection. */

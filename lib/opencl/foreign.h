@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* foreign.h - the OpenCL backend's narrow accessor for foreign OpenCL buffers: what DLPack
  * (lib/io/dlpack.c) needs to export a tensor as kDLOpenCL and to import one (the same check of a
  * foreign buffer that clt_from_cl_mem makes), and the only lib/opencl/ header that a file

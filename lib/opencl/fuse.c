@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/fuse.c - the fused kernels of lazy fusion (lib/lazy.c plans them): one generated kernel
  * per chain structure, kernels/fused.cl filled in by defines.
  *

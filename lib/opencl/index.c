@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/index.c - launches kernels/index.cl (clt_index_select). */
 #include "cl-internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/internal_mpi.c - libclt's side of the interface with libclt_mpi
  * (lib/clt-internal-mpi.h): thin wrappers over the OpenCL backend's event bookkeeping
  * (opencl/order.c) that take public and OpenCL types only. */

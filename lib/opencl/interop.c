@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/interop.c - raw OpenCL handles for users' own OpenCL work (include/clt.h, "Your own
  * kernels and raw OpenCL handles"; docs/interop.md): a device's platform, device, context and
  * queue; a tensor's buffer; the acquire / release_to pair that orders work on a user's queue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/kernel.c - users' own kernels (clt_kernel_*, include/clt.h): the kernel object with its
  * argument list, the per-device cl_kernel made from the program cache (program.c:
  * clt__get_user_program), and the launch, which checks the arguments and the same-device rule

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/matmul.c - matrix products on OpenCL devices, by one of three paths (clt_matmul_path):
  *   clblast  CLBlast's GEMM on the device's queue (GPUs: tuned kernels);
  *   native   the host's CBLAS as an OpenCL native kernel in the device's queue, for CPU devices

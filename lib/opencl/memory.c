@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/memory.c - OpenCL buffers behind storages: device buffers, pinned host memory (a
  * buffer mapped into the host's address space) and references to foreign buffers. The caching
  * allocator and its accounting are lib/memory.c's. Also the queries that DLPack import makes of a

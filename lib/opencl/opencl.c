@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/opencl.c - the OpenCL backend's table, fill, upload and the launch sequence
  * (clt__cl_submit), which every command on a device's queue goes through. */
 #include "cl-internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/order.c - the events that order work on a storage across queues and contexts: what a
  * command must wait for before it reads or writes a storage, what it leaves behind for the next
  * one (clt_storage's write_ev and read_ev, which hold a cl_event each, and write_q and read_q,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/program.c - run-time kernel builds: the embedded kernels/<family>.cl files (or those in
  * $CLT_KERNEL_PATH), built lazily once per (device, family, defines), and the programs of users'
  * own sources (clt_kernel_create), once per (device, source, options); cached in memory and, as

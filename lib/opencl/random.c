@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/random.c - launches kernels/random.cl. */
 #include "cl-internal.h"
 

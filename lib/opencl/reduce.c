@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/reduce.c - launches kernels/reduce.cl: whole-tensor reductions in two passes (partials
  * per work-group, then one work-group combines them), reductions along a dimension with one
  * work-item per result element. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opencl/transfer.c - copies between host memory and OpenCL buffers, and between buffers of one
  * context, each one command through clt__cl_submit. */
 #include "cl-internal.h"

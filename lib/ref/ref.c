@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref/ref.c - the reference backend: devices "ref:0", "ref:1", ... whose memory is malloc'ed
  * buffers (the storage's backend handle, not host memory: clt_tensor_data refuses it as it does
  * an OpenCL buffer) and whose work is the host backend's loops, done when the call returns.

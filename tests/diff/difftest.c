@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* difftest.c - the seeded random-program differential tester (see difftest.h): the program
  * generator, the runner (one run per device and mode, with the reference's error bounds), the
  * comparison, the minimizer and the printer of self-contained repros.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* difftest.h - the seeded random-program differential tester of clt (issue 32).
  *
  * A seed gives a program: a list of steps over a pool of tensor slots that uses clt's public API

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c - tests/difftest, the random-program differential tester for long campaigns:
  *
  *   tests/difftest --seeds A:B [--device NAME]... [--small] [--no-minimize] [--verbose]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """numpy_check.py DIR [--ops include/clt_ops.h] [--verbose] - the NumPy lane of the differential
 tester (issue 32, part 3).
 

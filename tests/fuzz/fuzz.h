@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz.h - shared by the libFuzzer targets in tests/fuzz and their corpus replay.
  *
  * Each target (fuzz_<name>.c) defines LLVMFuzzerInitialize and LLVMFuzzerTestOneInput. Built with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_device_name.c - device names (clt_device_get) and operation names (clt_result_dtype) on
  * arbitrary strings.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_npy.c - the .npy loader (clt_load_npy) on hostile bytes.
  *
  * The input is a whole .npy file, loaded onto the host through clt__load_npy_mem (the in-memory

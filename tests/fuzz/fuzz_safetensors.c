@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_safetensors.c - the safetensors loader (clt_load) on hostile bytes.
  *
  * The input is a whole file: 8-byte header length, JSON header, data. It is loaded twice through

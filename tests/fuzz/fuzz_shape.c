@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_shape.c - shape validation and broadcasting through the public API, on the host.
  *
  * The input is a little program: its first byte picks a mode, the following bytes give dtypes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_util.c - helpers shared by the fuzz targets (see fuzz.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "fuzz.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make-corpus.py - writes the seed corpus of the fuzz targets (tests/fuzz/corpus/<target>/).
 
     python3 tests/fuzz/make-corpus.py [DIR]     (DIR defaults to tests/fuzz/corpus)

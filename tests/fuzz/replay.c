@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay.c - runs a fuzz target over files without libFuzzer (make check: tests/fuzz/replay.sh).
  *
  *   replay_<target> [--min N] FILE|DIR...

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # replay.sh - runs every fuzz target's seed corpus (tests/fuzz/corpus/<target>) through the target
 # code with a plain main (tests/fuzz/replay_<target>), so that 'make check' catches a regression on
 # those inputs without clang or libFuzzer: a broken invariant aborts, a file named ok-* must load

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/oclgrind/exit_release.c - Oclgrind 21.10's runtime keeps a thread_local stack of the API
  * calls in progress, which exit() destroys first (__call_tls_dtors runs before the atexit
  * handlers and the libraries' destructors); an OpenCL call into Oclgrind after that writes freed

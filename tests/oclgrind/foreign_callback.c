@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/oclgrind/foreign_callback.c - Oclgrind 21.10 must not be entered from another runtime's
  * thread: a user event of an Oclgrind context completed from PoCL's callback thread, while the
  * main thread waits inside Oclgrind, corrupts Oclgrind's queue.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/oclgrind/late_callback.c - Oclgrind 21.10 runs a queue's commands only in a host thread
  * that flushes or waits for them, and never calls a completion callback (clSetEventCallback)
  * registered on an event that has already completed.

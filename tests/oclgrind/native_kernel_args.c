@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/oclgrind/native_kernel_args.c - Oclgrind 21.10's clEnqueueNativeKernel writes into the
  * caller's args block and then reads mem_list again.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_trunc.c - Oclgrind 21.10 takes the wrong case of `switch (k & 3u)` for k >= 4.
  *
  * What it shows: clang shrinks `switch (k & 3u)` to `%t = trunc i32 %k to i2` and

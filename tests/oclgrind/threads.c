@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/oclgrind/threads.c - Oclgrind 21.10 is not thread-safe: two host threads, each with its
  * own buffer, kernel and in-order command queue of one context, each doing fill -> kernel ->
  * read -> clFinish in a loop, with nothing shared but the context and the program.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uninit_freeze.c - Oclgrind 21.10 with OCLGRIND_UNINITIALIZED=1 aborts any kernel whose
  * optimized IR holds LLVM's `freeze` instruction, and leaves its output unwritten.
  *

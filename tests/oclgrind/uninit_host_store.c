@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uninit_host_store.c - Oclgrind 21.10 with OCLGRIND_UNINITIALIZED=1 takes memory written by
  * clEnqueueFillBuffer for uninitialized; after a host write that does not cover the whole buffer,
  * or in a buffer that reuses a released one's slot, it no longer tracks what kernels write there.
