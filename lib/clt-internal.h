@@ -217,6 +217,13 @@ clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt
  * the caller has checked that it stays inside the storage. */
 clt_status clt__tensor_view(clt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                             int64_t offset, const char *fn, clt_tensor **out);
+/* Strides that show, at shape dims (ndim), the elements that strides show at shape (nd, shape)
+ * of as many elements (at least one), in the same C order: PyTorch's view rule (each run of
+ * dimensions that lie one inside the other may be split or merged, not two runs together).
+ * False where no strides do. clt_view and clt_reshape use it on a tensor, lib/lazy.c on the
+ * leaves of a chain that goes on through a view of another shape. */
+bool clt__view_strides(int nd, const int64_t *shape, const int64_t *strides, int ndim,
+                       const int64_t *dims, int64_t *out);
 /* Whether strides are C order's for shape (dimensions of size 1 and empty shapes aside). */
 bool clt__strides_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
 /* The offset of t's first element in elements. */

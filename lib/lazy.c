@@ -214,9 +214,8 @@ static void dense_strides(const clt_fused *f, int64_t *s) {
  * node's shape (nd, shape) of as many elements, both walked in C order: a chain continues
  * through a contiguous view of a deferred result (view(x * 2, [4096, 4096]) + 1), which keeps
  * each element's index in C order, so a leaf of the earlier node is read at the same index with
- * strides over the plan's shape. False where no strides do (PyTorch's view rule: runs of
- * dimensions that lie one inside the other may be split or merged, not two runs together); the
- * chain is then computed first and read as a leaf of its own. */
+ * strides over the plan's shape. False where no strides do (clt__view_strides: clt_view's
+ * rule); the chain is then computed first and read as a leaf of its own. */
 static bool restride(int nd, const int64_t *shape, const int64_t *s, int fnd,
                      const int64_t *fshape, int64_t *out) {
   if (nd == fnd && memcmp(shape, fshape, sizeof(int64_t) * (size_t)nd) == 0) {
@@ -231,36 +230,7 @@ static bool restride(int nd, const int64_t *shape, const int64_t *s, int fnd,
       out[d] = 0;
     return n == 1 || nd == 0;
   }
-  /* the runs of (shape, s) from the innermost, each mapped onto the plan's dimensions */
-  int v = fnd - 1;
-  int64_t base = 0, tn = 1, vn = 1;
-  bool started = false;
-  for (int d = nd - 1; d >= 0; d--) {
-    if (shape[d] == 1)
-      continue; /* any stride: never stepped */
-    if (!started) {
-      base = s[d];
-      started = true;
-    } else if (s[d] != tn * base) {
-      /* a new run: the plan's dimensions must cover the previous one exactly */
-      while (v >= 0 && (vn < tn || fshape[v] == 1)) {
-        out[v] = vn * base;
-        vn *= fshape[v];
-        v--;
-      }
-      if (vn != tn)
-        return false;
-      base = s[d];
-      tn = vn = 1;
-    }
-    tn *= shape[d];
-  }
-  while (v >= 0 && (vn < tn || fshape[v] == 1)) {
-    out[v] = vn * base;
-    vn *= fshape[v];
-    v--;
-  }
-  return vn == tn && v == -1;
+  return clt__view_strides(nd, shape, s, fnd, fshape, out);
 }
 
 /* The strides over the plan's shape at which a node's computed value is read: contiguous, as

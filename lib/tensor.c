@@ -119,6 +119,35 @@ clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt
   return CLT_OK;
 }
 
+bool clt__view_strides(int nd, const int64_t *shape, const int64_t *strides, int ndim,
+                       const int64_t *dims, int64_t *out) {
+  if (nd == 0) { /* one element: every dimension of dims is 1, any stride shows it */
+    for (int i = 0; i < ndim; i++)
+      out[i] = 0;
+    return true;
+  }
+  int v = ndim - 1;
+  int64_t base = strides[nd - 1], tn = 1, vn = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    tn *= shape[d];
+    if (d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tn * base)) {
+      /* the end of a run: the new dimensions must cover it exactly */
+      while (v >= 0 && (vn < tn || dims[v] == 1)) {
+        out[v] = vn * base;
+        vn *= dims[v];
+        v--;
+      }
+      if (vn != tn)
+        return false;
+      if (d > 0) {
+        base = strides[d - 1];
+        tn = vn = 1;
+      }
+    }
+  }
+  return v == -1;
+}
+
 clt_status clt__tensor_view(clt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                             int64_t offset, const char *fn, clt_tensor **out) {
   clt_tensor *v;

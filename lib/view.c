@@ -359,8 +359,7 @@ static clt_status resolve_shape(const clt_tensor *t, int ndim, const int64_t *sh
 }
 
 /* Strides that show t's elements, in C order, with shape dims, where t's strides allow it
- * (PyTorch's rule: each run of t's dimensions that lie one inside the other in memory may be
- * split or merged, but not two runs together). False where only a copy has that shape. */
+ * (clt__view_strides: PyTorch's rule). False where only a copy has that shape. */
 static bool view_strides(const clt_tensor *t, int ndim, const int64_t *dims, int64_t *strides) {
   if (t->contiguous || t->numel == 0) {
     int64_t st = 1;
@@ -371,25 +370,7 @@ static bool view_strides(const clt_tensor *t, int ndim, const int64_t *dims, int
     }
     return true;
   }
-  int v = ndim - 1;
-  int64_t base = t->strides[t->ndim - 1], tn = 1, vn = 1;
-  for (int d = t->ndim - 1; d >= 0; d--) {
-    tn *= t->shape[d];
-    if (d == 0 || (t->shape[d - 1] != 1 && t->strides[d - 1] != tn * base)) {
-      while (v >= 0 && (vn < tn || dims[v] == 1)) {
-        strides[v] = vn * base;
-        vn *= dims[v];
-        v--;
-      }
-      if (vn != tn)
-        return false;
-      if (d > 0) {
-        base = t->strides[d - 1];
-        tn = vn = 1;
-      }
-    }
-  }
-  return v == -1;
+  return clt__view_strides(t->ndim, t->shape, t->strides, ndim, dims, strides);
 }
 
 clt_status clt_view(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
