@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h" /* clt__cl_matmul_clear_cache */
 #include "difftest.h"
 
 static int usage(const char *why) {
@@ -95,12 +96,14 @@ int main(int argc, char **argv) {
     int status = 0;
     for (uint64_t seed = first; seed <= last && seed >= first; seed++)
       status |= dt_export_numpy(seed, &o, numpy_dir);
+    clt__cl_matmul_clear_cache();
     return status;
   }
   if (print || crash) {
     int status = 0;
     for (uint64_t seed = first; seed <= last && seed >= first; seed++)
       status |= print ? dt_print_seed(seed, &o) : dt_minimize_crash(seed, &o);
+    clt__cl_matmul_clear_cache();
     return status;
   }
   dt_catch_crashes();
@@ -116,5 +119,10 @@ int main(int argc, char **argv) {
   if (s.skipped)
     printf("; %ld device runs skipped: f64 without fp64", s.skipped);
   printf(")\n");
+  /* CLBlast's program cache emptied before main returns, as check_util.c does after each test:
+   * released from CLBlast's static destructor (or an atexit handler: too late too), it corrupts
+   * Oclgrind's heap at exit (tests/oclgrind/exit_release.c; an abort on Oclgrind after 300
+   * programs had passed, reported as a crash of the last seed) */
+  clt__cl_matmul_clear_cache();
   return s.failures ? 1 : 0;
 }
