@@ -21,6 +21,10 @@
  *       of 20 steps per round (issue 15: faster than eager);
  *   (f) view(a * 2, [4096, 4096]) + 1 on cl:0: a chain goes on through a contiguous view of a
  *       deferred result, one kernel (issue 32: >= 1.4x);
+ *   (g) with --first-use MODE, only: a 40-op chain in a fresh process (first_use_chain); MODE
+ *       lazy-opsran and eager-opsran run the same ops eagerly first (untimed), so that the chain
+ *       is new but its ops' own kernels are built: deferred, it runs op by op while its fused
+ *       kernel builds in the background.
  * Every result is checked once against values computed here. --kv adds "kv key value" lines
  * (milliseconds) for bench/run.
  */
@@ -28,6 +32,7 @@
 #include <clt.h>
 
 #include <math.h>
+#include <stdbool.h>
 
 #define BENCH_NAME "fusion"
 #include "bench.h"
@@ -346,8 +351,74 @@ static result measure_train(clt_device *d, int reps) {
   return res;
 }
 
+/* --first-use MODE: one 40-op chain (adds of x, halvings and subtractions of 0.25, 1M f32) on
+ * cl:0 in this fresh process, deferred (MODE lazy) or eager (MODE eager): the milliseconds until
+ * the chain is enqueued (the last op's return, then clt_eval's) and until the synchronize
+ * returns. bench/run runs it in fresh processes with empty and with warm disk caches (issue 25:
+ * a first-use chain enqueues in <= 2x the eager time, and is done no later than 1.1x). */
+static void chain40(clt_tensor *x, clt_tensor **y) {
+  for (int i = 0; i < 40; i++) {
+    clt_tensor *z;
+    if (i % 3 == 0)
+      CLT_CHECK(clt_add(*y, x, &z));
+    else if (i % 3 == 1)
+      CLT_CHECK(clt_mul_scalar(*y, 0.5, &z));
+    else
+      CLT_CHECK(clt_sub_scalar(*y, 0.25, &z));
+    clt_tensor_release(*y);
+    *y = z;
+  }
+}
+
+static int first_use_chain(clt_device *d, bool lazy, bool ops_ran) {
+  const int64_t n = (int64_t)1 << 20;
+  clt_tensor *x = ramp(d, n, 1, 0.1f), *y = ramp(d, n, 2, -0.5f);
+  if (ops_ran) { /* the chain's ops ran eagerly before: their own kernels are built */
+    clt_set_lazy(0);
+    clt_tensor *w = ramp(d, n, 2, -0.5f);
+    chain40(x, &w);
+    CLT_CHECK(clt_device_synchronize(d));
+    clt_tensor_release(w);
+  }
+  clt_set_lazy(lazy);
+  CLT_CHECK(clt_device_synchronize(d));
+  double t0 = now_ms();
+  chain40(x, &y);
+  CLT_CHECK(clt_eval(y));
+  double t1 = now_ms();
+  CLT_CHECK(clt_device_synchronize(d));
+  double t2 = now_ms();
+  float *xv = malloc(sizeof(float) * (size_t)n), *yv = malloc(sizeof(float) * (size_t)n);
+  clt_tensor *y0 = ramp(d, n, 2, -0.5f);
+  if (!xv || !yv)
+    die("out of memory");
+  CLT_CHECK(clt_tensor_read(x, xv, sizeof(float) * (size_t)n));
+  float *y0v = malloc(sizeof(float) * (size_t)n);
+  if (!y0v)
+    die("out of memory");
+  CLT_CHECK(clt_tensor_read(y0, y0v, sizeof(float) * (size_t)n));
+  CLT_CHECK(clt_tensor_read(y, yv, sizeof(float) * (size_t)n));
+  for (int64_t j = 0; j < n; j += 997) {
+    float w = y0v[j];
+    for (int i = 0; i < 40; i++)
+      w = i % 3 == 0 ? w + xv[j] : i % 3 == 1 ? w * 0.5f : w - 0.25f;
+    if (yv[j] != w)
+      die("first-use chain: element %lld is %g, expected %g", (long long)j, yv[j], w);
+  }
+  const char *m = lazy ? (ops_ran ? "lazy_opsran" : "lazy") : (ops_ran ? "eager_opsran" : "eager");
+  printf("kv first_use_%s_enqueue %.4f\nkv first_use_%s_total %.4f\n", m, t1 - t0, m, t2 - t0);
+  free(xv);
+  free(yv);
+  free(y0v);
+  clt_tensor_release(x);
+  clt_tensor_release(y);
+  clt_tensor_release(y0);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int reps = 9, kv = 0;
+  const char *first_mode = NULL;
   int64_t n = (int64_t)1 << 24;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
@@ -356,8 +427,13 @@ int main(int argc, char **argv) {
       n = atoll(argv[++i]);
     else if (strcmp(argv[i], "--kv") == 0)
       kv = 1;
+    else if (strcmp(argv[i], "--first-use") == 0 && i + 1 < argc &&
+             (strcmp(argv[i + 1], "lazy") == 0 || strcmp(argv[i + 1], "eager") == 0 ||
+              strcmp(argv[i + 1], "lazy-opsran") == 0 || strcmp(argv[i + 1], "eager-opsran") == 0))
+      first_mode = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--reps N] [--n ELEMENTS] [--kv]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--reps N] [--n ELEMENTS] [--kv] [--first-use lazy|eager|lazy-opsran|eager-opsran]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -368,6 +444,8 @@ int main(int argc, char **argv) {
     printf("fusion: no OpenCL device, nothing to measure\n");
     return 0;
   }
+  if (first_mode)
+    return first_use_chain(d, strncmp(first_mode, "lazy", 4) == 0, strchr(first_mode, '-') != NULL);
   /* (d) first, before anything of their shapes ran in this process */
   double first[NFIRST], first_sorted[NFIRST];
   for (int k = 0; k < NFIRST; k++)

@@ -200,6 +200,7 @@ void clt__lazy_storage_gone(clt_storage *s);
  * ops they computed (an op computed in two kernels counts twice). */
 typedef struct clt_lazy_stats {
   long deferred, evaluations, ops;
+  long each; /* evaluations run op by op while their fused kernel was built in the background */
 } clt_lazy_stats;
 void clt__lazy_stats(clt_lazy_stats *s);
 
@@ -326,8 +327,10 @@ struct clt_backend {
    * command enqueued on dev so far has completed; fn names the caller in errors. */
   clt_status (*synchronize)(clt_device *dev, const char *fn);
   /* (optional: NULL where ops are never deferred) Runs the fused kernel f on dev, after the
-   * commands its leaves and outputs wait for (lib/lazy.c plans it). */
-  clt_status (*fused)(clt_device *dev, const clt_fused *f);
+   * commands its leaves and outputs wait for (lib/lazy.c plans it). Or, where the kernel is not
+   * built yet and the backend builds it in the background (lib/opencl/program.c), runs nothing
+   * and sets *later: lib/lazy.c then runs the chain op by op with `elementwise`, the same bits. */
+  clt_status (*fused)(clt_device *dev, const clt_fused *f, bool *later);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part
@@ -389,7 +392,7 @@ clt_status clt__host_index_select(clt_tensor *out, const clt_tensor *in, const c
                                   const clt_index_desc *g, const char *fn);
 /* Runs the fused chain f on the host (host/fuse.c): its nodes one after the other over blocks of
  * elements that stay in cache, each with the loop of host/elementwise.c that runs it eagerly. */
-clt_status clt__host_fused(clt_device *dev, const clt_fused *f);
+clt_status clt__host_fused(clt_device *dev, const clt_fused *f, bool *later);
 /* host/elementwise.c's loops, for host/fuse.c: element i of o is the op of element i * s_k of
  * each operand (the unary loop reads its operand contiguously), computed in the loop's dtype. */
 typedef void (*clt__host_loop1)(void *o, const void *a, int64_t n);

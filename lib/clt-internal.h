@@ -355,6 +355,9 @@ extern const size_t clt__kernel_source_count;
 
 /* How many programs dev's cache holds (each holds a reference to the device's context). */
 int clt__program_count(clt_device *dev);
+/* Whether dev builds kernels in the background where it can (lib/opencl/program.c): an OpenCL
+ * device of a thread-safe runtime (not Oclgrind), unless CLT_BACKGROUND_BUILDS=0. */
+bool clt__background_builds(const clt_device *dev);
 /* The directory of the on-disk program cache ($CLT_CACHE_DIR, else $XDG_CACHE_HOME/clt, else
  * $HOME/.cache/clt, else $TMPDIR/clt-<uid>), or NULL when it is off (CLT_CACHE=0) or no directory
  * is usable. Read from the environment once; the string is static. */

@@ -64,12 +64,13 @@ static int lazy_debug;
 static _Atomic int64_t host_min = CLT__HOST_LAZY_MIN;
 static clt_lazy *pending_head;
 static _Thread_local bool evaluating;
-static atomic_long stat_evals, stat_ops, stat_deferred;
+static atomic_long stat_evals, stat_ops, stat_deferred, stat_each;
 
 void clt__lazy_stats(clt_lazy_stats *s) {
   s->deferred = atomic_load(&stat_deferred);
   s->evaluations = atomic_load(&stat_evals);
   s->ops = atomic_load(&stat_ops);
+  s->each = atomic_load(&stat_each);
 }
 
 static void lazy_init(void) {
@@ -348,6 +349,120 @@ static clt_status run_one(const planner *p, clt_tensor *out) {
   return st;
 }
 
+/* The tensor for node i of a chain run op by op: its output (at the plan's shape, contiguous at
+ * its element offset) where it has one, else a new contiguous one on the device; a scalar
+ * operand (no op) is a 0-d tensor holding its value, as the eager scalar ops make. */
+static clt_status each_tensor(const planner *p, int i, clt_tensor *const *val, const char *fn,
+                              clt_tensor **out) {
+  const clt_fused *f = &p->f;
+  const clt_fused_node *nd = &f->node[i];
+  clt_device *dev = p->nodes[0]->dev;
+  clt_status st;
+  if (!nd->op) {
+    if ((st = clt__tensor_new(nd->dtype, 0, NULL, dev, fn, out)) != CLT_OK)
+      return st;
+    if ((st = dev->backend->fill(*out, &nd->konst, fn)) != CLT_OK) {
+      clt_tensor_release(*out);
+      *out = NULL;
+    }
+    return st;
+  }
+  if (nd->out < 0)
+    return clt__tensor_new(nd->dtype, f->ndim, f->shape, dev, fn, out);
+  int64_t dense[CLT_MAX_DIMS];
+  dense_strides(f, dense);
+  clt_tensor *w = val[nd->out];
+  if (w) /* the node's value tensor, at the node's own shape: viewed at the plan's */
+    return clt__tensor_view(w, f->ndim, f->shape, dense, 0, fn, out);
+  if ((st = clt__tensor_wrap(f->out_dtype[nd->out], f->ndim, f->shape, f->out[nd->out], fn, &w)) !=
+      CLT_OK)
+    return st;
+  st = clt__tensor_view(w, f->ndim, f->shape, dense, f->out_off[nd->out], fn, out);
+  clt_tensor_release(w);
+  return st;
+}
+
+/* Runs a planned chain op by op with the backend's own kernels (elementwise), each node's value
+ * kept in a tensor of its dtype: what the fused kernel computes, bit for bit (each node is
+ * computed as the eager op computes it, then stored in its dtype), while the backend builds the
+ * fused kernel in the background. val holds the outputs' value tensors (NULL for one written into
+ * a tensor of the caller's: n->into). */
+static clt_status run_each(const planner *p, clt_tensor *const *val) {
+  const clt_fused *f = &p->f;
+  const char *fn = f->fn;
+  clt_tensor *t[CLT__FUSE_MAX_NODES] = {NULL};
+  int64_t dense[CLT_MAX_DIMS], zero[CLT_MAX_DIMS] = {0};
+  dense_strides(f, dense);
+  /* each node's last reader, so that its tensor goes back to the pool (for the next node's)
+   * right after: a long chain needs two or three buffers, not one per op */
+  int last[CLT__FUSE_MAX_NODES];
+  for (int i = 0; i < f->nnodes; i++) {
+    last[i] = i;
+    for (int k = 0; f->node[i].op && k < f->node[i].op->arity; k++)
+      if (f->node[i].arg[k] >= 0)
+        last[f->node[i].arg[k]] = i;
+  }
+  clt_status st = CLT_OK;
+  for (int i = 0; i < f->nnodes && st == CLT_OK; i++) {
+    const clt_fused_node *nd = &f->node[i];
+    if ((st = each_tensor(p, i, val, fn, &t[i])) != CLT_OK || !nd->op)
+      continue;
+    clt_bcast bc;
+    memset(&bc, 0, sizeof bc);
+    bc.ndim = f->ndim;
+    memcpy(bc.shape, f->shape, sizeof bc.shape);
+    memcpy(bc.so, dense, sizeof bc.so);
+    bc.ooff = clt__elem_offset(t[i]);
+    bc.same = true;
+    clt_tensor *in[3] = {NULL, NULL, NULL}, *views[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < nd->op->arity && st == CLT_OK; k++) {
+      int a = nd->arg[k];
+      const int64_t *s;
+      if (a >= 0) { /* an earlier node's value: contiguous at the plan's shape, or one element */
+        in[k] = t[a];
+        s = f->node[a].op ? dense : zero;
+        bc.off[k] = clt__elem_offset(t[a]);
+      } else {
+        int l = -a - 1;
+        in[k] = (clt_tensor *)f->leaf[l];
+        s = f->ls[l];
+        bc.off[k] = f->loff[l];
+        /* as run_one: a leaf of the result's element count, read in order, goes as a view at
+         * the plan's shape, so that a backend reading it through its own geometry reads it as
+         * the plan does */
+        bool shaped = in[k]->ndim == f->ndim &&
+                      memcmp(in[k]->shape, f->shape, sizeof(int64_t) * (size_t)f->ndim) == 0;
+        clt_leaf_kind kind = clt__leaf_kind(f->ndim, f->shape, s);
+        if (!shaped && in[k]->numel == f->numel &&
+            (kind == CLT__LEAF_DENSE || (kind == CLT__LEAF_SCALAR && f->numel == 1))) {
+          st = clt__tensor_view(in[k], f->ndim, f->shape, kind == CLT__LEAF_DENSE ? dense : s,
+                                f->loff[l], fn, &views[k]);
+          in[k] = views[k];
+        }
+      }
+      memcpy(bc.s[k], s, sizeof bc.s[k]);
+      bool same = in[k] && in[k]->ndim == f->ndim && bc.off[k] == clt__elem_offset(in[k]);
+      for (int d = 0; d < f->ndim && same; d++)
+        same = f->shape[d] == 1 || s[d] == dense[d];
+      bc.same = bc.same && same;
+    }
+    if (st == CLT_OK)
+      st = t[i]->storage->dev->backend->elementwise(nd->op, t[i], in, nd->compute, &bc);
+    for (int k = 0; k < 3; k++)
+      clt_tensor_release(views[k]);
+    for (int k = 0; k < nd->op->arity; k++) {
+      int a = nd->arg[k];
+      if (a >= 0 && last[a] == i && t[a]) {
+        clt_tensor_release(t[a]);
+        t[a] = NULL;
+      }
+    }
+  }
+  for (int i = 0; i < f->nnodes; i++)
+    clt_tensor_release(t[i]);
+  return st;
+}
+
 /* Computes the chain of node n, pending on s, into s and into every intermediate still held. */
 static clt_status eval_node(clt_lazy *root, const char *fn) {
   for (;;) {
@@ -420,8 +535,15 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
       st = root->dev->backend->fill(val[0], &root->konst, fn);
     else if (f->nnodes == 1 && !root->into)
       st = run_one(&p, val[0]);
-    else
-      st = root->dev->backend->fused(root->dev, f);
+    else {
+      bool later = false; /* the fused kernel is being built in the background */
+      st = root->dev->backend->fused(root->dev, f, &later);
+      if (st == CLT_OK && later) {
+        st = run_each(&p, val);
+        if (st == CLT_OK)
+          atomic_fetch_add(&stat_each, 1);
+      }
+    }
     evaluating = was;
     if (st != CLT_OK) {
       /* still pending: a later use tries again, and reports again */

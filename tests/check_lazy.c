@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -828,6 +829,94 @@ START_TEST(test_lazy_what_is_deferred) {
 }
 END_TEST
 
+/* A chain whose fused kernel is not built yet, but whose ops' own kernels are (here: the chain
+ * ran eagerly first), runs op by op while the fused kernel builds in the background
+ * (lib/opencl/program.c), and gives the same bits as the fused kernel, once it is built, and as
+ * the eager ops. A chain whose ops' kernels are not built either is fused at once (one build,
+ * where running op by op would make one per op). Needs a process of its own (CK_FORK), so that
+ * no earlier test has built the chain's kernels in this process's memory; on Oclgrind (serial)
+ * builds stay in the caller's thread and the chain fuses at once. */
+START_TEST(test_lazy_background_build) {
+  if (!cu_forked) {
+    cu_skip("test_lazy_background_build", "needs CK_FORK (a process that built nothing yet)");
+    return;
+  }
+  unsetenv("CLT_BACKGROUND_BUILDS");
+  for (int i = 0; i < cu_cl_count(); i++) {
+    clt_device *d = clt_device_at(i);
+    if (!cu_dtype_ok("test_lazy_background_build", d, CLT_F64))
+      continue;
+    bool background = d->backend->fused && clt__background_builds(d);
+    clt_tensor *a, *b, *row, *n, *keep, *r;
+    make_inputs(d, &a, &b, &row, &n);
+    /* ops whose kernels this process has not built: fused at once, not op by op */
+    clt_lazy_stats c0 = stats();
+    clt_tensor *c1, *c2;
+    CU_OK(clt_atan2(a, b, &c1));
+    CU_OK(clt_expm1(c1, &c2));
+    float *cv = cu_read(c2);
+    ck_assert_msg(stats().evaluations - c0.evaluations == 1 && stats().each == c0.each,
+                  "%s: a chain of unbuilt ops ran op by op", cu_dev_name(d));
+    free(cv);
+    RELEASE(c1, c2);
+    clt_set_lazy(0);
+    clt_tensor *keep_e, *e = chain(a, b, row, n, &keep_e);
+    clt_set_lazy(1);
+    float *each = NULL, *each_keep = NULL, *fused = NULL, *fused_keep = NULL;
+    clt_lazy_stats s0 = stats();
+    r = chain(a, b, row, n, &keep);
+    each = cu_read(r);
+    each_keep = cu_read(keep);
+    RELEASE(r, keep);
+    clt_lazy_stats s1 = stats();
+    ck_assert_msg(s1.evaluations - s0.evaluations == 1 && s1.ops - s0.ops == 14,
+                  "%s: %ld evaluations of %ld ops", cu_dev_name(d), s1.evaluations - s0.evaluations,
+                  s1.ops - s0.ops);
+    ck_assert_msg(s1.each - s0.each == (background ? 1 : 0),
+                  "%s: the first use ran op by op %ld times (background builds %s)",
+                  cu_dev_name(d), s1.each - s0.each, background ? "on" : "off");
+    /* again until the fused kernel is there: a deadline, not a hang */
+    double waited = 0;
+    for (;;) {
+      clt_lazy_stats t0 = stats();
+      r = chain(a, b, row, n, &keep);
+      float *v = cu_read(r), *k = cu_read(keep);
+      RELEASE(r, keep);
+      if (stats().each == t0.each) {
+        fused = v;
+        fused_keep = k;
+        break;
+      }
+      ck_assert_msg(memcmp(v, each, sizeof(float) * N * N) == 0,
+                    "%s: two runs op by op differ", cu_dev_name(d));
+      free(v);
+      free(k);
+      ck_assert_msg(waited < 300, "%s: the fused kernel was not built after %.0f s",
+                    cu_dev_name(d), waited);
+      struct timespec ts = {0, 50000000};
+      nanosleep(&ts, NULL);
+      waited += 0.05;
+    }
+    float *ev = cu_read(e), *ke = cu_read(keep_e);
+    ck_assert_msg(memcmp(each, fused, sizeof(float) * N * N) == 0,
+                  "%s: op by op and fused differ", cu_dev_name(d));
+    ck_assert_msg(memcmp(each_keep, fused_keep, sizeof(float) * N * N) == 0,
+                  "%s: the held intermediate differs (op by op, fused)", cu_dev_name(d));
+    ck_assert_msg(memcmp(each, ev, sizeof(float) * N * N) == 0,
+                  "%s: op by op and eager differ", cu_dev_name(d));
+    ck_assert_msg(memcmp(each_keep, ke, sizeof(float) * N * N) == 0,
+                  "%s: the held intermediate differs (op by op, eager)", cu_dev_name(d));
+    RELEASE(a, b, row, n, e, keep_e);
+    free(each);
+    free(each_keep);
+    free(fused);
+    free(fused_keep);
+    free(ev);
+    free(ke);
+  }
+}
+END_TEST
+
 /* A fused kernel that fails to build: the op returns at once, the read that forces it gets
  * CLT_ERR_BUILD naming the deferred ops, the log and the device; the chain stays pending, so a
  * second read reports it again; releasing it leaks nothing. */
@@ -852,6 +941,9 @@ START_TEST(test_lazy_build_error_at_the_read) {
   fclose(f);
   setenv("CLT_KERNEL_PATH", dir, 1);
   setenv("CLT_CACHE", "0", 1);
+  /* built in the caller's thread: a background build that fails leaves the chain to its ops
+   * (test_lazy_background_build), which this kernel path cannot build either */
+  setenv("CLT_BACKGROUND_BUILDS", "0", 1);
   if (!cu_need_cl("test_lazy_build_error_at_the_read", 1))
     return;
   clt_device *d = clt_device_at(0);
@@ -1061,6 +1153,7 @@ Suite *lazy_suite(void) {
   tcase_add_test(tc, test_lazy_long_chain);
   tcase_add_test(tc, test_lazy_what_is_deferred);
   tcase_add_test(tc, test_lazy_build_error_at_the_read);
+  tcase_add_test(tc, test_lazy_background_build);
   tcase_add_test(tc, test_lazy_into);
   tcase_add_test(tc, test_lazy_threads);
   suite_add_tcase(s, tc);

@@ -59,7 +59,11 @@ void clt__cl_store_conv(clt_dtype compute, clt_dtype out, const char *x, char *b
  * of include/clt_ops.h compute in it, and CLT_IPOW multiplies in it. */
 const char *clt__cl_unsigned_twin(clt_dtype dt);
 /* The backend's `fused` (lib/backend.h). */
-clt_status clt__cl_fused(clt_device *dev, const clt_fused *f);
+clt_status clt__cl_fused(clt_device *dev, const clt_fused *f, bool *later);
+/* Whether the program of op's kernels for these dtypes (in: the operands', by position) is built
+ * on d and in elementwise.c's memo: running op needs no build. */
+bool clt__cl_elementwise_ready(clt_device *d, const clt_op *op, clt_dtype out, clt_dtype compute,
+                               const clt_dtype *in);
 
 /* ---- devices (device.c), continued ------------------------------------------------------ */
 
@@ -135,6 +139,10 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
  * are done. */
 clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
                            const char *kernel, const char *fn, cl_kernel *out);
+/* As clt__get_kernel where the program is built already; else starts its build in the background
+ * (where clt__background_builds) and gives *out NULL: the caller runs without it this time. */
+clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char *defines,
+                                 const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
 /* The program of a user's OpenCL C source (clt_kernel_create) built for dev with options (the
  * user's; $CLT_BUILD_OPTIONS is appended), cached per (device, source, options) beside clt's own

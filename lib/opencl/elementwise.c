@@ -219,6 +219,18 @@ static clt_status variant_kernel(const clt_op *op, clt_tensor *out, clt_tensor *
   return st;
 }
 
+bool clt__cl_elementwise_ready(clt_device *d, const clt_op *op, clt_dtype out, clt_dtype compute,
+                               const clt_dtype *in) {
+  int n = op->arity;
+  clt_dtype ta = n == 3 ? in[1] : in[0], tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]),
+            tk = n == 3 ? in[0] : CLT_BOOL;
+  /* FAST and STRIDED are kernels of one program, TILED of another (which the same operands'
+   * geometry picks again): one in the memo is taken to mean no build */
+  return memo_get(d, memo_key(op, out, compute, tk, ta, tb, FAST)) ||
+         memo_get(d, memo_key(op, out, compute, tk, ta, tb, STRIDED)) ||
+         memo_get(d, memo_key(op, out, compute, tk, ta, tb, TILED));
+}
+
 clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                clt_dtype compute, const clt_bcast *bc) {
   const char *fn = op->fn;

@@ -313,7 +313,25 @@ static void memo_keep(const clt_device *d, const sig *g, uint64_t h, cl_kernel k
   pthread_mutex_unlock(&fuse_memo_lock);
 }
 
-clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
+/* Whether every op of f has its own kernel built on d (clt__cl_elementwise_ready). */
+static bool ops_ready(clt_device *d, const clt_fused *f) {
+  for (int i = 0; i < f->nnodes; i++) {
+    const clt_fused_node *nd = &f->node[i];
+    if (!nd->op)
+      continue;
+    clt_dtype in[3] = {CLT_BOOL, CLT_BOOL, CLT_BOOL};
+    for (int k = 0; k < nd->op->arity; k++) {
+      int a = nd->arg[k];
+      in[k] = a >= 0 ? f->node[a].dtype : f->leaf[-a - 1]->dtype;
+    }
+    if (!clt__cl_elementwise_ready(d, nd->op, nd->dtype, nd->compute, in))
+      return false;
+  }
+  return true;
+}
+
+clt_status clt__cl_fused(clt_device *d, const clt_fused *f, bool *later) {
+  *later = false;
   const char *fn = f->fn;
   clt_leaf_kind kinds[CLT__FUSE_MAX_LEAVES];
   int slot[CLT__FUSE_MAX_LEAVES], nstrided = 0, strided_leaf[CLT__FUSE_MAX_STRIDED];
@@ -337,8 +355,18 @@ clt_status clt__cl_fused(clt_device *d, const clt_fused *f) {
     text t = {defines, sizeof defines, 0, false};
     if ((st = fused_defines(d, f, kinds, slot, nstrided, &t)) != CLT_OK)
       return st;
-    if ((st = clt__get_kernel(d, "fused", defines, "fused", fn, &kern)) != CLT_OK)
+    /* Where each op's own kernel is built, the chain runs op by op while the fused kernel
+     * builds in the background; where one is not, running op by op would build too (and PoCL
+     * builds one program at a time), so the fused kernel is built (or loaded from the disk
+     * cache) here and now: one build where eager mode would make one per op. */
+    st = ops_ready(d, f) ? clt__get_kernel_ready(d, "fused", defines, "fused", fn, &kern)
+                         : clt__get_kernel(d, "fused", defines, "fused", fn, &kern);
+    if (st != CLT_OK)
       return st;
+    if (!kern) { /* being built in the background: lib/lazy.c runs the chain op by op */
+      *later = true;
+      return CLT_OK;
+    }
     memo_keep(d, &sg, h, kern);
   }
 

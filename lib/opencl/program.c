@@ -4,9 +4,11 @@
  * own sources (clt_kernel_create), once per (device, source, options); cached in memory and, as
  * program binaries, on disk so that a second process starts warm. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* syscall(SYS_gettid) */
 #include "cl-internal.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -15,6 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 #include <unistd.h>
 
 typedef struct kernel_entry {
@@ -29,6 +35,7 @@ typedef struct program_entry {
   char *options; /* a user's build options; NULL for clt's own programs */
   cl_program program; /* NULL until built (or after a failed build) */
   bool building;      /* a thread is building it, outside the lock */
+  bool failed;        /* a background build failed: clt__get_kernel_ready stops asking for it */
   kernel_entry *kernels;
   struct program_entry *next;
 } program_entry;
@@ -675,37 +682,162 @@ static clt_status built_entry(clt_device *dev, const char *family, const char *d
   return CLT_OK;
 }
 
-clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
-                           const char *kernel, const char *fn, cl_kernel *out) {
-  program_entry *e = NULL;
-  pthread_mutex_lock(&clt__cl(dev)->programs_lock);
-  clt_status st = built_entry(dev, family, defines, NULL, NULL, fn, &e);
-  if (st != CLT_OK)
-    goto done;
+/* The kernel `kernel` of the built entry e (created once, kept with e). programs_lock held. */
+static clt_status kernel_of(clt_device *dev, program_entry *e, const char *kernel, const char *fn,
+                            cl_kernel *out) {
   kernel_entry *k = e->kernels;
   while (k && strcmp(k->name, kernel) != 0)
     k = k->next;
   if (!k) {
     cl_int err;
     cl_kernel kern = clCreateKernel(e->program, kernel, &err);
-    if (err != CL_SUCCESS) {
-      st = clt__cl_error(err, fn, "clCreateKernel", dev);
-      goto done;
-    }
+    if (err != CL_SUCCESS)
+      return clt__cl_error(err, fn, "clCreateKernel", dev);
     k = calloc(1, sizeof *k);
     if (!k || !(k->name = clt__strdup(kernel))) {
       free(k);
       clReleaseKernel(kern);
-      st = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-      goto done;
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
     }
     k->kernel = kern;
     k->next = e->kernels;
     e->kernels = k;
   }
   *out = k->kernel;
-done:
+  return CLT_OK;
+}
+
+clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defines,
+                           const char *kernel, const char *fn, cl_kernel *out) {
+  program_entry *e = NULL;
+  pthread_mutex_lock(&clt__cl(dev)->programs_lock);
+  clt_status st = built_entry(dev, family, defines, NULL, NULL, fn, &e);
+  if (st == CLT_OK)
+    st = kernel_of(dev, e, kernel, fn, out);
   pthread_mutex_unlock(&clt__cl(dev)->programs_lock);
+  return st;
+}
+
+/* ---- background builds ---------------------------------------------------------------------- */
+/* A build in the background runs on a detached thread of its own, at most BG_MAX at a time; the
+ * exit handler waits for those still running (a build must not be inside the driver's compiler
+ * while exit tears the driver down). Oclgrind is not thread-safe: its builds stay in the
+ * caller's thread. CLT_BACKGROUND_BUILDS=0 turns them off (every build in the caller's thread,
+ * as before). */
+#define BG_MAX 2
+static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bg_done = PTHREAD_COND_INITIALIZER;
+static int bg_running;
+static bool bg_exit_registered;
+
+typedef struct bg_job {
+  clt_device *dev;
+  program_entry *e; /* entries stay until exit */
+} bg_job;
+
+static void bg_wait_all(void) {
+  pthread_mutex_lock(&bg_lock);
+  while (bg_running > 0)
+    pthread_cond_wait(&bg_done, &bg_lock);
+  pthread_mutex_unlock(&bg_lock);
+}
+
+static void *bg_build(void *arg) {
+  bg_job *j = arg;
+#ifdef __linux__
+  /* below the threads that run the chain meanwhile: on a CPU device (PoCL) they share the cores
+   * (Linux gives each thread a nice value of its own) */
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+#endif
+  struct clt_cl_device *c = clt__cl(j->dev);
+  cl_program p = NULL;
+  /* e's family and defines do not change while e->building is set */
+  clt_status st = build(j->dev, j->e->family, j->e->defines, "a background build", &p);
+  pthread_mutex_lock(&c->programs_lock);
+  j->e->program = p;
+  j->e->building = false;
+  j->e->failed = st != CLT_OK;
+  pthread_cond_broadcast(&c->programs_built);
+  pthread_mutex_unlock(&c->programs_lock);
+  free(j);
+  pthread_mutex_lock(&bg_lock);
+  bg_running--;
+  pthread_cond_broadcast(&bg_done);
+  pthread_mutex_unlock(&bg_lock);
+  return NULL;
+}
+
+bool clt__background_builds(const clt_device *dev) {
+  if (dev->backend != &clt__opencl_backend)
+    return false;
+  const char *v = getenv("CLT_BACKGROUND_BUILDS");
+  return !(v && strcmp(v, "0") == 0) && !clt__cl(dev)->serial;
+}
+
+/* Starts e's build on a thread of its own; false where none can start now. programs_lock held,
+ * e neither built nor building. */
+static bool bg_start(clt_device *dev, program_entry *e) {
+  bg_job *j = malloc(sizeof *j);
+  if (!j)
+    return false;
+  *j = (bg_job){dev, e};
+  pthread_mutex_lock(&bg_lock);
+  bool ok = bg_running < BG_MAX;
+  if (ok && !bg_exit_registered)
+    ok = bg_exit_registered = atexit(bg_wait_all) == 0;
+  pthread_attr_t a;
+  pthread_t t;
+  if (ok && pthread_attr_init(&a) == 0) {
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    e->building = true;
+    ok = pthread_create(&t, &a, bg_build, j) == 0;
+    pthread_attr_destroy(&a);
+    if (ok)
+      bg_running++;
+    else
+      e->building = false;
+  } else {
+    ok = false;
+  }
+  pthread_mutex_unlock(&bg_lock);
+  if (!ok)
+    free(j);
+  return ok;
+}
+
+clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char *defines,
+                                 const char *kernel, const char *fn, cl_kernel *out) {
+  if (!clt__background_builds(dev))
+    return clt__get_kernel(dev, family, defines, kernel, fn, out);
+  struct clt_cl_device *c = clt__cl(dev);
+  *out = NULL;
+  pthread_mutex_lock(&c->programs_lock);
+  if (!c->programs && !(c->programs = calloc(1, sizeof *c->programs))) {
+    pthread_mutex_unlock(&c->programs_lock);
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
+  program_entry *e = c->programs->head;
+  while (e && !entry_is(e, family, defines, NULL))
+    e = e->next;
+  clt_status st = CLT_OK;
+  if (e && e->program) {
+    st = kernel_of(dev, e, kernel, fn, out);
+  } else if (!e || (!e->building && !e->failed)) {
+    if (!e) {
+      e = calloc(1, sizeof *e);
+      if (!e || !(e->family = clt__strdup(family)) || !(e->defines = clt__strdup(defines))) {
+        if (e)
+          free(e->family);
+        free(e);
+        pthread_mutex_unlock(&c->programs_lock);
+        return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+      }
+      e->next = c->programs->head;
+      c->programs->head = e;
+    }
+    bg_start(dev, e); /* none started (too many running): a later call tries again */
+  }
+  pthread_mutex_unlock(&c->programs_lock);
   return st;
 }
 
