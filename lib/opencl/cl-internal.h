@@ -131,6 +131,27 @@ clt_status clt__maybe_sync(cl_event ev, clt_device *dev, const char *fn);
 
 /* ---- programs (program.c) --------------------------------------------------------------- */
 
+/* ---- the disk cache (disk_cache.c) ---- */
+#define CLT__CACHE_DIR_MAX 4096
+/* A program's key (the SHA-256 of everything that can change its binary) and its file. */
+typedef struct clt__cache_key {
+  unsigned char hash[32];
+  char path[CLT__CACHE_DIR_MAX + 80];
+} clt__cache_key;
+/* Whether programs for dev go through the disk cache. */
+bool clt__cl_use_disk_cache(const clt_device *dev);
+/* clBuildProgram for dev alone, one build at a time in the process (program.c). */
+cl_int clt__cl_build_program(clt_device *dev, cl_program p, const char *opts);
+/* The key of the program of the sources srcs (joined in order) built with opts for dev, and its
+ * file's path; false when the disk cache is off. */
+bool clt__cl_cache_key(clt_device *dev, const char *opts, const char *const srcs[3],
+                       clt__cache_key *k);
+/* The program of entry k, built from its binary for dev; NULL where there is none, or it is
+ * damaged or refused (never an error: the caller builds from source). */
+cl_program clt__cl_cache_load(clt_device *dev, const clt__cache_key *k, const char *opts);
+/* Writes p's binary for dev as entry k (atomically; failures are ignored). */
+void clt__cl_cache_store(clt_device *dev, const clt__cache_key *k, cl_program p);
+
 /* The kernel `kernel` of kernels/<family>.cl built for dev, the source preceded by defines (lines
  * such as "#define T float\n": the dtype and op macros travel in the source, not as -D options,
  * since drivers split option strings differently). Cached per (device, family, defines); threads
