@@ -140,8 +140,6 @@ typedef struct clt__cache_key {
 } clt__cache_key;
 /* Whether programs for dev go through the disk cache. */
 bool clt__cl_use_disk_cache(const clt_device *dev);
-/* clBuildProgram for dev alone, one build at a time in the process (program.c). */
-cl_int clt__cl_build_program(clt_device *dev, cl_program p, const char *opts);
 /* The key of the program of the sources srcs (joined in order) built with opts for dev, and its
  * file's path; false when the disk cache is off. */
 bool clt__cl_cache_key(clt_device *dev, const char *opts, const char *const srcs[3],

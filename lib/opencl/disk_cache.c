@@ -245,7 +245,7 @@ cl_program clt__cl_cache_load(clt_device *dev, const clt__cache_key *k, const ch
     p = NULL;
     goto out;
   }
-  if (clt__cl_build_program(dev, p, opts) != CL_SUCCESS) {
+  if (clBuildProgram(p, 1, &clt__cl(dev)->id, opts, NULL, NULL) != CL_SUCCESS) {
     clReleaseProgram(p);
     p = NULL;
     goto out;

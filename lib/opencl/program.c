@@ -90,18 +90,9 @@ static char *load_source(const char *name, const char *fn) {
 }
 
 
-/* One driver build at a time in the process. PoCL 3.1's compiler crashed (a segfault inside
- * clang's header search) when a build for one device ran while another thread built for a
- * second device; the compilers inside drivers are not all safe to enter twice at once. Builds are
- * rare (each program once per process, then the caches), so the queue this makes costs little. */
-static pthread_mutex_t driver_build_lock = PTHREAD_MUTEX_INITIALIZER;
-
-cl_int clt__cl_build_program(clt_device *dev, cl_program p, const char *opts) {
-  pthread_mutex_lock(&driver_build_lock);
-  cl_int err = clBuildProgram(p, 1, &clt__cl(dev)->id, opts, NULL, NULL);
-  pthread_mutex_unlock(&driver_build_lock);
-  return err;
-}
+/* Builds from source that this process has finished (the exit wait of background builds, below,
+ * needs it). */
+static atomic_int compiles_done;
 
 /* Builds the program of the sources srcs (joined in this order) for dev with opts, through the
  * disk cache. A build failure is CLT_ERR_BUILD with the device, what was built (`what`), the
@@ -120,7 +111,8 @@ static clt_status build_sources(clt_device *dev, const char *const srcs[3], cons
   p = clCreateProgramWithSource(clt__cl(dev)->context, 3, (const char **)srcs, NULL, &err);
   if (err != CL_SUCCESS)
     return clt__cl_error(err, fn, "clCreateProgramWithSource", dev);
-  err = clt__cl_build_program(dev, p, opts);
+  err = clBuildProgram(p, 1, &clt__cl(dev)->id, opts, NULL, NULL);
+  atomic_fetch_add(&compiles_done, 1);
   if (err != CL_SUCCESS) {
     size_t log_size = 0;
     clGetProgramBuildInfo(p, clt__cl(dev)->id, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size);
@@ -285,16 +277,26 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
 }
 
 /* ---- background builds ---------------------------------------------------------------------- */
-/* A build in the background runs on a detached thread of its own, at most BG_MAX at a time; the
- * exit handler waits for those still running (a build must not be inside the driver's compiler
- * while exit tears the driver down). Oclgrind is not thread-safe: its builds stay in the
- * caller's thread. CLT_BACKGROUND_BUILDS=0 turns them off (every build in the caller's thread,
- * as before). */
+/* A build in the background runs on a detached thread of its own, at most BG_MAX at a time.
+ * Oclgrind is not thread-safe: its builds stay in the caller's thread. CLT_BACKGROUND_BUILDS=0
+ * turns them off (every build in the caller's thread, as before).
+ *
+ * The exit. A program may return from main while a build is still inside the driver's compiler,
+ * and exit() then runs the destructors of the compiler's static objects under it: PoCL's clang
+ * crashed so (in its header search) whenever the build in flight was the process's first
+ * compile, as in any second run of a program whose per-operation kernels load from the disk
+ * cache: the statics that compile constructs are registered with atexit after clt's handler, so
+ * they are destroyed first. So exit() waits for the builds in flight (bg_wait_all), and that
+ * handler is registered anew after every compile that may have registered statics of its own:
+ * at the start of each background build when a compile has finished since the last
+ * registration. And the process's first compile is never a background one: before it, a tiny
+ * program is built in the caller's thread (warm_up, a few tens of milliseconds, once per process),
+ * which constructs the compiler's statics before the handler that must outlive them. */
 #define BG_MAX 2
 static pthread_mutex_t bg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t bg_done = PTHREAD_COND_INITIALIZER;
 static int bg_running;
-static bool bg_exit_registered;
+static int bg_registered_after = -1; /* compiles_done at the last atexit(bg_wait_all) */
 
 typedef struct bg_job {
   clt_device *dev;
@@ -306,6 +308,20 @@ static void bg_wait_all(void) {
   while (bg_running > 0)
     pthread_cond_wait(&bg_done, &bg_lock);
   pthread_mutex_unlock(&bg_lock);
+}
+
+/* Builds a kernel of nothing from source for dev: the first compile of the process, so that the
+ * driver's compiler sets its statics up in the caller's thread (see above). Failures are
+ * ignored: the real build reports its own. */
+static void warm_up(clt_device *dev) {
+  const char *src = "__kernel void clt_warm_up(void) {}\n";
+  cl_int err;
+  cl_program p = clCreateProgramWithSource(clt__cl(dev)->context, 1, &src, NULL, &err);
+  if (err != CL_SUCCESS)
+    return;
+  clBuildProgram(p, 1, &clt__cl(dev)->id, "-cl-std=CL1.2", NULL, NULL);
+  atomic_fetch_add(&compiles_done, 1);
+  clReleaseProgram(p);
 }
 
 static void *bg_build(void *arg) {
@@ -349,8 +365,12 @@ static bool bg_start(clt_device *dev, program_entry *e) {
   *j = (bg_job){dev, e};
   pthread_mutex_lock(&bg_lock);
   bool ok = bg_running < BG_MAX;
-  if (ok && !bg_exit_registered)
-    ok = bg_exit_registered = atexit(bg_wait_all) == 0;
+  int seen = atomic_load(&compiles_done);
+  if (ok && seen != bg_registered_after) {
+    ok = atexit(bg_wait_all) == 0;
+    if (ok)
+      bg_registered_after = seen;
+  }
   pthread_attr_t a;
   pthread_t t;
   if (ok && pthread_attr_init(&a) == 0) {
@@ -375,6 +395,8 @@ clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char
                                  const char *kernel, const char *fn, cl_kernel *out) {
   if (!clt__background_builds(dev))
     return clt__get_kernel(dev, family, defines, kernel, fn, out);
+  if (atomic_load(&compiles_done) == 0)
+    warm_up(dev);
   struct clt_cl_device *c = clt__cl(dev);
   *out = NULL;
   pthread_mutex_lock(&c->programs_lock);
