@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* backend.h - the table of functions a device kind implements, and the op descriptions the
- * dispatcher hands to it. Adding an op: one clt_op entry (dispatch.c), one host loop, one
- * kernel expression, one test. Adding a backend: one more struct clt_backend. */
+ * dispatcher hands to it. Adding an elementwise op: one row of CLT_ELEMENTWISE_OPS
+ * (include/clt_ops.h), which gives its declaration, its clt_op entry, its OpenCL C expression and
+ * its host loop; the backend-ops harness (tests/check_backend_ops.c) then tests it on every
+ * device. Adding a backend: one more struct clt_backend. */
 #ifndef CLT_BACKEND_H
 #define CLT_BACKEND_H
 
@@ -30,8 +32,8 @@ typedef enum clt_result_rule {
 /* The kinds of compute dtype an expression exists for. */
 typedef enum clt_expr_kind { CLT__EXPR_FLOAT, CLT__EXPR_INT, CLT__EXPR_BOOL } clt_expr_kind;
 
-/* An elementwise operation: a row of clt_ops.h as data, which the dispatcher, the kernel source
- * and a later fusing step read. */
+/* An elementwise operation: a row of clt_ops.h as data, which the dispatcher, the kernel sources
+ * and the lazy fuser (lib/lazy.c, lib/opencl/fuse.c) read. */
 typedef struct clt_op {
   clt_op_kind kind;
   const char *name;    /* "add": the kernel is named <name>_<result dtype> */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "check_util.h"
 
 /* ---- the operations under test ------------------------------------------------------------ */
@@ -1883,6 +1884,49 @@ END_TEST
 
 /* One TCase per operation, named after it (as in check_backend_ops.c), so that
  * CK_RUN_CASE=eq tests/check_clt runs every test of eq; then the tests of rules that span ops. */
+/* docs/operations.md restates each row of clt_ops.h in its table of the elementwise operations:
+ * the two must not drift. Every op has exactly one row, with its arity and its ulps as the table
+ * in the code has them, and the doc has no row for an op that does not exist. */
+START_TEST(test_ops_doc_table) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/docs/operations.md", CLT_TOP_SRCDIR);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  int seen[CLT__OP_COUNT] = {0};
+  int rows = 0;
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    char name[64];
+    int arity, ulps, len = 0;
+    /* | `add` | 2 | promoted (wraps) | float, integer, bool | 0 | a + b | */
+    if (sscanf(line, "| `%63[a-z0-9_]` | %d |%n", name, &arity, &len) != 2 || len == 0)
+      continue;
+    const char *c = line + len;
+    for (int col = 0; col < 2 && c; col++) /* past "result" and "takes" */
+      if ((c = strchr(c, '|')))
+        c++;
+    ck_assert_msg(c && sscanf(c, " %d |", &ulps) == 1, "%s: the row of %s has no ulps column",
+                  path, name);
+    rows++;
+    int k = 0;
+    while (k < CLT__OP_cast && strcmp(clt__ops[k].name, name) != 0)
+      k++;
+    ck_assert_msg(k < CLT__OP_cast, "%s has a row for `%s`, which clt_ops.h does not have", path,
+                  name);
+    seen[k]++;
+    ck_assert_msg(arity == clt__ops[k].arity, "%s: `%s` has %d operands there, %d in clt_ops.h",
+                  path, name, arity, clt__ops[k].arity);
+    ck_assert_msg(ulps == clt__ops[k].ulps, "%s: `%s` allows %d ulps there, %d in clt_ops.h",
+                  path, name, ulps, clt__ops[k].ulps);
+  }
+  fclose(f);
+  for (int k = 0; k < CLT__OP_cast; k++)
+    ck_assert_msg(seen[k] == 1, "%s: `%s` of clt_ops.h has %d rows (want 1)", path,
+                  clt__ops[k].name, seen[k]);
+  ck_assert_int_eq(rows, CLT__OP_cast);
+}
+END_TEST
+
 static void add_op_case(Suite *s, const char *name, const TTest *t, int i) {
   TCase *tc = cu_tcase(name);
   tcase_add_loop_test(tc, t, i, i + 1);
@@ -2007,6 +2051,7 @@ Suite *ops_suite(void) {
   tcase_add_test(tc, test_compare_broadcast);
   tcase_add_test(tc, test_bool_refused);
   tcase_add_test(tc, test_ops_divergences);
+  tcase_add_test(tc, test_ops_doc_table);
   suite_add_tcase(s, tc);
   tc = cu_tcase("forms");
   tcase_add_test(tc, test_out);
