@@ -1138,9 +1138,10 @@ CLT_API clt_status clt_kernel_build(clt_kernel *k, clt_device *dev, int *nargs);
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or t, index outside 0..65535, access without CLT_READ or
  *  CLT_WRITE or with unknown bits, a non-contiguous view, a view with an offset without
  *  CLT_OFFSET, index holding the offset of a tensor set at index - 1 with CLT_OFFSET, or CLT_OFFSET
- *  given where index + 1 holds a tensor set with CLT_OFFSET), CLT_ERR_UNSUPPORTED (t is
- *  on the host: a kernel runs on an OpenCL device; move t with clt_to),
- *  CLT_ERR_OUT_OF_MEMORY. */
+ *  given where index + 1 holds a tensor set with CLT_OFFSET), CLT_ERR_UNSUPPORTED (t is not on
+ *  an OpenCL device, the host's for one: the message names the device k runs on, that of its
+ *  first tensor argument, else the one it was last built for, else the OpenCL devices there are,
+ *  and the clt_to call that copies t there), CLT_ERR_OUT_OF_MEMORY. */
 CLT_API clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t, int access);
 
 /** Sets argument index of k to the size bytes at value (copied): a scalar of the kernel's
