@@ -561,7 +561,31 @@ START_TEST(test_hostile) {
   write_st(path, ~(uint64_t)0, "{\"h\":{\"dtype\":\"I16\",\"shape\":[1],\"data_offsets\":[0,2]}}",
            2);
   CU_FAILS(clt_load(path, NULL, &q), CLT_ERR_UNSUPPORTED, "clt_load");
-  ck_assert_ptr_nonnull(strstr(clt_last_error(), "I16"));
+  char want[512];
+  snprintf(want, sizeof want,
+           "clt_load: %s: tensor 'h': dtype I16 has no clt equivalent (clt has F32, F64, I32, "
+           "I64, U8, BOOL, F16 and BF16); convert it before saving",
+           path);
+  ck_assert_str_eq(clt_last_error(), want);
+  /* Both messages list every dtype clt has (a new one cannot be left out). */
+  for (int dt = 0; dt < CLT_DTYPE_COUNT; dt++) {
+    char upper[16];
+    const char *n = cu_dt_name((clt_dtype)dt);
+    size_t k = 0;
+    for (; n[k] && k + 1 < sizeof upper; k++)
+      upper[k] = (char)(n[k] >= 'a' && n[k] <= 'z' ? n[k] - 'a' + 'A' : n[k]);
+    upper[k] = '\0';
+    ck_assert_msg(strstr(clt_last_error(), upper) != NULL, "%s missing from: %s", upper,
+                  clt_last_error());
+  }
+  write_st(path, ~(uint64_t)0, "{\"a\":{\"dtype\":\"X99\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+           1);
+  CU_FAILS(clt_load(path, NULL, &q), CLT_ERR_FORMAT, "clt_load");
+  snprintf(want, sizeof want,
+           "clt_load: %s: tensor 'a': unknown dtype \"X99\" (expected F32, F64, I32, I64, U8, "
+           "BOOL, F16 or BF16)",
+           path);
+  ck_assert_str_eq(clt_last_error(), want);
 
   /* header lengths that lie */
   static const uint64_t lens[] = {~(uint64_t)0,

@@ -27,16 +27,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The one table of the dtypes clt reads and writes: every clt dtype, by its safetensors name.
+ * Messages list the supported dtypes from it (dtype_list). */
 static const struct {
   const char *name;
   clt_dtype dt;
 } st_dtypes[] = {{"F32", CLT_F32}, {"F64", CLT_F64},   {"I32", CLT_I32}, {"I64", CLT_I64},
                  {"U8", CLT_U8},   {"BOOL", CLT_BOOL}, {"F16", CLT_F16}, {"BF16", CLT_BF16}};
+_Static_assert(sizeof st_dtypes / sizeof st_dtypes[0] == CLT_DTYPE_COUNT,
+               "every clt dtype needs its safetensors name in st_dtypes");
 
 /* safetensors dtypes that clt has no tensor type for. */
 static const char *const st_unsupported[] = {"F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3",
                                              "F6_E3M2", "F4",      "I8",      "I16",
                                              "U16",     "U32",     "U64",     "C64"};
+
+/* The names of st_dtypes as a list for a message, "F32, F64, ..., F16 or BF16", with last
+ * ("or", "and") before the last one. */
+static void dtype_list(char *buf, size_t size, const char *last) {
+  size_t n = sizeof st_dtypes / sizeof st_dtypes[0], used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n && used < size; i++) {
+    const char *sep = i == 0 ? "" : i + 1 < n ? ", " : last;
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", sep, st_dtypes[i].name);
+  }
+}
 
 const char *clt__st_dtype_name(clt_dtype dt) {
   for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
@@ -76,17 +91,19 @@ static clt_status parse_dtype(parser *p, tinfo *t) {
       free(name);
       return CLT_OK;
     }
+  char list[128];
   for (size_t i = 0; i < sizeof st_unsupported / sizeof st_unsupported[0]; i++)
     if (strcmp(name, st_unsupported[i]) == 0) {
+      dtype_list(list, sizeof list, " and ");
       s = clt__error(CLT_ERR_UNSUPPORTED, "clt_load",
-                     "%s: tensor '%.200s': dtype %s has no clt equivalent (clt has F32, F64, I32, "
-                     "I64, U8 and BOOL); convert it before saving",
-                     p->path, t->name, name);
+                     "%s: tensor '%.200s': dtype %s has no clt equivalent (clt has %s); convert "
+                     "it before saving",
+                     p->path, t->name, name, list);
       free(name);
       return s;
     }
-  s = clt__st_fmt_error(p, t->name,
-                        "unknown dtype \"%.40s\" (expected F32, F64, I32, I64, U8 or BOOL)", name);
+  dtype_list(list, sizeof list, " or ");
+  s = clt__st_fmt_error(p, t->name, "unknown dtype \"%.40s\" (expected %s)", name, list);
   free(name);
   return s;
 }
