@@ -516,7 +516,8 @@ static const struct hostile {
     {"no colon", "{\"a\" {\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", "bad JSON", 1},
     {"deep nesting", "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
      "expected an object", 0},
-    {"metadata not strings", "{" T_A ",\"__metadata__\":{\"clt.device.a\":7}}", "strings", 8},
+    {"metadata not strings", "{" T_A ",\"__metadata__\":{\"clt.device.a\":7}}",
+     "__metadata__ values must be strings, but the value of \"clt.device.a\" is a number", 8},
     {"metadata not an object", "{" T_A ",\"__metadata__\":[]}", "object", 8},
     {"metadata twice", "{" T_A ",\"__metadata__\":{},\"__metadata__\":{}}", "twice", 8},
     {"duplicate metadata key",
@@ -1021,7 +1022,14 @@ START_TEST(test_sharded) {
       {"\"a\": \"../model-00001-of-00002.safetensors\"", "without '..'", CLT_ERR_FORMAT},
       {"\"a\": \"/etc/passwd\"", "relative to the index's directory", CLT_ERR_FORMAT},
       {"", "\"weight_map\" is empty", CLT_ERR_FORMAT},
-      {"\"a\": 5", "must be strings", CLT_ERR_FORMAT},
+      /* a bad value is blamed on its tensor, not on "__metadata__" */
+      {"\"a\": \"model-00001-of-00002.safetensors\", \"b\": 5, \"c\": "
+       "\"model-00002-of-00002.safetensors\"",
+       "tensor 'b': its value in \"weight_map\" must be a string, the file name of its shard, not "
+       "a number (byte ",
+       CLT_ERR_FORMAT},
+      {"\"b\": [\"model-00002-of-00002.safetensors\"]", "tensor 'b': its value in \"weight_map\"",
+       CLT_ERR_FORMAT},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_index(dir, bad[i].map);
@@ -1030,8 +1038,16 @@ START_TEST(test_sharded) {
                   clt_last_error());
     cu_assert_prefix(clt_last_error(), "clt_load", bad[i].map);
     assert_names(idx, bad[i].expect, NULL);
+    ck_assert_msg(!strstr(clt_last_error(), "__metadata__"), "%s", clt_last_error());
     ck_assert_ptr_eq(q, CU_SENTINEL);
   }
+  /* A weight_map that is not an object is named as such. */
+  static const char not_object[] = "{\"weight_map\": [\"a\"]}";
+  write_bytes(idx, not_object, strlen(not_object));
+  CU_FAILS(clt_load(idx, NULL, &q), CLT_ERR_FORMAT, "clt_load");
+  char want[512];
+  snprintf(want, sizeof want, "clt_load: %s: \"weight_map\" must be an object of strings", idx);
+  ck_assert_str_eq(clt_last_error(), want);
   /* A tensor in two shards. */
   snprintf(path, sizeof path, "%s/dup.safetensors", dir);
   write_st(path, ~(uint64_t)0, SHARD_A, 8);

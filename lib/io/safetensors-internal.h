@@ -88,8 +88,10 @@ clt_status clt__st_parse_uint(parser *p, const char *tensor, const char *what, u
 /* Skips one JSON value of any kind, nested at most 64 deep below depth. */
 clt_status clt__st_skip_value(parser *p, int depth);
 /* An object of strings into p->m (p->nm entries), p->have_meta set; refused if p already has
- * one. */
-clt_status clt__st_parse_metadata(parser *p);
+ * one. what names the object in messages ("__metadata__", "\"weight_map\""); with tensor_keys its
+ * keys are tensor names (a weight_map), and a value that is not a string is blamed on its
+ * tensor. */
+clt_status clt__st_parse_string_map(parser *p, const char *what, bool tensor_keys);
 /* Frees what p holds: its tensors' names and its entries. */
 void clt__st_parser_free(parser *p);
 /* Orders meta entries by key (qsort). */

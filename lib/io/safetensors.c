@@ -198,7 +198,7 @@ static clt_status parse_header(parser *p) {
       }
       if (strcmp(key, "__metadata__") == 0) {
         free(key);
-        if ((s = clt__st_parse_metadata(p)) != CLT_OK)
+        if ((s = clt__st_parse_string_map(p, "__metadata__", false)) != CLT_OK)
           return s;
         continue;
       }

@@ -38,7 +38,7 @@ static clt_status parse_index(parser *p) {
       if (p->have_meta)
         return clt__st_fmt_error(p, NULL, "the index has \"weight_map\" twice");
       /* the same shape as __metadata__: an object of strings */
-      if ((s = clt__st_parse_metadata(p)) != CLT_OK)
+      if ((s = clt__st_parse_string_map(p, "\"weight_map\"", true)) != CLT_OK)
         return s;
     } while (eat(p, ','));
     if (!eat(p, '}'))

@@ -220,15 +220,37 @@ clt_status clt__st_skip_value(parser *p, int depth) {
   return p->pos > start ? CLT_OK : clt__st_syntax(p, "expected a value");
 }
 
-clt_status clt__st_parse_metadata(parser *p) {
+/* What the JSON value at p's position is, for a message. */
+static const char *value_kind(const parser *p) {
+  if (p->pos >= p->n)
+    return "nothing";
+  switch (p->s[p->pos]) {
+  case '{':
+    return "an object";
+  case '[':
+    return "an array";
+  case 't':
+  case 'f':
+    return "a boolean";
+  case 'n':
+    return "null";
+  default:
+    return (p->s[p->pos] >= '0' && p->s[p->pos] <= '9') || p->s[p->pos] == '-' ? "a number"
+                                                                               : "not JSON";
+  }
+}
+
+clt_status clt__st_parse_string_map(parser *p, const char *what, bool tensor_keys) {
   clt_status s;
   if (p->have_meta)
-    return clt__st_fmt_error(p, NULL, "__metadata__ appears twice");
+    return clt__st_fmt_error(p, NULL, "%s appears twice", what);
   p->have_meta = true;
   if (!eat(p, '{'))
-    return clt__st_fmt_error(p, NULL, "__metadata__ must be an object of strings");
+    return clt__st_fmt_error(p, NULL, "%s must be an object of strings", what);
   if (eat(p, '}'))
     return CLT_OK;
+  char expect[64];
+  snprintf(expect, sizeof expect, "expected a key of %s", what);
   do {
     if (p->nm == p->mcap) {
       size_t cap = p->mcap ? 2 * p->mcap : 16;
@@ -239,7 +261,7 @@ clt_status clt__st_parse_metadata(parser *p) {
       p->mcap = cap;
     }
     meta *m = &p->m[p->nm];
-    if ((s = clt__st_parse_string(p, "expected a __metadata__ key", &m->key)) != CLT_OK)
+    if ((s = clt__st_parse_string(p, expect, &m->key)) != CLT_OK)
       return s;
     if (!eat(p, ':')) {
       free(m->key);
@@ -247,8 +269,18 @@ clt_status clt__st_parse_metadata(parser *p) {
     }
     ws(p);
     if (p->pos >= p->n || p->s[p->pos] != '"') {
+      if (tensor_keys)
+        s = clt__st_fmt_error(p, m->key,
+                              "its value in %s must be a string, the file name of its shard, "
+                              "not %s (byte %zu)",
+                              what, value_kind(p), p->pos);
+      else
+        s = clt__st_fmt_error(p, NULL,
+                              "%s values must be strings, but the value of \"%.200s\" is %s "
+                              "(byte %zu)",
+                              what, m->key, value_kind(p), p->pos);
       free(m->key);
-      return clt__st_fmt_error(p, NULL, "__metadata__ values must be strings (byte %zu)", p->pos);
+      return s;
     }
     if ((s = clt__st_parse_string(p, "expected a string", &m->value)) != CLT_OK) {
       free(m->key);
@@ -256,8 +288,10 @@ clt_status clt__st_parse_metadata(parser *p) {
     }
     p->nm++;
   } while (eat(p, ','));
-  if (!eat(p, '}'))
-    return clt__st_syntax(p, "expected ',' or '}' in __metadata__");
+  if (!eat(p, '}')) {
+    snprintf(expect, sizeof expect, "expected ',' or '}' in %s", what);
+    return clt__st_syntax(p, expect);
+  }
   return CLT_OK;
 }
 
