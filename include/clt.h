@@ -970,8 +970,11 @@ CLT_API clt_status clt_save(const char *path, const clt_params *p);
  *  __metadata__ as the set's metadata, less clt's "clt.device." entries). Given a sharded
  *  checkpoint's index (model.safetensors.index.json), loads every shard its "weight_map" names
  *  (file names relative to the index's directory) into one set, shard by shard in the order the
- *  map first names them; a missing shard is CLT_ERR_IO, a tensor listed twice, in two shards or
- *  not in the shard the map names is CLT_ERR_FORMAT. Every tensor is allocated on its device
+ *  map first names them. The map is what the checkpoint holds: a tensor of a shard that the map
+ *  does not name is not loaded (its header entry is validated with the rest of the shard, its
+ *  bytes are not read). A missing shard is CLT_ERR_IO; a tensor listed twice, in two shards
+ *  (even when the map names only one of them) or not in the shard the map names is
+ *  CLT_ERR_FORMAT. Every tensor is allocated on its device
  *  before any tensor's bytes are read (a tensor too big fails at once), then each is read once:
  *  straight into a host tensor's memory, or through two reused host staging buffers onto a
  *  device (asynchronous copies, ordered like clt_to's). A file that is not safetensors (a

@@ -1005,6 +1005,27 @@ START_TEST(test_sharded) {
   clt_params_release(q);
   q = CU_SENTINEL;
 
+  /* Only what the index names is loaded: "c" is in the second shard, but not in the map. Its
+   * bytes are not read either (an upload to a device counts them). */
+  write_index(dir, "\"a\": \"model-00001-of-00002.safetensors\", \"b\": "
+                   "\"model-00002-of-00002.safetensors\"");
+  clt_transfer_stats before, after;
+  CU_OK(clt_transfer_stats_get(where, &before));
+  CU_OK(clt_load(idx, where, &q));
+  CU_OK(clt_transfer_stats_get(where, &after));
+  ck_assert_uint_eq(clt_params_count(q), 2);
+  ck_assert_str_eq(clt_params_name_at(q, 0), "a");
+  ck_assert_str_eq(clt_params_name_at(q, 1), "b");
+  ck_assert_ptr_null(clt_params_get(q, "c"));
+  cu_assert_meta(clt_params_get(q, "b"), CLT_U8, where, 1, s3, "b");
+  CU_OK(clt_tensor_read(clt_params_get(q, "b"), bb, sizeof bb));
+  ck_assert(bb[0] == 1 && bb[1] == 1 && bb[2] == 1);
+  ck_assert_str_eq(clt_params_metadata(q, "format"), "pt"); /* the shard's metadata is kept */
+  if (where != clt_cpu())
+    ck_assert_uint_eq(after.h2d_bytes - before.h2d_bytes, 8 + 3); /* a and b, not c's 4 */
+  clt_params_release(q);
+  q = CU_SENTINEL;
+
   /* What is wrong is named. */
   struct {
     const char *map, *expect;

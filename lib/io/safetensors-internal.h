@@ -34,6 +34,7 @@ typedef struct tinfo {
   int64_t shape[CLT_MAX_DIMS];
   uint64_t begin, end;
   const char *device; /* from __metadata__, or NULL */
+  bool skip;          /* not loaded: in a shard, but not named by the index's weight_map */
 } tinfo;
 
 /* One entry of an object of strings (__metadata__, an index's weight_map). */

@@ -719,7 +719,8 @@ static int cmp_slot_name(const void *a, const void *b) {
   return strcmp((*(slot *const *)a)->t->name, (*(slot *const *)b)->t->name);
 }
 
-/* The tensors of nf validated files into a new set: every device resolved and every tensor
+/* The tensors of nf validated files, less those marked skip, into a new set: every device
+ * resolved and every tensor
  * allocated before any byte is read, then each tensor read once, in file order, straight into
  * its host memory or through the staging buffers onto its device. */
 clt_status clt__st_load_files(st_file *files, size_t nf, clt_device *map, clt_params **out) {
@@ -727,7 +728,8 @@ clt_status clt__st_load_files(st_file *files, size_t nf, clt_device *map, clt_pa
   clt_status s = CLT_OK;
   size_t n = 0;
   for (size_t i = 0; i < nf; i++)
-    n += files[i].p.nt;
+    for (size_t k = 0; k < files[i].p.nt; k++)
+      n += !files[i].p.t[k].skip;
   slot *slots = calloc(n ? n : 1, sizeof *slots);
   slot **order = malloc((n ? n : 1) * sizeof *order);
   clt_params *params = NULL;
@@ -739,6 +741,8 @@ clt_status clt__st_load_files(st_file *files, size_t nf, clt_device *map, clt_pa
   n = 0;
   for (size_t i = 0; i < nf; i++)
     for (size_t k = 0; k < files[i].p.nt; k++) {
+      if (files[i].p.t[k].skip)
+        continue;
       slots[n] = (slot){&files[i].p.t[k], &files[i], NULL, NULL};
       order[n] = &slots[n];
       n++;

@@ -53,6 +53,7 @@ static clt_status parse_index(parser *p) {
 typedef struct name_at {
   const char *name;
   size_t file;
+  tinfo *t;
 } name_at;
 
 static int cmp_name_at(const void *a, const void *b) {
@@ -153,7 +154,9 @@ clt_status clt__st_load_index(const st_source *src, clt_device *map, clt_params 
       goto done;
     total += f->p.nt;
   }
-  /* The weight map against the shards: no tensor twice, each where the index says. */
+  /* The weight map against the shards: no tensor twice, each where the index says. A name in
+   * two shards is refused even when the map names only one of them: shards of two saves are
+   * mixed, and which copy is right is a guess. */
   if (!(names = malloc((total ? total : 1) * sizeof *names))) {
     s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "%s: out of host memory", path);
     goto done;
@@ -161,7 +164,7 @@ clt_status clt__st_load_index(const st_source *src, clt_device *map, clt_params 
   size_t n = 0;
   for (size_t k = 0; k < nshards; k++)
     for (size_t i = 0; i < files[k].p.nt; i++)
-      names[n++] = (name_at){files[k].p.t[i].name, k};
+      names[n++] = (name_at){files[k].p.t[i].name, k, &files[k].p.t[i]};
   qsort(names, n, sizeof *names, cmp_name_at);
   for (size_t i = 1; i < n; i++)
     if (strcmp(names[i - 1].name, names[i].name) == 0) {
@@ -171,6 +174,10 @@ clt_status clt__st_load_index(const st_source *src, clt_device *map, clt_params 
                      path, names[i].name, files[names[i - 1].file].path, files[names[i].file].path);
       goto done;
     }
+  /* Only what the map names is loaded: a tensor of a shard that it does not name is skipped
+   * (its header was validated with the rest of the shard). */
+  for (size_t i = 0; i < n; i++)
+    names[i].t->skip = true;
   if (ip.nm > 1)
     qsort(ip.m, ip.nm, sizeof *ip.m, clt__st_cmp_meta);
   for (size_t i = 0; i < ip.nm; i++) {
@@ -181,7 +188,8 @@ clt_status clt__st_load_index(const st_source *src, clt_device *map, clt_params 
                      path, ip.m[i].key, ip.m[i - 1].value, ip.m[i].value);
       goto done;
     }
-    name_at key = {ip.m[i].key, 0}, *hit = bsearch(&key, names, n, sizeof *names, cmp_name_at);
+    name_at key = {ip.m[i].key, 0, NULL},
+            *hit = bsearch(&key, names, n, sizeof *names, cmp_name_at);
     size_t k = 0;
     while (k < nshards && strcmp(shard[k], ip.m[i].value) != 0)
       k++;
@@ -200,6 +208,7 @@ clt_status clt__st_load_index(const st_source *src, clt_device *map, clt_params 
                      path, ip.m[i].key, files[k].path, files[hit->file].path);
       goto done;
     }
+    hit->t->skip = false;
   }
   s = clt__st_load_files(files, nshards, map, out);
 done:
