@@ -966,12 +966,42 @@ CLT_API const char *clt_params_metadata_key_at(const clt_params *p, size_t i);
  *  which the message says), CLT_ERR_OUT_OF_MEMORY, and those of clt_tensor_read. */
 CLT_API clt_status clt_save(const char *path, const clt_params *p);
 
+/** Writes the set into the existing directory dir as a sharded checkpoint, the layout that
+ *  transformers' save_pretrained writes and from_pretrained (4.x and 5.x) and clt_load read:
+ *  shards "model-00001-of-00003.safetensors", ... (numbers of at least 5 digits), each a
+ *  safetensors file as clt_save writes it (the set's metadata and "format": "pt" in each, and
+ *  the devices of its own tensors), and "model.safetensors.index.json":
+ *  {"metadata": {"total_size": <bytes of tensor data>}, "weight_map": {"<name>": "<shard>", ...}}.
+ *  The shards hold runs of the set in its order, each at most max_shard_bytes of tensor data
+ *  (headers not counted), filled in turn; a tensor larger than max_shard_bytes is a shard of its
+ *  own. The index is written even when one shard holds everything
+ *  ("model-00001-of-00001.safetensors"), so that dir always has the same layout: load it with
+ *  clt_load("<dir>/model.safetensors.index.json", ...), which gives the set back in its order.
+ *  Device tensors are read back with a blocking copy, as clt_save does.
+ *  Every file is written under a temporary name beside it and flushed to disk (fsync) before any
+ *  is renamed into place; then the shards are renamed, the index last, and the directory is
+ *  flushed. A failure before the renames (a full disk, a tensor that cannot be read) leaves dir
+ *  as it was (no file replaced, no temporary file left); a crash during the renames can leave
+ *  some shards of the new save beside the previous index, each file whole, and a process killed
+ *  before them leaves its temporary files "<file>.tmp-<pid>-<n>" as clt_save does. Files of an
+ *  earlier save that this one does not overwrite (shards "of-0000N" of another count, a
+ *  "model.safetensors" written by clt_save, which transformers prefers over an index) are left
+ *  in place: clt never deletes files it did not create.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL or empty dir, NULL p, max_shard_bytes 0, a set
+ *  without tensors), CLT_ERR_IO (dir missing or not a directory; a file that cannot be written
+ *  or renamed, with its path and the system's message), CLT_ERR_OUT_OF_MEMORY, and those of
+ *  clt_tensor_read. */
+CLT_API clt_status clt_save_sharded(const char *dir, const clt_params *p, size_t max_shard_bytes);
+
 /** Reads a safetensors file into a new set (tensors in the header's order, the header's
  *  __metadata__ as the set's metadata, less clt's "clt.device." entries). Given a sharded
  *  checkpoint's index (model.safetensors.index.json), loads every shard its "weight_map" names
  *  (file names relative to the index's directory) into one set, shard by shard in the order the
- *  map first names them; a missing shard is CLT_ERR_IO, a tensor listed twice, in two shards or
- *  not in the shard the map names is CLT_ERR_FORMAT. Every tensor is allocated on its device
+ *  map first names them. The map is what the checkpoint holds: a tensor of a shard that the map
+ *  does not name is not loaded (its header entry is validated with the rest of the shard, its
+ *  bytes are not read). A missing shard is CLT_ERR_IO; a tensor listed twice, in two shards
+ *  (even when the map names only one of them) or not in the shard the map names is
+ *  CLT_ERR_FORMAT. Every tensor is allocated on its device
  *  before any tensor's bytes are read (a tensor too big fails at once), then each is read once:
  *  straight into a host tensor's memory, or through two reused host staging buffers onto a
  *  device (asynchronous copies, ordered like clt_to's). A file that is not safetensors (a
@@ -1138,9 +1168,10 @@ CLT_API clt_status clt_kernel_build(clt_kernel *k, clt_device *dev, int *nargs);
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL k or t, index outside 0..65535, access without CLT_READ or
  *  CLT_WRITE or with unknown bits, a non-contiguous view, a view with an offset without
  *  CLT_OFFSET, index holding the offset of a tensor set at index - 1 with CLT_OFFSET, or CLT_OFFSET
- *  given where index + 1 holds a tensor set with CLT_OFFSET), CLT_ERR_UNSUPPORTED (t is
- *  on the host: a kernel runs on an OpenCL device; move t with clt_to),
- *  CLT_ERR_OUT_OF_MEMORY. */
+ *  given where index + 1 holds a tensor set with CLT_OFFSET), CLT_ERR_UNSUPPORTED (t is not on
+ *  an OpenCL device, the host's for one: the message names the device k runs on, that of its
+ *  first tensor argument, else the one it was last built for, else the OpenCL devices there are,
+ *  and the clt_to call that copies t there), CLT_ERR_OUT_OF_MEMORY. */
 CLT_API clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t, int access);
 
 /** Sets argument index of k to the size bytes at value (copied): a scalar of the kernel's

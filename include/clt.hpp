@@ -812,6 +812,11 @@ public:
   }
   /** Writes a safetensors checkpoint that remembers each tensor's device. */
   void save(const std::string &path) const { detail::check(clt_save(path.c_str(), p_)); }
+  /** Writes a sharded checkpoint into the existing directory dir: shards of at most
+   *  max_shard_bytes of tensor data and model.safetensors.index.json (clt_save_sharded). */
+  void save_sharded(const std::string &dir, size_t max_shard_bytes) const {
+    detail::check(clt_save_sharded(dir.c_str(), p_, max_shard_bytes));
+  }
   /** Reads one back: onto the devices saved, or all onto map_location when it is given. */
   static Params load(const std::string &path, Device map_location = Device()) {
     clt_params *p = nullptr;

@@ -21,8 +21,9 @@
  * Devices. Host tensors are exchanged as kDLCPU (data is the host pointer). OpenCL tensors as
  * kDLOpenCL, following DLPack's convention that data holds the cl_mem handle (not a host address)
  * and byte_offset the offset into it; device_id is clt's device index, n for "cl:n".
- * dtypes: f32, f64 (kDLFloat 32/64), i32, i64 (kDLInt 32/64), u8 (kDLUInt 8) and bool (type code
- * 6, kDLBool in DLPack 0.8 and later, 8 bits), one lane.
+ * dtypes: f16, f32, f64 (kDLFloat 16/32/64), bf16 (kDLBfloat 16), i32, i64 (kDLInt 32/64), u8
+ * (kDLUInt 8) and bool (type code 6, kDLBool in DLPack 0.8 and later, 8 bits), one lane: every
+ * clt dtype.
  */
 #ifndef CLT_DLPACK_H
 #define CLT_DLPACK_H

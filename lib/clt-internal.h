@@ -62,10 +62,19 @@ typedef struct clt__afile {
 clt_status clt__afile_open(clt__afile *f, const char *path, const char *fn);
 /* Writes all n bytes (retrying short writes and EINTR). On failure, call clt__afile_abort. */
 clt_status clt__afile_write(clt__afile *f, const void *data, size_t n, const char *fn);
-/* fsync, close, rename over path, fsync of the directory. On failure before the rename the
- * temporary file is removed and path is untouched; the one failure after it (the directory's
- * fsync) is reported with a message saying the new file is in place. */
+/* fsync and close, without the rename yet: a save of several files (clt_save_sharded) writes
+ * and closes each before it renames any. On failure the temporary file is removed. */
+clt_status clt__afile_close(clt__afile *f, const char *fn);
+/* fsync and close (unless clt__afile_close did), rename over path, fsync of the directory. On
+ * failure before the rename the temporary file is removed and path is untouched; the one
+ * failure after it (the directory's fsync) is reported with a message saying the new file is in
+ * place. */
 clt_status clt__afile_commit(clt__afile *f, const char *fn);
+/* The first two steps of clt__afile_commit: fsync and close (unless done), rename over path. */
+clt_status clt__afile_rename(clt__afile *f, const char *fn);
+/* The last step of clt__afile_commit: fsync of the directory of path, after the renames into
+ * it. */
+clt_status clt__afile_sync_dir(const char *path, const char *fn);
 /* Closes and removes the temporary file (after a failure). */
 void clt__afile_abort(clt__afile *f);
 
@@ -184,9 +193,9 @@ struct clt_tensor {
   int64_t shape[CLT_MAX_DIMS];
   int64_t strides[CLT_MAX_DIMS]; /* in elements; 0 along an expanded dimension */
   int64_t numel;
-  size_t nbytes;    /* numel elements' bytes (not the span a strided view covers) */
-  size_t offset;    /* of the first element in the storage, in bytes */
-  bool contiguous;  /* strides are C order's for the shape (dimensions of size 1 aside) */
+  size_t nbytes;   /* numel elements' bytes (not the span a strided view covers) */
+  size_t offset;   /* of the first element in the storage, in bytes */
+  bool contiguous; /* strides are C order's for the shape (dimensions of size 1 aside) */
   clt_storage *storage;
 };
 

@@ -516,7 +516,8 @@ static const struct hostile {
     {"no colon", "{\"a\" {\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", "bad JSON", 1},
     {"deep nesting", "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
      "expected an object", 0},
-    {"metadata not strings", "{" T_A ",\"__metadata__\":{\"clt.device.a\":7}}", "strings", 8},
+    {"metadata not strings", "{" T_A ",\"__metadata__\":{\"clt.device.a\":7}}",
+     "__metadata__ values must be strings, but the value of \"clt.device.a\" is a number", 8},
     {"metadata not an object", "{" T_A ",\"__metadata__\":[]}", "object", 8},
     {"metadata twice", "{" T_A ",\"__metadata__\":{},\"__metadata__\":{}}", "twice", 8},
     {"duplicate metadata key",
@@ -561,7 +562,31 @@ START_TEST(test_hostile) {
   write_st(path, ~(uint64_t)0, "{\"h\":{\"dtype\":\"I16\",\"shape\":[1],\"data_offsets\":[0,2]}}",
            2);
   CU_FAILS(clt_load(path, NULL, &q), CLT_ERR_UNSUPPORTED, "clt_load");
-  ck_assert_ptr_nonnull(strstr(clt_last_error(), "I16"));
+  char want[512];
+  snprintf(want, sizeof want,
+           "clt_load: %s: tensor 'h': dtype I16 has no clt equivalent (clt has F32, F64, I32, "
+           "I64, U8, BOOL, F16 and BF16); convert it before saving",
+           path);
+  ck_assert_str_eq(clt_last_error(), want);
+  /* Both messages list every dtype clt has (a new one cannot be left out). */
+  for (int dt = 0; dt < CLT_DTYPE_COUNT; dt++) {
+    char upper[16];
+    const char *n = cu_dt_name((clt_dtype)dt);
+    size_t k = 0;
+    for (; n[k] && k + 1 < sizeof upper; k++)
+      upper[k] = (char)(n[k] >= 'a' && n[k] <= 'z' ? n[k] - 'a' + 'A' : n[k]);
+    upper[k] = '\0';
+    ck_assert_msg(strstr(clt_last_error(), upper) != NULL, "%s missing from: %s", upper,
+                  clt_last_error());
+  }
+  write_st(path, ~(uint64_t)0, "{\"a\":{\"dtype\":\"X99\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+           1);
+  CU_FAILS(clt_load(path, NULL, &q), CLT_ERR_FORMAT, "clt_load");
+  snprintf(want, sizeof want,
+           "clt_load: %s: tensor 'a': unknown dtype \"X99\" (expected F32, F64, I32, I64, U8, "
+           "BOOL, F16 or BF16)",
+           path);
+  ck_assert_str_eq(clt_last_error(), want);
 
   /* header lengths that lie */
   static const uint64_t lens[] = {~(uint64_t)0,
@@ -980,6 +1005,27 @@ START_TEST(test_sharded) {
   clt_params_release(q);
   q = CU_SENTINEL;
 
+  /* Only what the index names is loaded: "c" is in the second shard, but not in the map. Its
+   * bytes are not read either (an upload to a device counts them). */
+  write_index(dir, "\"a\": \"model-00001-of-00002.safetensors\", \"b\": "
+                   "\"model-00002-of-00002.safetensors\"");
+  clt_transfer_stats before, after;
+  CU_OK(clt_transfer_stats_get(where, &before));
+  CU_OK(clt_load(idx, where, &q));
+  CU_OK(clt_transfer_stats_get(where, &after));
+  ck_assert_uint_eq(clt_params_count(q), 2);
+  ck_assert_str_eq(clt_params_name_at(q, 0), "a");
+  ck_assert_str_eq(clt_params_name_at(q, 1), "b");
+  ck_assert_ptr_null(clt_params_get(q, "c"));
+  cu_assert_meta(clt_params_get(q, "b"), CLT_U8, where, 1, s3, "b");
+  CU_OK(clt_tensor_read(clt_params_get(q, "b"), bb, sizeof bb));
+  ck_assert(bb[0] == 1 && bb[1] == 1 && bb[2] == 1);
+  ck_assert_str_eq(clt_params_metadata(q, "format"), "pt"); /* the shard's metadata is kept */
+  if (where != clt_cpu())
+    ck_assert_uint_eq(after.h2d_bytes - before.h2d_bytes, 8 + 3); /* a and b, not c's 4 */
+  clt_params_release(q);
+  q = CU_SENTINEL;
+
   /* What is wrong is named. */
   struct {
     const char *map, *expect;
@@ -997,7 +1043,14 @@ START_TEST(test_sharded) {
       {"\"a\": \"../model-00001-of-00002.safetensors\"", "without '..'", CLT_ERR_FORMAT},
       {"\"a\": \"/etc/passwd\"", "relative to the index's directory", CLT_ERR_FORMAT},
       {"", "\"weight_map\" is empty", CLT_ERR_FORMAT},
-      {"\"a\": 5", "must be strings", CLT_ERR_FORMAT},
+      /* a bad value is blamed on its tensor, not on "__metadata__" */
+      {"\"a\": \"model-00001-of-00002.safetensors\", \"b\": 5, \"c\": "
+       "\"model-00002-of-00002.safetensors\"",
+       "tensor 'b': its value in \"weight_map\" must be a string, the file name of its shard, not "
+       "a number (byte ",
+       CLT_ERR_FORMAT},
+      {"\"b\": [\"model-00002-of-00002.safetensors\"]", "tensor 'b': its value in \"weight_map\"",
+       CLT_ERR_FORMAT},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_index(dir, bad[i].map);
@@ -1006,8 +1059,16 @@ START_TEST(test_sharded) {
                   clt_last_error());
     cu_assert_prefix(clt_last_error(), "clt_load", bad[i].map);
     assert_names(idx, bad[i].expect, NULL);
+    ck_assert_msg(!strstr(clt_last_error(), "__metadata__"), "%s", clt_last_error());
     ck_assert_ptr_eq(q, CU_SENTINEL);
   }
+  /* A weight_map that is not an object is named as such. */
+  static const char not_object[] = "{\"weight_map\": [\"a\"]}";
+  write_bytes(idx, not_object, strlen(not_object));
+  CU_FAILS(clt_load(idx, NULL, &q), CLT_ERR_FORMAT, "clt_load");
+  char want[512];
+  snprintf(want, sizeof want, "clt_load: %s: \"weight_map\" must be an object of strings", idx);
+  ck_assert_str_eq(clt_last_error(), want);
   /* A tensor in two shards. */
   snprintf(path, sizeof path, "%s/dup.safetensors", dir);
   write_st(path, ~(uint64_t)0, SHARD_A, 8);
@@ -1019,6 +1080,256 @@ START_TEST(test_sharded) {
   CU_FAILS(clt_load(idx, NULL, &q), CLT_ERR_FORMAT, "clt_load");
   assert_names(path, "PyTorch", NULL);
   ck_assert_ptr_eq(q, CU_SENTINEL);
+  rmdir_all(dir);
+}
+END_TEST
+
+/* ---- sharded saves ------------------------------------------------------------------------ */
+
+/* The set that test_save_sharded saves with max_shard_bytes 600: each tensor with the shard it
+ * must land in (runs of the set in its order, at most 600 bytes of data each, "big" alone since
+ * it is larger than that). */
+static const struct shard_spec {
+  const char *name;
+  clt_dtype dt;
+  int ndim;
+  int64_t shape[2];
+  int shard;
+} shard_specs[] = {
+    {"embed.weight", CLT_F32, 2, {16, 8}, 1},   /* 512 bytes */
+    {"layer.0.bias", CLT_F16, 1, {8}, 1},       /* 16: 528 */
+    {"layer.0.weight", CLT_BF16, 2, {8, 8}, 2}, /* 128: 656 would pass 600 */
+    {"big", CLT_I64, 1, {100}, 3},              /* 800: larger than 600, alone */
+    {"count", CLT_F64, 1, {3}, 4},              /* 24 */
+    {"mask", CLT_BOOL, 1, {5}, 4},              /* 5 */
+    {"ids", CLT_I32, 2, {2, 2}, 4},             /* 16 */
+    {"none", CLT_U8, 2, {0, 3}, 4},             /* 0 */
+    {"scale \"q\"", CLT_F32, 0, {0}, 4},        /* 4, a name JSON escapes */
+};
+#define SHARD_MAX 600
+#define SHARD_COUNT 4
+
+/* The set of shard_specs on dev with random elements (seeded by seed); f64 as i64 where dev has
+ * no fp64. */
+static clt_params *shard_set(clt_device *dev, uint64_t seed) {
+  clt_params *p;
+  CU_OK(clt_params_create(&p));
+  CU_OK(clt_params_set_metadata(p, "note", "sharded by clt"));
+  cu_rng r;
+  cu_rng_seed(&r, seed);
+  for (size_t i = 0; i < sizeof shard_specs / sizeof shard_specs[0]; i++) {
+    const struct shard_spec *sp = &shard_specs[i];
+    clt_dtype dt = sp->dt == CLT_F64 && !clt_device_has_fp64(dev) ? CLT_I64 : sp->dt;
+    int64_t n = 1;
+    for (int d = 0; d < sp->ndim; d++)
+      n *= sp->shape[d];
+    void *buf = cu_malloc((size_t)n * clt_dtype_size(dt));
+    cu_fill(buf, dt, n, &r, -100, 100, 0);
+    clt_tensor *t = cu_tensor(buf, dt, sp->ndim, sp->shape, dev);
+    CU_OK(clt_params_add(p, sp->name, t));
+    clt_tensor_release(t);
+    free(buf);
+  }
+  return p;
+}
+
+/* The names in dir, sorted, joined by spaces (temporary files included). */
+static void list_dir(const char *dir, char *out, size_t size) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ls -A '%s' | sort | tr '\\n' ' '", dir);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(out, 1, size - 1, f);
+  out[n] = '\0';
+  pclose(f);
+}
+
+/* clt_save_sharded on cpu and on each OpenCL device: the shards' names and the index's exact
+ * text, each shard a safetensors file of its own run of the set, and the set back bit for bit
+ * through the index, on the devices saved and mapped to cpu; then saved again over itself, and
+ * as one shard when everything fits. */
+START_TEST(test_save_sharded) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    if (d > 0 && !cu_is_cl(devs[d]))
+      continue;
+    char *dir = tmpdir(), idx[128], path[128], names[1024], want[4096];
+    snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", dir);
+    clt_params *p = shard_set(devs[d], 100 + (uint64_t)d), *q;
+    CU_OK(clt_save_sharded(dir, p, SHARD_MAX));
+    list_dir(dir, names, sizeof names);
+    ck_assert_str_eq(names, "model-00001-of-00004.safetensors model-00002-of-00004.safetensors "
+                            "model-00003-of-00004.safetensors model-00004-of-00004.safetensors "
+                            "model.safetensors.index.json ");
+    /* The index, as transformers writes it (the set's order). */
+    uint64_t total = 0;
+    for (size_t i = 0; i < clt_params_count(p); i++)
+      total += clt_tensor_nbytes(clt_params_tensor_at(p, i));
+    int used = snprintf(want, sizeof want,
+                        "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {",
+                        (unsigned long long)total);
+    for (size_t i = 0; i < sizeof shard_specs / sizeof shard_specs[0]; i++)
+      used += snprintf(want + used, sizeof want - (size_t)used,
+                       "%s\n    \"%s\": \"model-%05d-of-%05d.safetensors\"", i ? "," : "",
+                       i == 8 ? "scale \\\"q\\\"" : shard_specs[i].name, shard_specs[i].shard,
+                       SHARD_COUNT);
+    snprintf(want + used, sizeof want - (size_t)used, "\n  }\n}\n");
+    size_t n;
+    char *text = (char *)slurp(idx, &n);
+    text[n] = '\0';
+    ck_assert_str_eq(text, want);
+    free(text);
+    /* Each shard is a safetensors file of its own tensors, in the set's order. */
+    for (int k = 1; k <= SHARD_COUNT; k++) {
+      snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", dir, k, SHARD_COUNT);
+      CU_OK(clt_load(path, NULL, &q));
+      size_t at = 0;
+      for (size_t i = 0; i < sizeof shard_specs / sizeof shard_specs[0]; i++)
+        if (shard_specs[i].shard == k) {
+          ck_assert_uint_gt(clt_params_count(q), at);
+          ck_assert_str_eq(clt_params_name_at(q, at++), shard_specs[i].name);
+        }
+      ck_assert_uint_eq(clt_params_count(q), at);
+      ck_assert_str_eq(clt_params_metadata(q, "format"), "pt");
+      ck_assert_str_eq(clt_params_metadata(q, "note"), "sharded by clt");
+      clt_params_release(q);
+    }
+    /* The whole set back through the index: where it was saved, and on cpu. */
+    CU_OK(clt_load(idx, NULL, &q));
+    assert_same(p, q, NULL);
+    ck_assert_str_eq(clt_params_metadata(q, "note"), "sharded by clt");
+    clt_params_release(q);
+    CU_OK(clt_load(idx, clt_cpu(), &q));
+    assert_same(p, q, clt_cpu());
+    clt_params_release(q);
+    /* Saved again over itself, with other values: replaced whole, nothing left beside. */
+    clt_params *p2 = shard_set(devs[d], 200 + (uint64_t)d);
+    CU_OK(clt_save_sharded(dir, p2, SHARD_MAX));
+    list_dir(dir, names, sizeof names);
+    ck_assert_uint_eq(strlen(names), strlen("model-00001-of-00004.safetensors ") * 4 +
+                                         strlen("model.safetensors.index.json "));
+    CU_OK(clt_load(idx, NULL, &q));
+    assert_same(p2, q, NULL);
+    clt_params_release(q);
+    clt_params_release(p2);
+    /* Everything fits: one shard, and the index all the same. */
+    char *one = tmpdir();
+    CU_OK(clt_save_sharded(one, p, (size_t)1 << 30));
+    list_dir(one, names, sizeof names);
+    ck_assert_str_eq(names, "model-00001-of-00001.safetensors model.safetensors.index.json ");
+    snprintf(idx, sizeof idx, "%s/model.safetensors.index.json", one);
+    CU_OK(clt_load(idx, NULL, &q));
+    assert_same(p, q, NULL);
+    clt_params_release(q);
+    /* A limit of 1 byte: every tensor is larger, so each is a shard of its own (the empty one
+     * too, since nothing joins a shard of a tensor that is larger than the limit). */
+    CU_OK(clt_save_sharded(one, p, 1));
+    for (int k = 8; k <= 9; k++) {
+      snprintf(path, sizeof path, "%s/model-%05d-of-00009.safetensors", one, k);
+      CU_OK(clt_load(path, NULL, &q));
+      ck_assert_uint_eq(clt_params_count(q), 1);
+      ck_assert_str_eq(clt_params_name_at(q, 0), k == 8 ? "none" : "scale \"q\"");
+      clt_params_release(q);
+    }
+    rmdir_all(one);
+    clt_params_release(p);
+    rmdir_all(dir);
+  }
+}
+END_TEST
+
+/* Bad arguments are refused with messages that say what to do, before anything is written; a
+ * save that fails half-way leaves the previous checkpoint as it was, and no temporary file. */
+START_TEST(test_save_sharded_errors) {
+  char *dir = tmpdir(), path[128], before[1024], after[1024];
+  clt_params *p = sample_set(clt_cpu()), *empty, *q;
+  CU_OK(clt_params_create(&empty));
+  CU_FAILS(clt_save_sharded(NULL, p, 100), CLT_ERR_INVALID_ARGUMENT, "clt_save_sharded");
+  ck_assert_str_eq(clt_last_error(), "clt_save_sharded: dir is NULL or empty");
+  CU_FAILS(clt_save_sharded("", p, 100), CLT_ERR_INVALID_ARGUMENT, "clt_save_sharded");
+  CU_FAILS(clt_save_sharded(dir, NULL, 100), CLT_ERR_INVALID_ARGUMENT, "clt_save_sharded");
+  ck_assert_str_eq(clt_last_error(), "clt_save_sharded: p is NULL");
+  CU_FAILS(clt_save_sharded(dir, p, 0), CLT_ERR_INVALID_ARGUMENT, "clt_save_sharded");
+  ck_assert_str_eq(clt_last_error(),
+                   "clt_save_sharded: max_shard_bytes is 0; give the most bytes of tensor data a "
+                   "shard may hold (transformers' default max_shard_size is 5 GB: 5000000000)");
+  CU_FAILS(clt_save_sharded(dir, empty, 100), CLT_ERR_INVALID_ARGUMENT, "clt_save_sharded");
+  ck_assert_ptr_nonnull(strstr(clt_last_error(), "no tensors"));
+  snprintf(path, sizeof path, "%s/missing", dir);
+  CU_FAILS(clt_save_sharded(path, p, 100), CLT_ERR_IO, "clt_save_sharded");
+  char want[512];
+  snprintf(want, sizeof want,
+           "clt_save_sharded: cannot save into the directory %s: %s; create it first", path,
+           strerror(ENOENT));
+  ck_assert_str_eq(clt_last_error(), want);
+  snprintf(path, sizeof path, "%s/file", dir);
+  write_bytes(path, "x", 1);
+  CU_FAILS(clt_save_sharded(path, p, 100), CLT_ERR_IO, "clt_save_sharded");
+  assert_names(path, "is not a directory", NULL);
+  ck_assert_int_eq(unlink(path), 0);
+  list_dir(dir, before, sizeof before);
+  ck_assert_str_eq(before, ""); /* nothing was written */
+
+  /* A rename that fails (the second shard's name is a directory) says what was replaced. */
+  char sub[128];
+  snprintf(sub, sizeof sub, "%s/model-00002-of-00002.safetensors", dir);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  CU_FAILS(clt_save_sharded(dir, p, 8), CLT_ERR_IO, "clt_save_sharded");
+  assert_names(sub, "renaming", "1 of the 3 files had been renamed into place already",
+               "save again", NULL);
+  ck_assert_int_eq(rmdir(sub), 0);
+  list_dir(dir, after, sizeof after);
+  ck_assert_str_eq(after, "model-00001-of-00002.safetensors "); /* no temporary file */
+
+  /* A failure half-way (the second shard passes RLIMIT_FSIZE): the previous save is intact. */
+  CU_OK(clt_save_sharded(dir, p, 8)); /* weight (24 bytes) and bias (8): two shards */
+  list_dir(dir, before, sizeof before);
+  ck_assert_str_eq(before, "model-00001-of-00002.safetensors model-00002-of-00002.safetensors "
+                           "model.safetensors.index.json ");
+  size_t n0, n1;
+  snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", dir);
+  unsigned char *shard0 = slurp(path, &n0);
+  snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+  unsigned char *index0 = slurp(path, &n1);
+  if (!cu_forked) {
+    cu_skip("test_save_sharded_errors", "the failing write needs a forked child (CK_FORK=no)");
+  } else {
+    clt_params *big;
+    CU_OK(clt_params_create(&big));
+    int64_t small[1] = {4}, large[1] = {1 << 16};
+    clt_tensor *a, *b;
+    CU_OK(clt_full(CLT_F32, 1, small, 1, clt_cpu(), &a));
+    CU_OK(clt_full(CLT_F32, 1, large, 2, clt_cpu(), &b));
+    CU_OK(clt_params_add(big, "a", a));
+    CU_OK(clt_params_add(big, "b", b));
+    clt_tensor_release(a);
+    clt_tensor_release(b);
+    struct rlimit lim = {65536, 65536};
+    signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    CU_FAILS(clt_save_sharded(dir, big, 16), CLT_ERR_IO, "clt_save_sharded");
+    ck_assert_msg(strstr(clt_last_error(), "writing") != NULL, "%s", clt_last_error());
+    list_dir(dir, after, sizeof after);
+    ck_assert_str_eq(after, before);
+    size_t m;
+    snprintf(path, sizeof path, "%s/model-00001-of-00002.safetensors", dir);
+    unsigned char *b0 = slurp(path, &m);
+    ck_assert(m == n0 && memcmp(b0, shard0, m) == 0);
+    free(b0);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    b0 = slurp(path, &m);
+    ck_assert(m == n1 && memcmp(b0, index0, m) == 0);
+    free(b0);
+    CU_OK(clt_load(path, NULL, &q));
+    assert_same(p, q, NULL);
+    clt_params_release(q);
+    clt_params_release(big);
+  }
+  free(shard0);
+  free(index0);
+  clt_params_release(empty);
+  clt_params_release(p);
   rmdir_all(dir);
 }
 END_TEST
@@ -1109,7 +1420,8 @@ START_TEST(test_python) {
 END_TEST
 
 /* transformers' from_pretrained takes what clt_save writes: a tiny GPT-2 made here (nothing is
- * downloaded), loaded by clt, saved again as loaded (its "format" kept) and with the format
+ * downloaded), loaded by clt, saved again as loaded (its "format" kept), as a sharded checkpoint
+ * (clt_save_sharded: several shards and model.safetensors.index.json) and with the format
  * removed (clt adds "pt"), each read back by transformers with the same weights. Needs torch and
  * transformers, which CI does not install: skipped where they are missing; test_save_bytes checks
  * the "format" entry in C. */
@@ -1130,17 +1442,19 @@ START_TEST(test_transformers) {
       "    torch.manual_seed(0)\n"
       "    cfg = GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=16, n_positions=8)\n"
       "    GPT2LMHeadModel(cfg).save_pretrained(d + '/ref', safe_serialization=True)\n"
-      "    for k in ('kept', 'added'):\n"
+      "    for k in ('kept', 'added', 'sharded'):\n"
       "        os.makedirs(d + '/' + k)\n"
       "        shutil.copy(d + '/ref/config.json', d + '/' + k)\n"
       "else:\n"
       "    ref = GPT2LMHeadModel.from_pretrained(d + '/ref').state_dict()\n"
-      "    for k in ('kept', 'added'):\n"
+      "    shards = [f for f in os.listdir(d + '/sharded') if f.endswith('.safetensors')]\n"
+      "    assert len(shards) > 1, shards\n"
+      "    for k in ('kept', 'added', 'sharded'):\n"
       "        got = GPT2LMHeadModel.from_pretrained(d + '/' + k).state_dict()\n"
       "        assert got.keys() == ref.keys(), k\n"
       "        for n in ref:\n"
       "            assert torch.equal(got[n], ref[n]), (k, n)\n"
-      "    print('transformers', transformers.__version__, 'loaded both')\n";
+      "    print('transformers', transformers.__version__, 'loaded all three')\n";
   write_bytes(script, py, strlen(py));
   snprintf(cmd, sizeof cmd, "python3 %s make %s", script, dir);
   ck_assert_msg(system(cmd) == 0, "making the model failed (see its output above)");
@@ -1150,6 +1464,8 @@ START_TEST(test_transformers) {
   ck_assert_str_eq(clt_params_metadata(q, "format"), "pt");
   snprintf(path, sizeof path, "%s/kept/model.safetensors", dir);
   CU_OK(clt_save(path, q));
+  snprintf(path, sizeof path, "%s/sharded", dir); /* shards of at most 1 KiB of weights */
+  CU_OK(clt_save_sharded(path, q, 1024));
   CU_OK(clt_params_set_metadata(q, "format", NULL));
   snprintf(path, sizeof path, "%s/added/model.safetensors", dir);
   CU_OK(clt_save(path, q));
@@ -1179,6 +1495,8 @@ Suite *io_suite(void) {
   tcase_add_test(tc, test_too_big_fails_before_reading);
   tcase_add_test(tc, test_staged_upload);
   tcase_add_test(tc, test_sharded);
+  tcase_add_test(tc, test_save_sharded);
+  tcase_add_test(tc, test_save_sharded_errors);
   tcase_add_test(tc, test_transformers);
   suite_add_tcase(s, tc);
   return s;

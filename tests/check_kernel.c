@@ -323,10 +323,40 @@ START_TEST(test_kernel_devices_refused) {
   CU_OK(clt_ones(CLT_F32, 1, shape, clt_device_at(0), &t0));
   clt_kernel *k;
   CU_OK(clt_kernel_create(axpy_src, "axpy", NULL, &k));
-  /* A host tensor: the kernel runs on an OpenCL device. */
+  /* A host tensor. The message says where the kernel runs and how to copy the tensor there, as
+   * the same-device rule's messages do: with no tensor set and no build yet, the OpenCL devices
+   * there are. */
+  char want[512], list[256] = "";
+  for (int i = 0; i < cu_cl_count(); i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+             clt_device_name(clt_device_at(i)));
+  snprintf(want, sizeof want,
+           "clt_kernel_set_tensor: t (argument 0 of kernel axpy) is on cpu, but a kernel runs on "
+           "an OpenCL device (%s); copy t to one first with clt_to(t, clt_device_at(0), &t_dev)",
+           list);
   CU_FAILS(clt_kernel_set_tensor(k, 0, h, CLT_READ), CLT_ERR_UNSUPPORTED, "clt_kernel_set_tensor");
-  assert_has("clt_to");
-  assert_has("OpenCL device");
+  ck_assert_str_eq(clt_last_error(), want);
+  /* With a tensor set, the device of that argument. */
+  CU_OK(clt_kernel_set_tensor(k, 0, t0, CLT_READ | CLT_WRITE));
+  CU_FAILS(clt_kernel_set_tensor(k, 1, h, CLT_READ), CLT_ERR_UNSUPPORTED, "clt_kernel_set_tensor");
+  ck_assert_str_eq(
+      clt_last_error(),
+      "clt_kernel_set_tensor: t (argument 1 of kernel axpy) is on cpu, but kernel axpy "
+      "runs on cl:0, where its argument 0 is; copy t there first with "
+      "clt_to(t, clt_device_at(0), &t_dev)");
+  /* Without tensors, the device the kernel was last built for. */
+  clt_kernel *built;
+  int last = cu_cl_count() - 1;
+  CU_OK(clt_kernel_create(axpy_src, "axpy", NULL, &built));
+  CU_OK(clt_kernel_build(built, clt_device_at(last), NULL));
+  snprintf(want, sizeof want,
+           "clt_kernel_set_tensor: t (argument 2 of kernel axpy) is on cpu, but kernel axpy was "
+           "built for cl:%d; copy t there first with clt_to(t, clt_device_at(%d), &t_dev)",
+           last, last);
+  CU_FAILS(clt_kernel_set_tensor(built, 2, h, CLT_READ), CLT_ERR_UNSUPPORTED,
+           "clt_kernel_set_tensor");
+  ck_assert_str_eq(clt_last_error(), want);
+  clt_kernel_release(built);
   if (cu_cl_count() > 1) {
     CU_OK(clt_ones(CLT_F32, 1, shape, clt_device_at(1), &t1));
     float a = 1;

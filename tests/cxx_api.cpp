@@ -17,6 +17,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <type_traits>
 #include <unistd.h>
 #include <vector>
@@ -246,6 +247,18 @@ static void params_events(clt::Device dev) {
   CHECK(q.size() == 2 && q.device() == clt::cpu() && same(q["w"].to_vector<float>(), {1, 1, 1, 1}));
   clt::Params moved = std::move(q);
   CHECK(moved.size() == 2 && q.get() == nullptr);
+  // Sharded: w (16 bytes) and b (8) in two shards of at most 8 bytes, read back through the index.
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/clt-cxx-sharded-" +
+                    std::to_string(static_cast<long>(getpid()));
+  CHECK(mkdir(dir.c_str(), 0700) == 0);
+  p.save_sharded(dir, 8);
+  clt::Params r = clt::Params::load(dir + "/model.safetensors.index.json", clt::cpu());
+  CHECK(r.size() == 2 && r.name_at(0) == "w" && same(r["w"].to_vector<float>(), {1, 1, 1, 1}));
+  CHECK_THROWS(p.save_sharded(dir, 0), CLT_ERR_INVALID_ARGUMENT, "clt_save_sharded: ");
+  for (const char *f : {"/model-00001-of-00002.safetensors", "/model-00002-of-00002.safetensors",
+                        "/model.safetensors.index.json"})
+    CHECK(std::remove((dir + f).c_str()) == 0);
+  CHECK(rmdir(dir.c_str()) == 0);
 
   clt::Event start = clt::Event::record(dev);
   clt::Tensor s = (clt::ones({1000}, dev) * 3).sum();

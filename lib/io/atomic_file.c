@@ -7,7 +7,8 @@
  * the file it replaces. Commit is fsync, close, rename over the target (atomic within one file
  * system: any process sees the old file or the new one), then fsync of the directory so that the
  * rename itself survives a power loss. Every failure before the rename removes the temporary file
- * and leaves the target as it was.
+ * and leaves the target as it was. A save of several files (clt_save_sharded) closes each
+ * (clt__afile_close: fsync, close) before it renames any.
  *
  * What is not covered: a process killed between creating the temporary file and renaming it
  * (SIGKILL, a power loss) leaves that temporary file behind, incomplete. clt never deletes a file
@@ -98,7 +99,7 @@ static char *dir_of(const char *path) {
   return d;
 }
 
-clt_status clt__afile_commit(clt__afile *f, const char *fn) {
+clt_status clt__afile_close(clt__afile *f, const char *fn) {
   const char *what = NULL;
   int e = 0;
   if (fsync(f->fd) != 0)
@@ -106,34 +107,51 @@ clt_status clt__afile_commit(clt__afile *f, const char *fn) {
   if (close(f->fd) != 0 && !what)
     what = "closing", e = errno;
   f->fd = -1;
-  clt_status s = CLT_OK;
-  if (what)
-    s = clt__error(CLT_ERR_IO, fn, "%s %s failed: %s (%s is left unchanged)", what, f->tmp,
-                   strerror(e), f->path);
-  else if (rename(f->tmp, f->path) != 0)
+  if (!what)
+    return CLT_OK;
+  clt_status s = clt__error(CLT_ERR_IO, fn, "%s %s failed: %s (%s is left unchanged)", what, f->tmp,
+                            strerror(e), f->path);
+  clt__afile_abort(f);
+  return s;
+}
+
+clt_status clt__afile_rename(clt__afile *f, const char *fn) {
+  clt_status s;
+  if (f->fd >= 0 && (s = clt__afile_close(f, fn)) != CLT_OK)
+    return s;
+  if (rename(f->tmp, f->path) != 0) {
     s = clt__error(CLT_ERR_IO, fn, "renaming %s to %s failed: %s (%s is left unchanged)", f->tmp,
                    f->path, strerror(errno), f->path);
-  if (s != CLT_OK) {
     clt__afile_abort(f);
     return s;
   }
   free(f->tmp);
   f->tmp = NULL;
+  return CLT_OK;
+}
+
+clt_status clt__afile_sync_dir(const char *path, const char *fn) {
   /* The rename is in place; make it durable. A directory that cannot be opened for reading, or a
    * file system that cannot sync directories (EINVAL), leaves it to the system's own flush; an
    * I/O error is reported, since the new file might not survive a power loss. */
-  char *dir = dir_of(f->path);
+  char *dir = dir_of(path);
   if (!dir)
     return CLT_OK;
+  clt_status s = CLT_OK;
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     if (fsync(dfd) != 0 && errno != EINVAL && errno != ENOTSUP && errno != EROFS)
       s = clt__error(CLT_ERR_IO, fn,
                      "%s was written and renamed into place, but syncing its directory %s "
                      "failed: %s; after a power loss the previous file may reappear",
-                     f->path, dir, strerror(errno));
+                     path, dir, strerror(errno));
     close(dfd);
   }
   free(dir);
   return s;
+}
+
+clt_status clt__afile_commit(clt__afile *f, const char *fn) {
+  clt_status s = clt__afile_rename(f, fn);
+  return s == CLT_OK ? clt__afile_sync_dir(f->path, fn) : s;
 }

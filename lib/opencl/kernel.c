@@ -44,7 +44,6 @@ struct clt_kernel {
   dev_kernel *kernels;
 };
 
-
 static void arg_clear(kernel_arg *a) {
   if (a->kind == ARG_TENSOR)
     clt_tensor_release(a->t);
@@ -220,6 +219,40 @@ static void put_arg(clt_kernel *k, int index, kernel_arg *a) {
     k->nargs--;
 }
 
+/* The end of the message for a tensor on a device that k cannot run on: where k runs and how to
+ * copy the tensor there. That is the device of k's first tensor argument, else the device k was
+ * last built for (clt_kernel_build), else, when k is bound to none yet, the OpenCL devices there
+ * are. A device cl:N is clt_device_at(N) (OpenCL devices come first). With k->lock held. */
+static void runs_on(const clt_kernel *k, char *buf, size_t size) {
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind == ARG_TENSOR) {
+      const clt_device *d = k->args[i].t->storage->dev;
+      snprintf(buf, size,
+               "kernel %.200s runs on %s, where its argument %d is; copy t there first with "
+               "clt_to(t, clt_device_at(%d), &t_dev)",
+               k->name, d->name, i, d->index);
+      return;
+    }
+  if (k->kernels) {
+    const clt_device *d = k->kernels->dev;
+    snprintf(buf, size,
+             "kernel %.200s was built for %s; copy t there first with clt_to(t, clt_device_at(%d), "
+             "&t_dev)",
+             k->name, d->name, d->index);
+    return;
+  }
+  int n = 0, count;
+  clt_device *const *all = clt__device_list(&count);
+  size_t used = (size_t)snprintf(buf, size, "a kernel runs on an OpenCL device (");
+  for (int i = 0; i < count && used < size; i++)
+    if (all[i]->backend == &clt__opencl_backend)
+      used += (size_t)snprintf(buf + used, size - used, "%s%s", n++ ? ", " : "", all[i]->name);
+  if (used < size)
+    snprintf(buf + used, size - used, "%s",
+             n ? "); copy t to one first with clt_to(t, clt_device_at(0), &t_dev)"
+               : "none on this machine)");
+}
+
 clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t, int access) {
   static const char fn[] = "clt_kernel_set_tensor";
   clt_status st;
@@ -231,11 +264,14 @@ clt_status clt_kernel_set_tensor(clt_kernel *k, int index, clt_tensor *t, int ac
                       "with CLT_OFFSET",
                       access);
   clt_device *dev = t->storage->dev;
-  if (dev->backend != &clt__opencl_backend)
-    return clt__error(CLT_ERR_UNSUPPORTED, fn,
-                      "t (argument %d of kernel %s) is on %s, but a kernel runs on an OpenCL "
-                      "device; move it with clt_to(t, dev, &t_dev) first",
-                      index, k->name, dev->name);
+  if (dev->backend != &clt__opencl_backend) {
+    char where[512];
+    pthread_mutex_lock(&k->lock);
+    runs_on(k, where, sizeof where);
+    pthread_mutex_unlock(&k->lock);
+    return clt__error(CLT_ERR_UNSUPPORTED, fn, "t (argument %d of kernel %s) is on %s, but %s",
+                      index, k->name, dev->name, where);
+  }
   if (!t->contiguous)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "t (argument %d of kernel %s) is a view whose elements are not contiguous "
