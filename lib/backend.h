@@ -381,7 +381,10 @@ extern const struct clt_backend clt__host_backend;
 extern const struct clt_backend clt__opencl_backend;
 extern const struct clt_backend clt__ref_backend; /* lib/ref/: off unless CLT_REF_DEVICES=N */
 
-/* Host backend pieces (lib/host/). */
+/* The host loops (lib/host/): the host backend's members, which other backends whose memory the
+ * host can address run too. */
+clt_status clt__host_fill(clt_tensor *out, const void *pattern, const char *fn);
+clt_status clt__host_upload(clt_tensor *out, const void *src, const char *fn);
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                  clt_dtype compute, const clt_bcast *bc);
 clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);

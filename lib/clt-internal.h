@@ -335,6 +335,23 @@ static inline void *clt__host_ptr(const clt_tensor *t) {
   return (char *)t->storage->host + t->offset;
 }
 
+/* ---- the lazy hook (memory.c) -----------------------------------------------------------
+ * The one place where deferred evaluation meets storage. lib/lazy.c sits above the storages and
+ * the backends (docs/architecture.md, "Layers"), so they cannot call it; it installs these
+ * functions the first time it may defer an op, before any storage can be deferred, and until
+ * then every hook is a no-op. clt__storage_touch is what everything below lazy calls before a
+ * command or a host access reaches a storage (lib/opencl/order.c's wait lists, host waits). */
+typedef struct clt_storage_hooks {
+  /* clt__lazy_touch: computes s if it is deferred and, for a write, the chains that read it */
+  clt_status (*touch)(clt_storage *s, bool writing, const char *fn);
+  /* clt__lazy_free_memory: the allocator's call when dev is full */
+  bool (*free_memory)(clt_device *dev, const char *fn);
+  /* clt__lazy_storage_gone: s is being freed */
+  void (*gone)(clt_storage *s);
+} clt_storage_hooks;
+void clt__storage_set_hooks(const clt_storage_hooks *h);
+clt_status clt__storage_touch(clt_storage *s, bool writing, const char *fn);
+
 /* ---- events on storage (memory.c; the backend of s->order does the work) ---------------- */
 
 /* Releases the events s keeps (it is being freed), after waiting for them if wait is set. */
@@ -348,6 +365,9 @@ clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn);
 clt_status clt__read_bytes(const clt_tensor *t, void *dst, const char *fn);
 /* The same for an implicit transfer (printing): the transfer guard applies. */
 clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *fn);
+/* The transfer counters (device.c): a copy of bytes from src to dst, counted on the device
+ * side(s); implicit: printing's copy to the host. */
+void clt__count_transfer(clt_device *src, clt_device *dst, size_t bytes, bool implicit);
 /* Counts an upload of bytes from the host to dev (clt_from_host and friends). */
 void clt__count_h2d(clt_device *dev, size_t bytes);
 /* Counts an explicit download of bytes from dev to the host (libclt_mpi's staging). */
@@ -385,7 +405,10 @@ void clt__philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t o
 float clt__randn_radius_f32(uint32_t m);
 void clt__randn_sincos_f32(uint32_t n, float *c, float *s);
 /* Counters (128 random bits each) that a random tensor of numel elements of dtype consumes. */
-uint64_t clt__random_counters(clt_dtype dtype, int64_t numel);
+static inline uint64_t clt__random_counters(clt_dtype dtype, int64_t numel) {
+  uint64_t per = dtype == CLT_F32 ? 4 : 2; /* RNG_PER_F32, RNG_PER_F64 in kernels/random.cl */
+  return ((uint64_t)numel + per - 1) / per;
+}
 
 /* ---- parameter sets (params.c) ---------------------------------------------------------- */
 

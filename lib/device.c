@@ -369,27 +369,35 @@ clt_status clt_device_info_get(const clt_device *d, clt_device_info *out) {
   return CLT_OK;
 }
 
-static clt_status sync_one(clt_device *d) {
-  clt_status s = clt__lazy_flush(d, "clt_device_synchronize"); /* deferred ops run now */
-  if (s != CLT_OK)
-    return s;
-  if (!d->backend->synchronize)
-    return CLT_OK; /* the host: its work is done when its calls return */
-  return d->backend->synchronize(d, "clt_device_synchronize");
+/* ---- transfer counters (clt_transfer_stats_get reads them) -------------------------------------- */
+
+static void add(clt_device *d, uint64_t *count_field, uint64_t *bytes_field, size_t bytes) {
+  pthread_mutex_lock(&d->cache_lock);
+  (*count_field)++;
+  *bytes_field += bytes;
+  pthread_mutex_unlock(&d->cache_lock);
 }
 
-clt_status clt_device_synchronize(clt_device *d) {
-  ensure_registry();
-  if (d) {
-    clt_status s = clt__check_device(d, "clt_device_synchronize", "d");
-    return s != CLT_OK ? s : sync_one(d);
+void clt__count_transfer(clt_device *src, clt_device *dst, size_t bytes, bool implicit) {
+  if (bytes == 0 || src == dst)
+    return;
+  bool sh = src->kind == CLT_DEVICE_HOST, dh = dst->kind == CLT_DEVICE_HOST;
+  if (sh && dh)
+    return;
+  if (sh) {
+    add(dst, &dst->xfer.h2d_count, &dst->xfer.h2d_bytes, bytes);
+  } else if (dh) {
+    if (implicit)
+      add(src, &src->xfer.implicit_count, &src->xfer.implicit_bytes, bytes);
+    else
+      add(src, &src->xfer.d2h_count, &src->xfer.d2h_bytes, bytes);
+  } else {
+    add(src, &src->xfer.d2d_out_count, &src->xfer.d2d_out_bytes, bytes);
+    add(dst, &dst->xfer.d2d_in_count, &dst->xfer.d2d_in_bytes, bytes);
   }
-  for (int i = 0; i < ndevices; i++) {
-    clt_status s = sync_one(devices[i]);
-    if (s != CLT_OK)
-      return s;
-  }
-  return CLT_OK;
 }
+
+void clt__count_h2d(clt_device *dev, size_t bytes) { clt__count_transfer(clt_cpu(), dev, bytes, false); }
+void clt__count_d2h(clt_device *dev, size_t bytes) { clt__count_transfer(dev, clt_cpu(), bytes, false); }
 
 const char *clt_version(void) { return PACKAGE_VERSION; }

@@ -179,48 +179,6 @@ static clt_status broadcast(clt_tensor *const *in, int n, const char *fn, clt_bc
   return CLT_OK;
 }
 
-void clt__bcast_memory_order(clt_bcast *bc, int n) {
-  /* insertion sort, stable: an already ordered result (a new one) keeps its C order */
-  for (int d = 1; d < bc->ndim; d++)
-    for (int e = d; e > 0 && bc->so[e - 1] < bc->so[e]; e--) {
-      int64_t t = bc->shape[e];
-      bc->shape[e] = bc->shape[e - 1];
-      bc->shape[e - 1] = t;
-      t = bc->so[e];
-      bc->so[e] = bc->so[e - 1];
-      bc->so[e - 1] = t;
-      for (int k = 0; k < n; k++) {
-        t = bc->s[k][e];
-        bc->s[k][e] = bc->s[k][e - 1];
-        bc->s[k][e - 1] = t;
-      }
-    }
-}
-
-void clt__bcast_coalesce(clt_bcast *bc, int n) {
-  int nd = 0;
-  for (int d = 0; d < bc->ndim; d++) {
-    if (bc->shape[d] == 1)
-      continue; /* its index is always 0 */
-    bool merge = nd > 0 && bc->so[nd - 1] == bc->so[d] * bc->shape[d];
-    for (int k = 0; k < n && merge; k++)
-      merge = bc->s[k][nd - 1] == bc->s[k][d] * bc->shape[d];
-    if (merge) {
-      bc->shape[nd - 1] *= bc->shape[d];
-      bc->so[nd - 1] = bc->so[d];
-      for (int k = 0; k < n; k++)
-        bc->s[k][nd - 1] = bc->s[k][d];
-      continue;
-    }
-    bc->shape[nd] = bc->shape[d];
-    bc->so[nd] = bc->so[d];
-    for (int k = 0; k < n; k++)
-      bc->s[k][nd] = bc->s[k][d];
-    nd++;
-  }
-  bc->ndim = nd;
-}
-
 /* The first and one past the last byte of the storage that t's elements occupy (numel > 0;
  * strides are never negative). */
 static void byte_span(const clt_tensor *t, size_t *lo, size_t *hi) {
@@ -421,18 +379,50 @@ clt_status clt__copy_into(clt_tensor *dst, clt_tensor *src, const char *fn) {
   clt_status s = check_same_device(fn, 2, ts);
   if (s != CLT_OK)
     return s;
+  /* src broadcast to dst's shape: stride 0 along the dimensions it lacks or has as 1 */
+  int lead = dst->ndim - src->ndim;
+  int64_t st[CLT_MAX_DIMS];
+  bool fits = lead >= 0;
+  for (int i = 0; fits && i < dst->ndim; i++) {
+    int k = i - lead;
+    st[i] = k < 0 || src->shape[k] != dst->shape[i] ? 0 : src->strides[k];
+    fits = k < 0 || src->shape[k] == dst->shape[i] || src->shape[k] == 1;
+  }
   clt_tensor *e;
-  if (clt_expand(src, dst->ndim, dst->shape, &e) != CLT_OK) {
+  if (!fits) {
     char sd[256], ss[256];
     clt__format_shape(sd, sizeof sd, dst->ndim, dst->shape);
     clt__format_shape(ss, sizeof ss, src->ndim, src->shape);
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
                       "src of shape %s cannot be broadcast to dst's shape %s", ss, sd);
   }
+  if ((s = clt__tensor_view(src, dst->ndim, dst->shape, st, clt__elem_offset(src), fn, &e)) != CLT_OK)
+    return s;
   clt_tensor *in[1] = {e};
   s = elementwise(fn, &clt__ops[CLT__OP_cast], in, dst->dtype, dst, NULL);
   clt_tensor_release(e);
   return s;
+}
+
+clt_status clt_clone(clt_tensor *t, clt_tensor **out) {
+  static const char fn[] = "clt_clone";
+  clt_status s;
+  clt_tensor *r;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = clt__tensor_new(t->dtype, t->ndim, t->shape, t->storage->dev, fn, &r)) != CLT_OK)
+    return s;
+  /* The elementwise copy, also for a transposed tensor: its strided forms (rows walked per chunk
+   * on CPU devices, tiles on the host) beat the dedicated transpose kernels that clt used to have
+   * (bench/views). */
+  if (r->numel > 0 && (s = clt__copy_into(r, t, fn)) != CLT_OK) {
+    clt_tensor_release(r);
+    return s;
+  }
+  *out = r;
+  return CLT_OK;
 }
 
 clt_status clt__dense(const clt_tensor *t, const char *fn, clt_tensor **out) {
@@ -879,7 +869,9 @@ clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_t
                       "(out, in) and bias (out) or NULL",
                       sx, sw, sb);
   clt_tensor *wt, *r;
-  if ((s = clt_transpose(weight, 0, 1, &wt)) != CLT_OK)
+  if ((s = clt__tensor_view(weight, 2, (int64_t[]){weight->shape[1], weight->shape[0]},
+                            (int64_t[]){weight->strides[1], weight->strides[0]},
+                            clt__elem_offset(weight), fn, &wt)) != CLT_OK) /* its transpose */
     return s;
   s = clt_matmul(x, wt, &r);
   clt_tensor_release(wt);
@@ -891,4 +883,32 @@ clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_t
   }
   *y = r;
   return CLT_OK;
+}
+
+clt_status clt_fill_(clt_tensor *t, double value) {
+  static const char fn[] = "clt_fill_";
+  uint64_t pattern = 0;
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK ||
+      (s = clt__scalar_bytes(t->dtype, value, &pattern, fn)) != CLT_OK)
+    return s;
+  if (clt__has_internal_overlap(t))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "t is expanded (a dimension of stride 0): several of its elements are one "
+                      "memory location; fill the tensor it was expanded from, or a clt_clone");
+  if (t->numel == 0)
+    return CLT_OK;
+  clt_device *dev = t->storage->dev;
+  if (t->contiguous) { /* one fill of the bytes it spans, at its offset */
+    if ((s = clt__lazy_ready(NULL, 0, t, fn)) != CLT_OK)
+      return s;
+    return dev->backend->fill(t, &pattern, fn);
+  }
+  clt_tensor *v;
+  if ((s = clt__tensor_new(t->dtype, 0, NULL, dev, fn, &v)) != CLT_OK)
+    return s;
+  if ((s = dev->backend->fill(v, &pattern, fn)) == CLT_OK)
+    s = clt__copy_into(t, v, fn);
+  clt_tensor_release(v);
+  return s;
 }

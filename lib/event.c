@@ -119,3 +119,29 @@ clt_status clt_timer_stop(clt_timer *t, double *ms) {
 }
 
 void clt_timer_release(clt_timer *t) { free(t); }
+
+/* Lives here, above lazy evaluation, because it runs the deferred ops first: the registry
+ * (device.c) sits below the storages and knows nothing of them. */
+static clt_status sync_one(clt_device *d) {
+  clt_status s = clt__lazy_flush(d, "clt_device_synchronize"); /* deferred ops run now */
+  if (s != CLT_OK)
+    return s;
+  if (!d->backend->synchronize)
+    return CLT_OK; /* the host: its work is done when its calls return */
+  return d->backend->synchronize(d, "clt_device_synchronize");
+}
+
+clt_status clt_device_synchronize(clt_device *d) {
+  int n;
+  clt_device *const *devices = clt__device_list(&n);
+  if (d) {
+    clt_status s = clt__check_device(d, "clt_device_synchronize", "d");
+    return s != CLT_OK ? s : sync_one(d);
+  }
+  for (int i = 0; i < n; i++) {
+    clt_status s = sync_one(devices[i]);
+    if (s != CLT_OK)
+      return s;
+  }
+  return CLT_OK;
+}

@@ -109,7 +109,15 @@ static bool lazy_on(const clt_device *dev) {
          !clt__env_sync();
 }
 
+static const clt_storage_hooks storage_hooks = {
+    .touch = clt__lazy_touch, .free_memory = clt__lazy_free_memory, .gone = clt__lazy_storage_gone};
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+static void install_hooks(void) { clt__storage_set_hooks(&storage_hooks); }
+
 bool clt__lazy_defers(const clt_device *dev, int64_t numel) {
+  /* every op that is deferred passes here first: the storages learn of lazy evaluation before
+   * any of them can be deferred */
+  pthread_once(&hooks_once, install_hooks);
   return numel > 0 && lazy_on(dev) &&
          (dev->kind != CLT_DEVICE_HOST ||
           numel >= atomic_load_explicit(&host_min, memory_order_relaxed));

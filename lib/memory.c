@@ -129,11 +129,28 @@ static clt_storage *cache_take(clt_device *dev, size_t bytes) {
   return s;
 }
 
+static _Atomic(const clt_storage_hooks *) hooks;
+
+void clt__storage_set_hooks(const clt_storage_hooks *h) {
+  atomic_store_explicit(&hooks, h, memory_order_release);
+}
+
+clt_status clt__storage_touch(clt_storage *s, bool writing, const char *fn) {
+  const clt_storage_hooks *h = atomic_load_explicit(&hooks, memory_order_acquire);
+  return h ? h->touch(s, writing, fn) : CLT_OK;
+}
+
+/* Frees what deferred chains of dev hold; false where there were none. */
+static bool free_deferred(clt_device *dev, const char *fn) {
+  const clt_storage_hooks *h = atomic_load_explicit(&hooks, memory_order_acquire);
+  return h && h->free_memory(dev, fn);
+}
+
 /* The events on a storage belong to the backend that noted them (s->order): a storage that
  * never had a command noted has none, and its host access takes no lock. Once set, s->order stays,
  * so a command noted concurrently with this load is one the caller did not order against anyway. */
 clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) {
-  clt_status st = clt__lazy_touch(s, writing, fn); /* a deferred result is computed first */
+  clt_status st = clt__storage_touch(s, writing, fn); /* a deferred result is computed first */
   if (st != CLT_OK)
     return st;
   const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
@@ -339,7 +356,7 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   if (over_budget(dev, size)) {
     cache_clear(dev);
     /* deferred chains may hold operands the program released: computing them frees those */
-    if (over_budget(dev, size) && clt__lazy_free_memory(dev, fn))
+    if (over_budget(dev, size) && free_deferred(dev, fn))
       cache_clear(dev);
     if (over_budget(dev, size))
       return out_of_memory(dev, bytes, 0, fn);
@@ -349,7 +366,7 @@ clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt
   int err = raw_alloc(s);
   if (err != 0) {
     /* Give back the cache and what deferred chains hold, and try once more. */
-    clt__lazy_free_memory(dev, fn);
+    free_deferred(dev, fn);
     cache_clear(dev);
     err = raw_alloc(s);
   }
@@ -433,7 +450,9 @@ clt_storage *clt__storage_retain(clt_storage *s) {
 void clt__storage_release(clt_storage *s) {
   if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
     return;
-  clt__lazy_storage_gone(s); /* a deferred result no one can read any more is not computed */
+  const clt_storage_hooks *h = atomic_load_explicit(&hooks, memory_order_acquire);
+  if (h) /* a deferred result no one can read any more is not computed */
+    h->gone(s);
   /* Commands still using host memory hold a reference (clt__keep_alive), so none is pending
    * here; device buffers go to the cache with the events that order their reuse. */
   clt_device *dev = s->dev;

@@ -16,11 +16,6 @@ struct clt_generator {
 
 static struct clt_generator default_generator = {PTHREAD_MUTEX_INITIALIZER, DEFAULT_SEED, 0};
 
-uint64_t clt__random_counters(clt_dtype dtype, int64_t numel) {
-  uint64_t per = dtype == CLT_F32 ? 4 : 2; /* RNG_PER_F32, RNG_PER_F64 in kernels/random.cl */
-  return ((uint64_t)numel + per - 1) / per;
-}
-
 clt_status clt_manual_seed(uint64_t seed) {
   pthread_mutex_lock(&default_generator.lock);
   default_generator.seed = seed;

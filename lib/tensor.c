@@ -6,84 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct {
-  const char *name;
-  size_t size;
-  const char *cl_type;
-} dtypes[CLT_DTYPE_COUNT] = {
-    [CLT_F32] = {"f32", 4, "float"}, [CLT_F64] = {"f64", 8, "double"},
-    [CLT_I32] = {"i32", 4, "int"},   [CLT_I64] = {"i64", 8, "long"},
-    [CLT_U8] = {"u8", 1, "uchar"},   [CLT_BOOL] = {"bool", 1, "uchar"},
-    [CLT_F16] = {"f16", 2, "half"},  [CLT_BF16] = {"bf16", 2, "ushort"},
-};
-
-static bool dtype_valid(clt_dtype dt) { return (unsigned)dt < CLT_DTYPE_COUNT; }
-const char *clt_dtype_name(clt_dtype dt) { return dtype_valid(dt) ? dtypes[dt].name : NULL; }
-size_t clt_dtype_size(clt_dtype dt) { return dtype_valid(dt) ? dtypes[dt].size : 0; }
-const char *clt__dtype_cl_type(clt_dtype dt) { return dtypes[dt].cl_type; }
-bool clt__dtype_is_float(clt_dtype dt) {
-  return dt == CLT_F32 || dt == CLT_F64 || dt == CLT_F16 || dt == CLT_BF16;
-}
-bool clt__dtype_is_half(clt_dtype dt) { return dt == CLT_F16 || dt == CLT_BF16; }
-
-bool clt__dtype_is_int(clt_dtype dt) { return dt == CLT_I32 || dt == CLT_I64 || dt == CLT_U8; }
-
-clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg) {
-  if (!dtype_valid(dt))
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "%s = %d is not a dtype (use CLT_F32, CLT_F64, CLT_I32, CLT_I64, CLT_U8, "
-                      "CLT_BOOL, CLT_F16 or CLT_BF16)",
-                      arg, (int)dt);
-  return CLT_OK;
-}
-
 clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg) {
   if (!t)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", arg);
-  return CLT_OK;
-}
-
-void clt__format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
-  size_t used = (size_t)snprintf(buf, size, "[");
-  for (int i = 0; i < ndim && used < size; i++)
-    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
-  if (used < size)
-    snprintf(buf + used, size - used, "]");
-}
-
-clt_status clt__check_shape(int ndim, const int64_t *shape, clt_dtype dtype, const char *fn,
-                            int64_t *numel_out, size_t *bytes_out) {
-  if (ndim < 0 || ndim > CLT_MAX_DIMS)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ndim = %d is outside 0..%d", ndim,
-                      CLT_MAX_DIMS);
-  if (ndim > 0 && !shape)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape is NULL but ndim = %d", ndim);
-  int64_t numel = 1;
-  bool overflow = false;
-  for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0)
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "shape[%d] = %lld is negative", i,
-                        (long long)shape[i]);
-    if (!overflow && __builtin_mul_overflow(numel, shape[i], &numel))
-      overflow = true;
-  }
-  for (int i = 0; i < ndim; i++)
-    if (shape[i] == 0) {
-      overflow = false;
-      numel = 0;
-    }
-  size_t bytes = 0;
-  if (overflow || (uint64_t)numel > SIZE_MAX ||
-      __builtin_mul_overflow((size_t)numel, clt_dtype_size(dtype), &bytes) ||
-      bytes > (size_t)INT64_MAX) {
-    char s[256];
-    clt__format_shape(s, sizeof s, ndim, shape);
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "shape %s of %s has too many elements: its size in bytes overflows", s,
-                      clt_dtype_name(dtype));
-  }
-  *numel_out = numel;
-  *bytes_out = bytes;
   return CLT_OK;
 }
 
@@ -119,35 +44,6 @@ clt_status clt__tensor_wrap(clt_dtype dtype, int ndim, const int64_t *shape, clt
   return CLT_OK;
 }
 
-bool clt__view_strides(int nd, const int64_t *shape, const int64_t *strides, int ndim,
-                       const int64_t *dims, int64_t *out) {
-  if (nd == 0) { /* one element: every dimension of dims is 1, any stride shows it */
-    for (int i = 0; i < ndim; i++)
-      out[i] = 0;
-    return true;
-  }
-  int v = ndim - 1;
-  int64_t base = strides[nd - 1], tn = 1, vn = 1;
-  for (int d = nd - 1; d >= 0; d--) {
-    tn *= shape[d];
-    if (d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tn * base)) {
-      /* the end of a run: the new dimensions must cover it exactly */
-      while (v >= 0 && (vn < tn || dims[v] == 1)) {
-        out[v] = vn * base;
-        vn *= dims[v];
-        v--;
-      }
-      if (vn != tn)
-        return false;
-      if (d > 0) {
-        base = strides[d - 1];
-        tn = vn = 1;
-      }
-    }
-  }
-  return v == -1;
-}
-
 clt_status clt__tensor_view(clt_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                             int64_t offset, const char *fn, clt_tensor **out) {
   clt_tensor *v;
@@ -160,30 +56,6 @@ clt_status clt__tensor_view(clt_tensor *t, int ndim, const int64_t *shape, const
   v->contiguous = clt__strides_contiguous(ndim, shape, strides);
   *out = v;
   return CLT_OK;
-}
-
-bool clt__strides_contiguous(int ndim, const int64_t *shape, const int64_t *strides) {
-  for (int i = 0; i < ndim; i++)
-    if (shape[i] == 0)
-      return true; /* no elements (and the product of the others may not fit) */
-  int64_t want = 1; /* the products below fit: so does the element count */
-  for (int i = ndim - 1; i >= 0; i--) {
-    if (shape[i] == 1)
-      continue;
-    if (strides[i] != want)
-      return false;
-    want *= shape[i];
-  }
-  return true;
-}
-
-bool clt__has_internal_overlap(const clt_tensor *t) {
-  if (t->numel == 0) /* no element to share (its strides may even have overflowed to 0) */
-    return false;
-  for (int i = 0; i < t->ndim; i++)
-    if (t->strides[i] == 0 && t->shape[i] > 1)
-      return true;
-  return false;
 }
 
 static clt_status check_new(clt_dtype dtype, int ndim, const int64_t *shape, clt_device *dev,
@@ -241,46 +113,6 @@ clt_status clt_empty_pinned(clt_dtype dtype, int ndim, const int64_t *shape, clt
   s = clt__tensor_wrap(dtype, ndim, shape, st, fn, out);
   clt__storage_release(st);
   return s;
-}
-
-clt_status clt__scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn) {
-  if (clt__dtype_is_int(dt)) {
-    double lo = dt == CLT_U8 ? 0 : dt == CLT_I32 ? -2147483648.0 : -9223372036854775808.0;
-    double hi = dt == CLT_U8 ? 255 : dt == CLT_I32 ? 2147483647.0 : 9223372036854775807.0;
-    if (isnan(v) || v != floor(v) || v < lo || (dt == CLT_I64 ? v >= hi : v > hi))
-      /* hi is 2^63 for i64 (the first double past INT64_MAX): the bound printed is INT64_MAX */
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                        "value %g cannot be stored in %s (an integer in [%.0f, %s] is needed)", v,
-                        clt_dtype_name(dt), lo,
-                        dt == CLT_U8 ? "255" : dt == CLT_I32 ? "2147483647" : "9223372036854775807");
-  }
-  switch (dt) {
-  case CLT_F32:
-    *(float *)buf = (float)v;
-    break;
-  case CLT_F64:
-    *(double *)buf = v;
-    break;
-  case CLT_I32:
-    *(int32_t *)buf = (int32_t)v;
-    break;
-  case CLT_I64:
-    *(int64_t *)buf = (int64_t)v;
-    break;
-  case CLT_U8:
-    *(uint8_t *)buf = (uint8_t)v;
-    break;
-  case CLT_BOOL:
-    *(uint8_t *)buf = v != 0;
-    break;
-  case CLT_F16: /* through f32, as every conversion to f16 and bf16 (as PyTorch's) */
-    *(uint16_t *)buf = clt__f32_to_f16((float)v);
-    break;
-  case CLT_BF16:
-    *(uint16_t *)buf = clt__f32_to_bf16((float)v);
-    break;
-  }
-  return CLT_OK;
 }
 
 static clt_status create_filled(clt_dtype dtype, int ndim, const int64_t *shape, double value,
@@ -467,33 +299,4 @@ void *clt_tensor_data(clt_tensor *t) {
     return NULL;
   atomic_store(&t->storage->exposed, true); /* no deferred op reads it from now on (lazy.c) */
   return clt__host_ptr(t);
-}
-
-
-clt_status clt_fill_(clt_tensor *t, double value) {
-  static const char fn[] = "clt_fill_";
-  uint64_t pattern = 0;
-  clt_status s;
-  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK ||
-      (s = clt__scalar_bytes(t->dtype, value, &pattern, fn)) != CLT_OK)
-    return s;
-  if (clt__has_internal_overlap(t))
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "t is expanded (a dimension of stride 0): several of its elements are one "
-                      "memory location; fill the tensor it was expanded from, or a clt_clone");
-  if (t->numel == 0)
-    return CLT_OK;
-  clt_device *dev = t->storage->dev;
-  if (t->contiguous) { /* one fill of the bytes it spans, at its offset */
-    if ((s = clt__lazy_ready(NULL, 0, t, fn)) != CLT_OK)
-      return s;
-    return dev->backend->fill(t, &pattern, fn);
-  }
-  clt_tensor *v;
-  if ((s = clt__tensor_new(t->dtype, 0, NULL, dev, fn, &v)) != CLT_OK)
-    return s;
-  if ((s = dev->backend->fill(v, &pattern, fn)) == CLT_OK)
-    s = clt__copy_into(t, v, fn);
-  clt_tensor_release(v);
-  return s;
 }

@@ -10,37 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- accounting and the guard ---------------------------------------------------------------- */
-
-static void add(clt_device *d, uint64_t *count_field, uint64_t *bytes_field, size_t bytes) {
-  pthread_mutex_lock(&d->cache_lock);
-  (*count_field)++;
-  *bytes_field += bytes;
-  pthread_mutex_unlock(&d->cache_lock);
-}
-
-/* Counts a copy of bytes from src to dst on the device side(s). */
-static void count(clt_device *src, clt_device *dst, size_t bytes, bool implicit) {
-  if (bytes == 0 || src == dst)
-    return;
-  bool sh = src->kind == CLT_DEVICE_HOST, dh = dst->kind == CLT_DEVICE_HOST;
-  if (sh && dh)
-    return;
-  if (sh) {
-    add(dst, &dst->xfer.h2d_count, &dst->xfer.h2d_bytes, bytes);
-  } else if (dh) {
-    if (implicit)
-      add(src, &src->xfer.implicit_count, &src->xfer.implicit_bytes, bytes);
-    else
-      add(src, &src->xfer.d2h_count, &src->xfer.d2h_bytes, bytes);
-  } else {
-    add(src, &src->xfer.d2d_out_count, &src->xfer.d2d_out_bytes, bytes);
-    add(dst, &dst->xfer.d2d_in_count, &dst->xfer.d2d_in_bytes, bytes);
-  }
-}
-
-void clt__count_h2d(clt_device *dev, size_t bytes) { count(clt_cpu(), dev, bytes, false); }
-void clt__count_d2h(clt_device *dev, size_t bytes) { count(dev, clt_cpu(), bytes, false); }
+/* ---- the counters and the guard (the counting itself is device.c's) ---------------------------- */
 
 clt_status clt_transfer_stats_get(clt_device *dev, clt_transfer_stats *out) {
   static const char fn[] = "clt_transfer_stats_get";
@@ -204,7 +174,7 @@ static clt_status copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out, cons
     return s;
   }
   clt_tensor_release(c); /* kept alive by the pending copy */
-  count(t->storage->dev, dev, t->nbytes, false);
+  clt__count_transfer(t->storage->dev, dev, t->nbytes, false);
   *out = n;
   return CLT_OK;
 }
@@ -265,7 +235,7 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src) {
   if (plain) {
     if ((s = copy_bytes(dst, src, fn)) != CLT_OK)
       return s;
-    count(sd, dd, src->nbytes, false);
+    clt__count_transfer(sd, dd, src->nbytes, false);
     return CLT_OK;
   }
   /* Across devices into a view, or with broadcasting or conversion: src's elements go to dst's
@@ -301,7 +271,7 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
   if ((st = clt__lazy_ready((clt_tensor *[]){(clt_tensor *)t}, 1, NULL, fn)) != CLT_OK ||
       (st = d->backend->read(t, dst, fn)) != CLT_OK)
     return st;
-  count(d, clt_cpu(), t->nbytes, implicit);
+  clt__count_transfer(d, clt_cpu(), t->nbytes, implicit);
   return CLT_OK;
 }
 

@@ -2,9 +2,10 @@
 /* view.c - views (docs/views.md): the functions that give another shape, strides and offset over
  * a tensor's storage without copying (narrow, select, slice, permute, transpose, expand,
  * unsqueeze, squeeze, view, reshape), the strides and offset accessors, and the functions that
- * copy views into new tensors (contiguous, clone, cat, stack, index_select), on the tensors' own
- * device: through clt__copy_into (lib/dispatch.c), the elementwise copy, or the backend's
- * gather. */
+ * copy views into new tensors (contiguous, cat, stack, index_select), on the tensors' own
+ * device: through clt_clone and clt__copy_into (lib/dispatch.c), the elementwise copy, or the
+ * backend's gather. Above the dispatcher and the transfers (docs/architecture.md, "Layers"):
+ * nothing below calls it. */
 #include "backend.h"
 
 #include <stdio.h>
@@ -414,24 +415,6 @@ clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor
 }
 
 /* ---- copies ----------------------------------------------------------------------------- */
-
-clt_status clt_clone(clt_tensor *t, clt_tensor **out) {
-  static const char fn[] = "clt_clone";
-  clt_status s;
-  clt_tensor *r;
-  if ((s = check_args(t, out, fn)) != CLT_OK ||
-      (s = clt__tensor_new(t->dtype, t->ndim, t->shape, t->storage->dev, fn, &r)) != CLT_OK)
-    return s;
-  /* The elementwise copy, also for a transposed tensor: its strided forms (rows walked per chunk
-   * on CPU devices, tiles on the host) beat the dedicated transpose kernels that clt used to have
-   * (bench/views). */
-  if (r->numel > 0 && (s = clt__copy_into(r, t, fn)) != CLT_OK) {
-    clt_tensor_release(r);
-    return s;
-  }
-  *out = r;
-  return CLT_OK;
-}
 
 clt_status clt_contiguous(clt_tensor *t, clt_tensor **out) {
   clt_status s = check_args(t, out, "clt_contiguous");

@@ -161,7 +161,7 @@ clt_status clt_tensor_cl_mem(const clt_tensor *t, struct _cl_mem **mem, size_t *
   /* The caller may write the buffer on any queue from now on, behind clt's back: a deferred
    * result gets its values now, the deferred chains reading the buffer run now (a write), and
    * no later deferred op reads it lazily (exposed, as clt_tensor_data does; lib/lazy.c). */
-  if ((st = clt__lazy_touch(t->storage, true, fn)) != CLT_OK)
+  if ((st = clt__storage_touch(t->storage, true, fn)) != CLT_OK)
     return st;
   atomic_store(&t->storage->exposed, true);
   *mem = t->storage->buf;

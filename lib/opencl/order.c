@@ -94,7 +94,7 @@ static int collect(clt_storage *s, bool writing, cl_command_queue q, cl_event *e
 /* Adds what a command on queue q (in context ctx; q NULL: unknown, wait for every event) must
  * wait for before it reads s (its last write) or writes s (its last write and all reads). Events
  * of other contexts are bridged with user events. Only clt__waitlist_for calls it, after
- * clt__lazy_touch: no command reaches a storage without that. */
+ * clt__storage_touch (the lazy hook): no command reaches a storage without that. */
 static clt_status waitlist_add_q(clt_waitlist *wl, clt_storage *s, bool writing, cl_command_queue q,
                                  cl_context ctx, const char *fn) {
   cl_event evs[CLT__MAX_READERS + 1];
@@ -131,10 +131,10 @@ clt_status clt__waitlist_for(clt_waitlist *wl, clt_device *d, clt_storage *const
   /* deferred results the command reads or writes are computed first (lib/lazy.c) */
   for (int i = 0; i < nreads && st == CLT_OK; i++)
     if (reads[i])
-      st = clt__lazy_touch(reads[i], false, fn);
+      st = clt__storage_touch(reads[i], false, fn);
   for (int i = 0; i < nwrites && st == CLT_OK; i++)
     if (writes[i])
-      st = clt__lazy_touch(writes[i], true, fn);
+      st = clt__storage_touch(writes[i], true, fn);
   if (st != CLT_OK)
     return st;
   for (int i = 0; i < nreads && st == CLT_OK; i++)

@@ -110,11 +110,11 @@ static clt_status ref_read(const clt_tensor *t, void *dst, const char *fn) {
  * fill and upload are the host table's; the others are the host functions themselves. */
 
 static clt_status ref_fill(clt_tensor *out, const void *pattern, const char *fn) {
-  return clt__host_backend.fill(out, pattern, fn);
+  return clt__host_fill(out, pattern, fn);
 }
 
 static clt_status ref_upload(clt_tensor *out, const void *src, const char *fn) {
-  return clt__host_backend.upload(out, src, fn);
+  return clt__host_upload(out, src, fn);
 }
 
 /* ---- device ------------------------------------------------------------------------------- */
