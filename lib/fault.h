@@ -85,6 +85,11 @@ void *clt__fault_aligned_alloc(size_t align, size_t n);
 #pragma GCC visibility pop
 #endif
 
+/* Counts a call of kind to site (lib/opencl/fault.c's wrappers); true if it must fail with
+ * error (named in the report of CLT_FAULT). */
+#include <stdbool.h>
+bool clt__fault_hit(clt_fault_kind kind, const char *site, const char *error);
+
 /* Every file that includes clt-internal.h calls the wrappers instead (opencl/fault.c defines
  * CLT_FAULT_NO_REDIRECT to reach the real functions, and so do tests that use the calls above). */
 #ifndef CLT_FAULT_NO_REDIRECT
