@@ -17,7 +17,7 @@ typedef enum clt_op_kind {
 #define CLT__OP_ENUM_(name, ...) CLT__OP_##name,
   CLT_ELEMENTWISE_OPS(CLT__OP_ENUM_)
 #undef CLT__OP_ENUM_
-  CLT__OP_cast,
+      CLT__OP_cast,
   CLT__OP_COUNT
 } clt_op_kind;
 
@@ -53,7 +53,7 @@ extern const clt_op clt__ops[CLT__OP_COUNT];
 
 /* The expression of op for compute dtype dt, or NULL where op is not defined for it. */
 static inline const char *clt__op_expr(const clt_op *op, clt_dtype dt) {
-  const char *e = op->expr[dt == CLT_BOOL                ? CLT__EXPR_BOOL
+  const char *e = op->expr[dt == CLT_BOOL            ? CLT__EXPR_BOOL
                            : clt__dtype_is_float(dt) ? CLT__EXPR_FLOAT
                                                      : CLT__EXPR_INT];
   return strcmp(e, "CLT_NA") == 0 ? NULL : e;
@@ -109,8 +109,9 @@ void clt__bcast_memory_order(clt_bcast *bc, int n);
 #define CLT__FUSE_MAX_CONSTS 24 /* scalar operands (kernel arguments) */
 #define CLT__FUSE_MAX_NODES (CLT__FUSE_MAX_OPS + CLT__FUSE_MAX_CONSTS)
 #define CLT__FUSE_MAX_LEAVES 16 /* tensors it reads */
-#define CLT__FUSE_MAX_STRIDED 4 /* of which neither contiguous nor one element (broadcast, views) */
-#define CLT__FUSE_MAX_OUTS 8   /* tensors it writes: the result and intermediates still held */
+#define CLT__FUSE_MAX_STRIDED 4 /* of which neither contiguous nor one element (broadcast, views)  \
+                                 */
+#define CLT__FUSE_MAX_OUTS 8    /* tensors it writes: the result and intermediates still held */
 
 /* One op of a fused kernel, in evaluation order: arg[j] >= 0 is the value of an earlier node,
  * arg[j] < 0 is leaf -arg[j] - 1. A node without op is a scalar operand (clt_add_scalar's
@@ -387,6 +388,15 @@ clt_status clt__host_fill(clt_tensor *out, const void *pattern, const char *fn);
 clt_status clt__host_upload(clt_tensor *out, const void *src, const char *fn);
 clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                  clt_dtype compute, const clt_bcast *bc);
+/* clt__host_elementwise without its waits: the loops on the memory of the tensors' storages
+ * (s->host), which need not be clt's (a CPU device's mapped buffers). */
+clt_status clt__host_elementwise_run(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                                     clt_dtype compute, const clt_bcast *bc);
+/* Whether clt__host_elementwise_run runs op without allocating or calling into clt beyond its
+ * loops, so that it cannot fail: a copy within one dtype, or a binary or ternary op whose result
+ * is contiguous and whose operands are of the compute dtype (not f16 or bf16). */
+bool clt__host_elementwise_direct(const clt_op *op, const clt_tensor *out, clt_tensor *const *in,
+                                  clt_dtype compute);
 clt_status clt__host_reduce(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
 clt_status clt__host_fill_random(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
                                  const char *fn);

@@ -369,7 +369,8 @@ clt_status clt_device_info_get(const clt_device *d, clt_device_info *out) {
   return CLT_OK;
 }
 
-/* ---- transfer counters (clt_transfer_stats_get reads them) -------------------------------------- */
+/* ---- transfer counters (clt_transfer_stats_get reads them) --------------------------------------
+ */
 
 static void add(clt_device *d, uint64_t *count_field, uint64_t *bytes_field, size_t bytes) {
   pthread_mutex_lock(&d->cache_lock);
@@ -397,7 +398,11 @@ void clt__count_transfer(clt_device *src, clt_device *dst, size_t bytes, bool im
   }
 }
 
-void clt__count_h2d(clt_device *dev, size_t bytes) { clt__count_transfer(clt_cpu(), dev, bytes, false); }
-void clt__count_d2h(clt_device *dev, size_t bytes) { clt__count_transfer(dev, clt_cpu(), bytes, false); }
+void clt__count_h2d(clt_device *dev, size_t bytes) {
+  clt__count_transfer(clt_cpu(), dev, bytes, false);
+}
+void clt__count_d2h(clt_device *dev, size_t bytes) {
+  clt__count_transfer(dev, clt_cpu(), bytes, false);
+}
 
 const char *clt_version(void) { return PACKAGE_VERSION; }

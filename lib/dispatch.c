@@ -27,7 +27,7 @@
                        .expr = {#f, #i, #b},                                                       \
                        .result = CLT__RESULT_##rule,                                               \
                        .wraps = WRAPS_##form,                                                      \
-                       .cond = COND_##form,                                    \
+                       .cond = COND_##form,                                                        \
                        .ulps = ulps_,                                                              \
                        .doc = doc_},
 const clt_op clt__ops[CLT__OP_COUNT] = {
@@ -106,10 +106,13 @@ static clt_status result_dtype(const clt_op *op, clt_dtype compute, clt_dtype gi
   if (!clt__op_expr(op, cd))
     return clt__error(CLT_ERR_DTYPE, fn,
                       "%s is not defined for %s tensors; cast to %s dtype first with clt_cast()",
-                      op->name, cd == CLT_BOOL ? "bool" : clt__dtype_is_float(cd) ? "float" : "integer",
-                      cd == CLT_BOOL                ? "an integer"
+                      op->name,
+                      cd == CLT_BOOL            ? "bool"
+                      : clt__dtype_is_float(cd) ? "float"
+                                                : "integer",
+                      cd == CLT_BOOL            ? "an integer"
                       : clt__dtype_is_float(cd) ? "an integer"
-                                                    : "a float");
+                                                : "a float");
   *out = r;
   return CLT_OK;
 }
@@ -396,7 +399,8 @@ clt_status clt__copy_into(clt_tensor *dst, clt_tensor *src, const char *fn) {
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
                       "src of shape %s cannot be broadcast to dst's shape %s", ss, sd);
   }
-  if ((s = clt__tensor_view(src, dst->ndim, dst->shape, st, clt__elem_offset(src), fn, &e)) != CLT_OK)
+  if ((s = clt__tensor_view(src, dst->ndim, dst->shape, st, clt__elem_offset(src), fn, &e)) !=
+      CLT_OK)
     return s;
   clt_tensor *in[1] = {e};
   s = elementwise(fn, &clt__ops[CLT__OP_cast], in, dst->dtype, dst, NULL);
@@ -481,7 +485,7 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
   clt_status clt_##name##_out(clt_tensor *a, clt_tensor *b, clt_tensor *out) {                     \
     clt_tensor *in[2] = {a, b};                                                                    \
     if (!out)                                                                                      \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_out", "out is NULL");              \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_out", "out is NULL");             \
     return elementwise("clt_" #name "_out", &clt__ops[CLT__OP_##name], in, CLT_F32, out, NULL);    \
   }                                                                                                \
   clt_status clt_##name##_scalar(clt_tensor *a, double b, clt_tensor **out) {                      \
@@ -500,7 +504,7 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
   clt_status clt_##name##_(clt_tensor *a, clt_tensor *b) {                                         \
     clt_tensor *in[2] = {a, b};                                                                    \
     if (!a)                                                                                        \
-      return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_", "a is NULL");                   \
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_" #name "_", "a is NULL");                  \
     return elementwise("clt_" #name "_", &clt__ops[CLT__OP_##name], in, CLT_F32, a, NULL);         \
   }
 #define API_WRAP_INPLACE_2_(name) API_INPLACE_2_(name)
@@ -508,7 +512,8 @@ static clt_status scalar_tensor(clt_tensor *t, double v, const char *fn, clt_ten
 #define API_PLAIN_2_(name)
 #define API_WRAP_1_(name)
 #define API_COND_3_(name)
-#define API_(name, arity, rule, form, f, i, b, ulps, doc) API_##arity##_(name) API_##form##_##arity##_(name)
+#define API_(name, arity, rule, form, f, i, b, ulps, doc)                                          \
+  API_##arity##_(name) API_##form##_##arity##_(name)
 
 /* The _scalar forms: a op b, or op(a, b, c), with the numbers b (and c) as 0-d operands. */
 static clt_status with_scalars(const char *fn, const clt_op *op, clt_tensor *a, double b, double c,
@@ -711,8 +716,7 @@ static clt_status shape_error(const char *fn, const clt_tensor *a, const clt_ten
 /* How BLAS can address the (rows, cols) matrices of t (its last two dimensions; 2-D or 3-D) in
  * place: row-major with leading dimension *ld (element (i, j) at i * ld + j), or transposed
  * (at j * ld + i) when *trans; false where neither holds (an expanded or doubly strided view). */
-static bool blas_layout(const clt_tensor *t, int64_t rows, int64_t cols, int64_t *ld,
-                        bool *trans) {
+static bool blas_layout(const clt_tensor *t, int64_t rows, int64_t cols, int64_t *ld, bool *trans) {
   int64_t s0 = t->strides[t->ndim - 2], s1 = t->strides[t->ndim - 1];
   if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= cols)) {
     *ld = rows == 1 ? cols : s0;

@@ -45,7 +45,9 @@ clt_status clt__scalar_bytes(clt_dtype dt, double v, void *buf, const char *fn) 
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                         "value %g cannot be stored in %s (an integer in [%.0f, %s] is needed)", v,
                         clt_dtype_name(dt), lo,
-                        dt == CLT_U8 ? "255" : dt == CLT_I32 ? "2147483647" : "9223372036854775807");
+                        dt == CLT_U8    ? "255"
+                        : dt == CLT_I32 ? "2147483647"
+                                        : "9223372036854775807");
   }
   switch (dt) {
   case CLT_F32:

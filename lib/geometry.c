@@ -84,7 +84,7 @@ bool clt__view_strides(int nd, const int64_t *shape, const int64_t *strides, int
 bool clt__strides_contiguous(int ndim, const int64_t *shape, const int64_t *strides) {
   for (int i = 0; i < ndim; i++)
     if (shape[i] == 0)
-      return true; /* no elements (and the product of the others may not fit) */
+      return true;  /* no elements (and the product of the others may not fit) */
   int64_t want = 1; /* the products below fit: so does the element count */
   for (int i = ndim - 1; i >= 0; i--) {
     if (shape[i] == 1)

@@ -225,8 +225,8 @@ static void dense_strides(const clt_fused *f, int64_t *s) {
  * each element's index in C order, so a leaf of the earlier node is read at the same index with
  * strides over the plan's shape. False where no strides do (clt__view_strides: clt_view's
  * rule); the chain is then computed first and read as a leaf of its own. */
-static bool restride(int nd, const int64_t *shape, const int64_t *s, int fnd,
-                     const int64_t *fshape, int64_t *out) {
+static bool restride(int nd, const int64_t *shape, const int64_t *s, int fnd, const int64_t *fshape,
+                     int64_t *out) {
   if (nd == fnd && memcmp(shape, fshape, sizeof(int64_t) * (size_t)nd) == 0) {
     memcpy(out, s, sizeof(int64_t) * (size_t)nd);
     return true;

@@ -2969,11 +2969,36 @@ END_TEST
  * u8 and bool). Expected values come from the index math here; each device's result is also
  * compared with the host's. Self-contained: only check_util.h. */
 
+/* On a CPU device that runs native kernels the transposed copies and binary and ternary ops run
+ * the host's loops as a native command (lib/opencl/elementwise.c); CLT_NATIVE=0 keeps the tiled
+ * kernel. Each test runs such a device both ways: tiled_pass(dev, pass) says whether pass 1
+ * applies to dev, and sets the variable for it (tiled_end unsets it); tiled_mode names it. */
+static const char *tiled_mode = "";
+static int tiled_pass(clt_device *dev, int pass) {
+  clt_device_info info;
+  if (pass == 0) {
+    unsetenv("CLT_NATIVE");
+    tiled_mode = "";
+    return 1;
+  }
+  if (dev == clt_cpu() || clt_device_info_get(dev, &info) != CLT_OK ||
+      info.kind != CLT_DEVICE_CL_CPU)
+    return 0;
+  setenv("CLT_NATIVE", "0", 1);
+  tiled_mode = ", CLT_NATIVE=0";
+  return 1;
+}
+static void tiled_end(void) {
+  unsetenv("CLT_NATIVE");
+  tiled_mode = "";
+}
+
 /* Storage element i of the operands: never 0, distinct along rows and columns, exact in f16. */
 static double tiled_va(int64_t i) { return (double)(i % 251 + 1); }
 static double tiled_vb(int64_t i) { return (double)(i % 13 + 2); }
 /* What a destination holds before it is written: uploaded, not filled (Oclgrind's
- * uninitialized-value checker loses what clEnqueueFillBuffer writes: tests/oclgrind/known-reports) */
+ * uninitialized-value checker loses what clEnqueueFillBuffer writes: tests/oclgrind/known-reports)
+ */
 static double tiled_vc(int64_t i) { return tiled_va(i) > tiled_vb(i) ? 1 : 0; }
 static double tiled_vo(int64_t i) { return (double)(-1 - i % 7); }
 
@@ -3006,8 +3031,8 @@ static void tiled_expect(clt_tensor *t, const double *want, const clt_tensor *ho
     ck_assert_msg(got[i] == want[i], "%s (%s): element %lld is %g, expected %g", what, where,
                   (long long)i, got[i], want[i]);
     if (h)
-      ck_assert_msg(got[i] == h[i], "%s (%s): element %lld is %g, the host gives %g", what,
-                    where, (long long)i, got[i], h[i]);
+      ck_assert_msg(got[i] == h[i], "%s (%s): element %lld is %g, the host gives %g", what, where,
+                    (long long)i, got[i], h[i]);
   }
   free(got);
   free(h);
@@ -3024,24 +3049,28 @@ static void tiled_case(clt_device *dev, clt_dtype dt, int nb, int64_t rows, int6
   int64_t shp[3] = {B, rows, cols}, tshp[3] = {B, cols, rows};
   const int64_t *rc = nb > 0 ? shp : shp + 1, *cr = nb > 0 ? tshp : tshp + 1;
   char where[128];
-  snprintf(where, sizeof where, "%s %s, %s%lld x %lld", cu_dev_name(dev), cu_dt_name(dt),
-           nb > 0 ? "batch 3 of " : "", (long long)rows, (long long)cols);
+  snprintf(where, sizeof where, "%s %s, %s%lld x %lld%s", cu_dev_name(dev), cu_dt_name(dt),
+           nb > 0 ? "batch 3 of " : "", (long long)rows, (long long)cols, tiled_mode);
   double *want = cu_malloc((size_t)n * sizeof *want);
   /* element (q, i, j) of the views: a, b C order over (rows, cols); at, bt transposes of
    * (cols, rows) storages */
-#define IDX(q, i, j) (((q) * rows + (i)) * cols + (j))
-#define TIDX(q, i, j) (((q) * cols + (j)) * rows + (i))
+#define IDX(q, i, j) (((q)*rows + (i)) * cols + (j))
+#define TIDX(q, i, j) (((q)*cols + (j)) * rows + (i))
 #define EACH(...)                                                                                  \
   for (int64_t q = 0; q < B; q++)                                                                  \
     for (int64_t i = 0; i < rows; i++)                                                             \
       for (int64_t j = 0; j < cols; j++) {                                                         \
         __VA_ARGS__;                                                                               \
       }
-  clt_tensor *a = tiled_tensor(tiled_va, dt, nd, rc, dev), *b = tiled_tensor(tiled_vb, dt, nd, rc, dev);
-  clt_tensor *as = tiled_tensor(tiled_va, dt, nd, cr, dev), *bs = tiled_tensor(tiled_vb, dt, nd, cr, dev);
+  clt_tensor *a = tiled_tensor(tiled_va, dt, nd, rc, dev),
+             *b = tiled_tensor(tiled_vb, dt, nd, rc, dev);
+  clt_tensor *as = tiled_tensor(tiled_va, dt, nd, cr, dev),
+             *bs = tiled_tensor(tiled_vb, dt, nd, cr, dev);
   clt_tensor *at = tiled_t(as), *bt = tiled_t(bs);
-  clt_tensor *ha = tiled_tensor(tiled_va, dt, nd, rc, cpu), *hb = tiled_tensor(tiled_vb, dt, nd, rc, cpu);
-  clt_tensor *has = tiled_tensor(tiled_va, dt, nd, cr, cpu), *hbs = tiled_tensor(tiled_vb, dt, nd, cr, cpu);
+  clt_tensor *ha = tiled_tensor(tiled_va, dt, nd, rc, cpu),
+             *hb = tiled_tensor(tiled_vb, dt, nd, rc, cpu);
+  clt_tensor *has = tiled_tensor(tiled_va, dt, nd, cr, cpu),
+             *hbs = tiled_tensor(tiled_vb, dt, nd, cr, cpu);
   clt_tensor *hat = tiled_t(has), *hbt = tiled_t(hbs);
   clt_tensor *r = NULL, *h = NULL;
   char what[96];
@@ -3073,7 +3102,8 @@ static void tiled_case(clt_device *dev, clt_dtype dt, int nb, int64_t rows, int6
     tiled_expect(clt_tensor_retain(o), want, NULL, n, what, where);
     EACH(want[IDX(q, i, j)] =
              (from_t ? tiled_va(TIDX(q, i, j)) : tiled_va(IDX(q, i, j))) - tiled_vb(IDX(q, i, j)));
-    snprintf(what, sizeof what, "sub_out(%s, b, transpose(o)), the view", from_t ? "transpose(a)" : "a");
+    snprintf(what, sizeof what, "sub_out(%s, b, transpose(o)), the view",
+             from_t ? "transpose(a)" : "a");
     tiled_expect(ot, want, NULL, n, what, where);
     clt_tensor_release(o);
   }
@@ -3158,16 +3188,21 @@ START_TEST(test_tiled_transposed_ops) {
   int ndev = cu_devices(devs);
   for (int d = 0; d < ndev; d++) {
     int grind = devs[d] != clt_cpu() && cu_is_oclgrind(devs[d]);
-    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
-      if (!cu_dtype_ok("tiled_transposed_ops", devs[d], dts[k]))
+    for (int pass = 0; pass < 2; pass++) {
+      if (!tiled_pass(devs[d], pass))
         continue;
-      for (size_t s = 0; s < sizeof small / sizeof small[0]; s++)
-        tiled_case(devs[d], dts[k], 0, small[s][0], small[s][1]);
-      tiled_case(devs[d], dts[k], 3, 37, 53);
-      for (size_t s = 0; s < sizeof large / sizeof large[0] && !grind; s++)
-        tiled_case(devs[d], dts[k], 0, large[s][0], large[s][1]);
+      for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+        if (!cu_dtype_ok("tiled_transposed_ops", devs[d], dts[k]))
+          continue;
+        for (size_t s = 0; s < sizeof small / sizeof small[0]; s++)
+          tiled_case(devs[d], dts[k], 0, small[s][0], small[s][1]);
+        tiled_case(devs[d], dts[k], 3, 37, 53);
+        for (size_t s = 0; s < sizeof large / sizeof large[0] && !grind; s++)
+          tiled_case(devs[d], dts[k], 0, large[s][0], large[s][1]);
+      }
     }
   }
+  tiled_end();
 }
 END_TEST
 
@@ -3181,46 +3216,51 @@ START_TEST(test_tiled_transposed_copies) {
   int ndev = cu_devices(devs);
   for (int d = 0; d < ndev; d++) {
     int grind = devs[d] != clt_cpu() && cu_is_oclgrind(devs[d]);
-    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
-      for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
-        if (grind && n > 10000)
-          continue;
-        char where[96];
-        snprintf(where, sizeof where, "%s %s, %lld x %lld", cu_dev_name(devs[d]),
-                 cu_dt_name(dts[k]), (long long)rows, (long long)cols);
-        double (*f)(int64_t) = dts[k] == CLT_BOOL ? NULL : tiled_va;
-        void *buf = cu_malloc((size_t)n * clt_dtype_size(dts[k]));
-        for (int64_t i = 0; i < n; i++)
-          cu_set(buf, dts[k], i, f ? f(i) : (double)((i * 7 / 3) % 2));
-        clt_tensor *s_ = cu_tensor(buf, dts[k], 2, (int64_t[]){cols, rows}, devs[d]);
-        free(buf);
-        clt_tensor *t = tiled_t(s_), *r = NULL;
-        double *want = cu_malloc((size_t)n * sizeof *want);
-        for (int64_t i = 0; i < rows; i++)
-          for (int64_t j = 0; j < cols; j++) {
-            int64_t src = j * rows + i;
-            want[i * cols + j] = f ? f(src) : (double)((src * 7 / 3) % 2);
-          }
-        CU_OK(clt_contiguous(t, &r));
-        tiled_expect(r, want, NULL, n, "contiguous(transpose(x))", where);
-        /* o[:, ::2] = transpose(x), o (rows x 2 cols) filled with 0 first */
-        clt_tensor *o = NULL, *ov = NULL;
-        CU_OK(clt_zeros(dts[k], 2, (int64_t[]){rows, 2 * cols}, devs[d], &o));
-        CU_OK(clt_slice(o, 1, 0, 2 * cols, 2, &ov));
-        CU_OK(clt_copy(ov, t));
-        double *want2 = cu_malloc((size_t)(2 * n) * sizeof *want2);
-        for (int64_t i = 0; i < rows; i++)
-          for (int64_t j = 0; j < 2 * cols; j++)
-            want2[i * 2 * cols + j] = j % 2 ? 0 : want[i * cols + j / 2];
-        tiled_expect(o, want2, NULL, 2 * n, "copy(o[:, ::2], transpose(x)), o", where);
-        clt_tensor_release(ov);
-        free(want2);
-        free(want);
-        clt_tensor_release(t);
-        clt_tensor_release(s_);
-      }
+    for (int pass = 0; pass < 2; pass++) {
+      if (!tiled_pass(devs[d], pass))
+        continue;
+      for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+          int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+          if (grind && n > 10000)
+            continue;
+          char where[96];
+          snprintf(where, sizeof where, "%s %s, %lld x %lld%s", cu_dev_name(devs[d]),
+                   cu_dt_name(dts[k]), (long long)rows, (long long)cols, tiled_mode);
+          double (*f)(int64_t) = dts[k] == CLT_BOOL ? NULL : tiled_va;
+          void *buf = cu_malloc((size_t)n * clt_dtype_size(dts[k]));
+          for (int64_t i = 0; i < n; i++)
+            cu_set(buf, dts[k], i, f ? f(i) : (double)((i * 7 / 3) % 2));
+          clt_tensor *s_ = cu_tensor(buf, dts[k], 2, (int64_t[]){cols, rows}, devs[d]);
+          free(buf);
+          clt_tensor *t = tiled_t(s_), *r = NULL;
+          double *want = cu_malloc((size_t)n * sizeof *want);
+          for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) {
+              int64_t src = j * rows + i;
+              want[i * cols + j] = f ? f(src) : (double)((src * 7 / 3) % 2);
+            }
+          CU_OK(clt_contiguous(t, &r));
+          tiled_expect(r, want, NULL, n, "contiguous(transpose(x))", where);
+          /* o[:, ::2] = transpose(x), o (rows x 2 cols) filled with 0 first */
+          clt_tensor *o = NULL, *ov = NULL;
+          CU_OK(clt_zeros(dts[k], 2, (int64_t[]){rows, 2 * cols}, devs[d], &o));
+          CU_OK(clt_slice(o, 1, 0, 2 * cols, 2, &ov));
+          CU_OK(clt_copy(ov, t));
+          double *want2 = cu_malloc((size_t)(2 * n) * sizeof *want2);
+          for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < 2 * cols; j++)
+              want2[i * 2 * cols + j] = j % 2 ? 0 : want[i * cols + j / 2];
+          tiled_expect(o, want2, NULL, 2 * n, "copy(o[:, ::2], transpose(x)), o", where);
+          clt_tensor_release(ov);
+          free(want2);
+          free(want);
+          clt_tensor_release(t);
+          clt_tensor_release(s_);
+        }
+    }
   }
+  tiled_end();
 }
 END_TEST
 

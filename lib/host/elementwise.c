@@ -41,7 +41,9 @@ static inline uint8_t ipow_u8(uint8_t a, uint8_t b) {
   }
   return (uint8_t)r;
 }
-static inline uint32_t ipow_u32(uint32_t a, uint32_t b) { return (uint32_t)ipow_u8((uint8_t)a, (uint8_t)b); }
+static inline uint32_t ipow_u32(uint32_t a, uint32_t b) {
+  return (uint32_t)ipow_u8((uint8_t)a, (uint8_t)b);
+}
 /* |INT_MIN| wraps back to INT_MIN, as OpenCL's abs does. */
 static inline int32_t iabs_i32(int32_t x) { return x < 0 ? (int32_t)(0u - (uint32_t)x) : x; }
 static inline int64_t iabs_i64(int64_t x) {
@@ -49,8 +51,8 @@ static inline int64_t iabs_i64(int64_t x) {
 }
 static inline uint32_t iabs_u(uint32_t x) { return x; }
 #define CLT_IPOW(a, b)                                                                             \
-  _Generic((a), int32_t: ipow_i32, int64_t: ipow_i64, uint8_t: ipow_u8, default: ipow_u32)(a, b)
-#define CLT_IABS(a) _Generic((a), int32_t: iabs_i32, int64_t: iabs_i64, default: iabs_u)(a)
+  _Generic((a), int32_t : ipow_i32, int64_t : ipow_i64, uint8_t : ipow_u8, default : ipow_u32)(a, b)
+#define CLT_IABS(a) _Generic((a), int32_t : iabs_i32, int64_t : iabs_i64, default : iabs_u)(a)
 /* As kernels/common.cl's: -0 below +0, one result everywhere. */
 #define CLT_FMAX(a, b) ((a) > (b) || ((a) == (b) && signbit(b)) ? (a) : (b))
 #define CLT_FMIN(a, b) ((a) < (b) || ((a) == (b) && signbit(a)) ? (a) : (b))
@@ -140,26 +142,26 @@ typedef clt__host_loop3 ternary_fn;
 
 #define LOOPS_(name, arity, rule, form, f, i, b, ulps, doc)                                        \
   LOOP_##arity(h_##name##_f32, float, TP0_##form(float), float, TO_##rule(float), ST_##rule(f))    \
-  LOOP_##arity(h_##name##_f64, double, TP0_##form(double), double, TO_##rule(double),              \
-               ST_##rule(f))                                                                       \
-  LOOP_##arity(h_##name##_i32, int32_t, TP0_##form(int32_t), TCF_##form(int32_t, uint32_t),        \
-               TO_##rule(int32_t), ST_##rule(i))                                                   \
-  LOOP_##arity(h_##name##_i64, int64_t, TP0_##form(int64_t), TCF_##form(int64_t, uint64_t),        \
-               TO_##rule(int64_t), ST_##rule(i))                                                   \
-  LOOP_##arity(h_##name##_u8, uint8_t, TP0_##form(uint8_t), TCF_##form(uint8_t, uint32_t),         \
-               TO_##rule(uint8_t), ST_##rule(i))                                                   \
-  LOOP_##arity(h_##name##_bool, uint8_t, uint8_t, uint8_t, uint8_t, ST_##rule(b))
+      LOOP_##arity(h_##name##_f64, double, TP0_##form(double), double, TO_##rule(double),          \
+                   ST_##rule(f)) LOOP_##arity(h_##name##_i32, int32_t, TP0_##form(int32_t),        \
+                                              TCF_##form(int32_t, uint32_t), TO_##rule(int32_t),   \
+                                              ST_##rule(i))                                        \
+          LOOP_##arity(h_##name##_i64, int64_t, TP0_##form(int64_t),                               \
+                       TCF_##form(int64_t, uint64_t), TO_##rule(int64_t), ST_##rule(i))            \
+              LOOP_##arity(h_##name##_u8, uint8_t, TP0_##form(uint8_t),                            \
+                           TCF_##form(uint8_t, uint32_t), TO_##rule(uint8_t), ST_##rule(i))        \
+                  LOOP_##arity(h_##name##_bool, uint8_t, uint8_t, uint8_t, uint8_t, ST_##rule(b))
 
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wtype-limits"   /* u8 < 0 in relu and sign */
+#pragma GCC diagnostic ignored "-Wtype-limits"    /* u8 < 0 in relu and sign */
 #pragma GCC diagnostic ignored "-Wbool-operation" /* the bool column of neg, never run */
 CLT_ELEMENTWISE_OPS(LOOPS_)
 #pragma GCC diagnostic pop
 
 #define ROW_(name)                                                                                 \
-  [CLT__OP_##name] = {[CLT_F32] = h_##name##_f32, [CLT_F64] = h_##name##_f64,                      \
-                      [CLT_I32] = h_##name##_i32, [CLT_I64] = h_##name##_i64,                      \
-                      [CLT_U8] = h_##name##_u8,   [CLT_BOOL] = h_##name##_bool},
+  [CLT__OP_##name] = {                                                                             \
+      [CLT_F32] = h_##name##_f32, [CLT_F64] = h_##name##_f64, [CLT_I32] = h_##name##_i32,          \
+      [CLT_I64] = h_##name##_i64, [CLT_U8] = h_##name##_u8,   [CLT_BOOL] = h_##name##_bool},
 #define ROW_1_1(name) ROW_(name)
 #define ROW_1_2(name)
 #define ROW_1_3(name)
@@ -216,7 +218,7 @@ static inline int32_t sat32(double v, double lo, double hi) {
 #define SF_F64(v) (double)(v)
 #define SF_I32(v) sat32(v, -2147483648.0, 2147483647.0)
 #define SF_I64(v) sat(v, -9223372036854775808.0, 9223372036854775807.0)
-#define SF_U8(v) (uint8_t)sat32(v, 0.0, 255.0)
+#define SF_U8(v) (uint8_t) sat32(v, 0.0, 255.0)
 #define SF_BOOL(v) (uint8_t)((v) != 0)
 #define SF_F16(v) clt__f32_to_f16((float)(v))
 #define SF_BF16(v) clt__f32_to_bf16((float)(v))
@@ -255,13 +257,13 @@ CV_FROM(I64, int64_t, int64_t, SI_)
 CV_FROM(U8, uint8_t, int64_t, SI_)
 CV_FROM(BOOL, uint8_t, int64_t, SI_)
 #define CV_ROW(from)                                                                               \
-  [CLT_##from] = {[CLT_F32] = cv_##from##_F32,   [CLT_F64] = cv_##from##_F64,                      \
-                  [CLT_I32] = cv_##from##_I32,   [CLT_I64] = cv_##from##_I64,                      \
-                  [CLT_U8] = cv_##from##_U8,     [CLT_BOOL] = cv_##from##_BOOL,                    \
-                  [CLT_F16] = cv_##from##_F16,   [CLT_BF16] = cv_##from##_BF16}
+  [CLT_##from] = {                                                                                 \
+      [CLT_F32] = cv_##from##_F32, [CLT_F64] = cv_##from##_F64,  [CLT_I32] = cv_##from##_I32,      \
+      [CLT_I64] = cv_##from##_I64, [CLT_U8] = cv_##from##_U8,    [CLT_BOOL] = cv_##from##_BOOL,    \
+      [CLT_F16] = cv_##from##_F16, [CLT_BF16] = cv_##from##_BF16}
 static void (*const convert_loop[CLT_DTYPE_COUNT][CLT_DTYPE_COUNT])(void *, const void *,
-                                                                  int64_t) = {
-    CV_ROW(F32), CV_ROW(F64), CV_ROW(I32),  CV_ROW(I64),
+                                                                    int64_t) = {
+    CV_ROW(F32), CV_ROW(F64),  CV_ROW(I32), CV_ROW(I64),
     CV_ROW(U8),  CV_ROW(BOOL), CV_ROW(F16), CV_ROW(BF16)};
 
 void clt__host_convert(void *dst, clt_dtype to, const void *src, clt_dtype from, int64_t n) {
@@ -329,7 +331,7 @@ static void over_rows(const clt_bcast *bc, int64_t numel, row_fn row, void *ctx,
       for (int d = 0; d < nd - 1; d++)                                                             \
         for (int k = 0; k < nops; k++)                                                             \
           off[k] += idx[d] * bc->s[k][d];                                                          \
-      row(ctx, o * inner, off, inner);                                                             \
+      row(ctx, o *inner, off, inner);                                                              \
       for (int d = nd - 2; d >= 0; d--) {                                                          \
         if (++idx[d] < bc->shape[d])                                                               \
           break;                                                                                   \
@@ -467,9 +469,9 @@ static void tile_transpose(char *o, int64_t ow, const char *p, int64_t sr, int64
  * across its rows (across_operands, bits in mask), in strips (above): the strips of the last two
  * dimensions, over the batch, are shared among the threads; each across operand's part of a
  * strip is transposed into the thread's buffer, so that the row loops read it contiguously.
- * Returns CLT_ERR_OUT_OF_MEMORY (fn's) when the buffers cannot be allocated. */
+ * Returns CLT_ERR_OUT_OF_MEMORY, reporting nothing, when the buffers cannot be allocated. */
 static clt_status over_strips(const clt_bcast *bc, int64_t numel, const rowctx *c, int nops,
-                              int mask, const char *fn) {
+                              int mask) {
   int last = bc->ndim - 1;
   int64_t rows = bc->shape[last - 1], cols = bc->shape[last];
   int64_t sh = rows < STRIP_ROWS ? rows : STRIP_ROWS, sw = cols < STRIP_COLS ? cols : STRIP_COLS;
@@ -485,8 +487,7 @@ static clt_status over_strips(const clt_bcast *bc, int64_t numel, const rowctx *
     }
   char *mem = aligned_alloc(64, (size_t)parts * per);
   if (!mem)
-    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory for %zu bytes of strip buffers",
-                      (size_t)parts * per);
+    return CLT_ERR_OUT_OF_MEMORY; /* over_elements walks the rows instead */
 #define STRIPS_(lo, hi, buf)                                                                       \
   for (int64_t u = (lo); u < (hi); u++) {                                                          \
     int64_t c0 = u % nsc * sw, q = u / nsc, r0 = q % nsr * sh, rem = q / nsr;                      \
@@ -550,15 +551,12 @@ static void ternary_row(void *c_, int64_t o, const int64_t *off, int64_t inner) 
 }
 
 /* The row loops of a binary or ternary op: in strips where an operand is read across its rows
- * and the result is large, else row by row (row: binary_row or ternary_row). Returns
- * CLT_ERR_OUT_OF_MEMORY (fn's) when the strips' buffers cannot be allocated. */
-static clt_status over_elements(const clt_bcast *bc, int64_t numel, rowctx *c, row_fn row,
-                                int nops, const char *fn) {
+ * and the result is large, else (or when the strips' buffers cannot be allocated: the same bits,
+ * slower, and never a failure) row by row (row: binary_row or ternary_row). */
+static void over_elements(const clt_bcast *bc, int64_t numel, rowctx *c, row_fn row, int nops) {
   int mask = numel >= (1 << 14) ? across_operands(bc, nops) : 0;
-  if (mask)
-    return over_strips(bc, numel, c, nops, mask, fn);
-  over_rows(bc, numel, row, c, nops);
-  return CLT_OK;
+  if (!mask || over_strips(bc, numel, c, nops, mask) != CLT_OK)
+    over_rows(bc, numel, row, c, nops);
 }
 
 /* ---- views ------------------------------------------------------------------------------ */
@@ -577,7 +575,9 @@ static void copy_rows(char *dst, const int64_t *ds, const char *src, const int64
     }
     char *o = dst + (size_t)od * es;
     const char *p = src + (size_t)os * es;
-#define COPY_ROW_(T)                                                                                 for (int64_t i = 0; i < inner; i++)                                                                  ((T *)o)[i * di] = ((const T *)p)[i * si];
+#define COPY_ROW_(T)                                                                               \
+  for (int64_t i = 0; i < inner; i++)                                                              \
+    ((T *)o)[i * di] = ((const T *)p)[i * si];
     switch (es) {
     case 1:
       COPY_ROW_(uint8_t)
@@ -607,8 +607,7 @@ static void copy_strips(char *dst, const int64_t *ds, const char *src, const int
     int64_t h = rt + STRIP_ROWS < hi ? STRIP_ROWS : hi - rt;
     for (int64_t ct = 0; ct < cols; ct += STRIP_COLS) {
       int64_t w = ct + STRIP_COLS < cols ? STRIP_COLS : cols - ct;
-      tile_transpose(buf, bw, src + (size_t)(rt * ss[0] + ct * ss[1]) * es, ss[0], ss[1], h, w,
-                     es);
+      tile_transpose(buf, bw, src + (size_t)(rt * ss[0] + ct * ss[1]) * es, ss[0], ss[1], h, w, es);
       for (int64_t r = 0; r < h; r++) {
         char *o = dst + (size_t)((rt + r) * ds[0] + ct * ds[1]) * es;
         const char *p = buf + (size_t)(r * bw) * es;
@@ -641,11 +640,10 @@ static void copy_strips(char *dst, const int64_t *ds, const char *src, const int
 
 /* dst[i] = src[i] for every index i of shape, each at its own strides (elements of es bytes).
  * The rows are shared among the threads by the element count (a 4096 x 4096 copy has only 4096
- * rows, fewer than CLT__PAR_MIN). Returns CLT_ERR_OUT_OF_MEMORY (fn's) when a transposed copy's
- * strip buffers cannot be allocated; dst is then untouched. */
-static clt_status strided_copy(void *dst, const int64_t *dstr, const void *src,
-                               const int64_t *sstr, const int64_t *shape, int nd, size_t es,
-                               const char *fn) {
+ * rows, fewer than CLT__PAR_MIN). Never fails (returns CLT_OK): a transposed copy whose
+ * strip buffers cannot be allocated walks the rows instead. */
+static clt_status strided_copy(void *dst, const int64_t *dstr, const void *src, const int64_t *sstr,
+                               const int64_t *shape, int nd, size_t es) {
   clt_bcast b = {.ndim = nd};
   int64_t numel = 1;
   for (int d = 0; d < nd; d++) {
@@ -672,9 +670,10 @@ static clt_status strided_copy(void *dst, const int64_t *dstr, const void *src,
   if (strips) {
     per = strip_bytes(rows < STRIP_ROWS ? rows : STRIP_ROWS,
                       inner < STRIP_COLS ? inner : STRIP_COLS, es);
+    /* without its buffers the copy walks the rows, slower but the same bits: it never fails, so
+     * that it can run where no error can be reported (a native command, opencl/elementwise.c) */
     if (!(mem = aligned_alloc(64, (size_t)parts * per)))
-      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn,
-                        "out of host memory for %zu bytes of strip buffers", (size_t)parts * per);
+      strips = false;
   }
 #define COPY_PART_(lo, hi, buf)                                                                    \
   (strips ? copy_strips(dst, b.so, src, b.s[0], inner, es, lo, hi, buf)                            \
@@ -699,7 +698,7 @@ static clt_status gather(const clt_tensor *t, const char *fn, clt_tensor **out) 
   clt_status s = clt__tensor_new(t->dtype, t->ndim, t->shape, clt_cpu(), fn, out);
   if (s == CLT_OK &&
       (s = strided_copy(clt__host_ptr(*out), (*out)->strides, clt__host_ptr(t), t->strides,
-                        t->shape, t->ndim, clt_dtype_size(t->dtype), fn)) != CLT_OK) {
+                        t->shape, t->ndim, clt_dtype_size(t->dtype))) != CLT_OK) {
     clt_tensor_release(*out);
     *out = NULL;
   }
@@ -721,11 +720,32 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
     st = clt__storage_host_wait(out->storage, true, fn);
   if (st != CLT_OK)
     return st;
+  return clt__host_elementwise_run(op, out, in, compute, bc);
+}
+
+bool clt__host_elementwise_direct(const clt_op *op, const clt_tensor *out, clt_tensor *const *in,
+                                  clt_dtype compute) {
+  if (op->kind == CLT__OP_cast)
+    return in[0]->dtype == out->dtype; /* strided_copy */
+  if (op->arity < 2 || clt__dtype_is_half(compute) || clt__dtype_is_half(out->dtype) ||
+      !out->contiguous)
+    return false;
+  for (int k = 0; k < op->arity; k++)
+    if (in[k]->dtype != ((op->cond && k == 0) ? CLT_BOOL : compute))
+      return false; /* gathered or converted first: allocations */
+  return true;
+}
+
+clt_status clt__host_elementwise_run(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                                     clt_dtype compute, const clt_bcast *bc) {
+  const char *fn = op->fn;
+  int n = op->arity;
+  clt_status st = CLT_OK;
   /* A copy (a cast to the same dtype: clt_contiguous, clt_clone, clt_cat, clt_copy) goes from
    * the operand's strides to the result's in one pass, not through a gathered copy. */
   if (op->kind == CLT__OP_cast && in[0]->dtype == out->dtype)
     return strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(in[0]), in[0]->strides,
-                        out->shape, out->ndim, clt_dtype_size(out->dtype), fn);
+                        out->shape, out->ndim, clt_dtype_size(out->dtype));
   /* Operands the loops cannot read through their strides (a unary op's or a cast's, or one that
    * is converted first) are gathered into contiguous copies; a result that is not contiguous is
    * computed contiguous, then scattered. */
@@ -760,7 +780,7 @@ clt_status clt__host_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *
   }
   if (st == CLT_OK && tmp_out)
     st = strided_copy(clt__host_ptr(out), out->strides, clt__host_ptr(tmp_out), tmp_out->strides,
-                      out->shape, out->ndim, clt_dtype_size(out->dtype), fn);
+                      out->shape, out->ndim, clt_dtype_size(out->dtype));
   clt_tensor_release(tmp_out);
   for (int k = 0; k < 3; k++)
     clt_tensor_release(g[k]);
@@ -843,14 +863,14 @@ static clt_status elementwise_contiguous_out(const clt_op *op, clt_tensor *out,
                      c.f(c.o + (size_t)lo * c.eo, c.p[0] + (size_t)lo * c.es[0],
                          c.p[1] + (size_t)lo * c.es[1], hi - lo, 1, 1));
     else
-      st = over_elements(bc, out->numel, &c, binary_row, 2, fn);
+      over_elements(bc, out->numel, &c, binary_row, 2);
   } else {
     c.g = ternary_table[op->kind][compute];
     if (!c.g) {
       st = clt__error(CLT_ERR_INTERNAL, fn, "no host loop for %s", clt_dtype_name(compute));
       goto done;
     }
-    st = over_elements(bc, out->numel, &c, ternary_row, 3, fn);
+    over_elements(bc, out->numel, &c, ternary_row, 3);
   }
 done:
   if (wide_out && st == CLT_OK)

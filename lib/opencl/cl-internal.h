@@ -245,4 +245,22 @@ clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const cl
                        int nargs, clt_storage *const *reads, int nreads, clt_storage *const *writes,
                        int nwrites, const char *fn);
 
+/* ---- host code as a command (native.c) ------------------------------------------------------ */
+
+/* Whether d runs native kernels (CL_EXEC_NATIVE_KERNEL). On a CPU device its buffers are host
+ * memory that the host's loops can work on. */
+bool clt__cl_native_ok(const clt_device *d);
+#define CLT__NATIVE_MAX 4 /* buffers of one native command */
+/* The head of a native command's context: ptr[i] is set to the host address of buffer i before
+ * run(ctx) runs on the device's queue. */
+typedef struct clt_cl_native {
+  void *ptr[CLT__NATIVE_MAX];
+  void (*run)(struct clt_cl_native *ctx);
+} clt_cl_native;
+/* An enqueue step of clt__cl_submit: ctx->run as a command on d's queue, after the wait list wl,
+ * over the n (<= CLT__NATIVE_MAX) buffers bufs (duplicates allowed). ctx (malloc'ed, with the
+ * head first) is freed when the command completes, or here on failure. */
+clt_status clt__cl_enqueue_native(clt_device *d, clt_cl_native *ctx, int n, const cl_mem *bufs,
+                                  clt_waitlist *wl, const char *fn, cl_event *ev);
+
 #endif /* CLT_CL_INTERNAL_H */

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Mirrors clt_strided_t in kernels/common.cl. */
@@ -85,7 +86,8 @@ typedef struct memo_slot {
 static memo_slot memo[MEMO_SLOTS];
 static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
-_Static_assert(CLT__OP_COUNT <= 2048 && CLT_DTYPE_COUNT <= 16, "the memo key's fields are too narrow");
+_Static_assert(CLT__OP_COUNT <= 2048 && CLT_DTYPE_COUNT <= 16,
+               "the memo key's fields are too narrow");
 
 /* kernels/elementwise.cl's CLT_STRIP_ROWS, CLT_STRIP_COLS and CLT_TILE_GPU: the tiled kernel's
  * unit of work (a strip on CPU devices, a tile on GPUs) */
@@ -231,6 +233,79 @@ bool clt__cl_elementwise_ready(clt_device *d, const clt_op *op, clt_dtype out, c
          memo_get(d, memo_key(op, out, compute, tk, ta, tb, TILED));
 }
 
+/* ---- transposed work on CPU devices, by the host's loops ---------------------------------------
+ * A CPU device's buffers are host memory, and what the tiled kernel does there (strips staged
+ * through local memory, lib/host/elementwise.c's method compiled by the device's compiler) the
+ * host's own loops do faster: 4 x 4 blocks in SSE registers, prefetches, OpenMP. So on a CPU
+ * device that runs native kernels (opencl/native.c) an exact op (ulps 0) that would take the
+ * tiled kernel and that the host's loops run without allocating (clt__host_elementwise_direct: a
+ * copy, or a binary or ternary op over operands of the compute dtype) runs as a native command: still
+ * asynchronous and ordered by events, and no kernel to build on first use. The 4096 x 4096
+ * transposed f32 copy and add on PoCL (bench/views, paired): see docs/performance.md.
+ * CLT_NATIVE=0 keeps the tiled kernel (the tests run both). */
+typedef struct native_op {
+  clt_cl_native head;
+  const clt_op *op;
+  clt_dtype compute;
+  clt_bcast bc;
+  int n;
+  clt_tensor t[4];  /* the result and the operands, as they were at the call */
+  clt_storage s[4]; /* their storages as the loops see them: host = the buffer's address */
+} native_op;
+
+static void run_native_op(clt_cl_native *p) {
+  native_op *c = (native_op *)p;
+  clt_tensor *in[3];
+  for (int i = 0; i <= c->n; i++) {
+    c->s[i].host = p->ptr[i];
+    c->t[i].storage = &c->s[i];
+    if (i > 0)
+      in[i - 1] = &c->t[i];
+  }
+  clt__host_elementwise_run(c->op, &c->t[0], in, c->compute, &c->bc); /* cannot fail: _direct */
+}
+
+/* ctx: the command's context, on the caller's stack; the command gets a copy of its own */
+static clt_status enqueue_native_op(clt_device *d, clt_waitlist *wl, void *ctx, const char *fn,
+                                    cl_event *ev) {
+  native_op *c = malloc(sizeof *c);
+  if (!c)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  memcpy(c, ctx, sizeof *c);
+  cl_mem bufs[4];
+  for (int i = 0; i <= c->n; i++)
+    bufs[i] = c->s[i].buf;
+  return clt__cl_enqueue_native(d, &c->head, c->n + 1, bufs, wl, fn, ev);
+}
+
+static bool native_wanted(clt_device *d) {
+  const char *e = getenv("CLT_NATIVE");
+  return d->kind == CLT_DEVICE_CL_CPU && !(e && strcmp(e, "0") == 0) && clt__cl_native_ok(d);
+}
+
+static clt_status native_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                                     clt_dtype compute, const clt_bcast *bc) {
+  const char *fn = op->fn;
+  clt_device *d = out->storage->dev;
+  native_op cc, *c = &cc;
+  memset(c, 0, sizeof *c);
+  c->head.run = run_native_op;
+  c->op = op;
+  c->compute = compute;
+  c->bc = *bc;
+  c->n = op->arity;
+  clt_storage *reads[3] = {NULL, NULL, NULL};
+  for (int i = 0; i <= c->n; i++) {
+    const clt_tensor *t = i == 0 ? out : in[i - 1];
+    memcpy(&c->t[i], t, sizeof *t);
+    c->s[i].buf = t->storage->buf; /* the rest of the copy stays zero: the loops read host only */
+    c->s[i].dev = clt_cpu();
+    if (i > 0)
+      reads[i - 1] = in[i - 1]->storage;
+  }
+  return clt__cl_submit(d, reads, c->n, &out->storage, 1, enqueue_native_op, c, fn, NULL);
+}
+
 clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
                                clt_dtype compute, const clt_bcast *bc) {
   const char *fn = op->fn;
@@ -247,6 +322,11 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
     /* the tiles take 256 work-items to a work-group on GPUs */
     if ((stage = across_operands(&c, n)) != 0 && (d->chunked || d->max_work_group >= 256))
       v = TILED;
+    /* exact ops only (ulps 0 in the op table): elsewhere the host's libm and the device's
+     * could round differently, and this device's fused kernels must give the bits it does */
+    if (v == TILED && op->ulps == 0 && clt__host_elementwise_direct(op, out, in, compute) &&
+        native_wanted(d))
+      return native_elementwise(op, out, in, compute, bc);
   }
   cl_kernel kern;
   clt_status st;
@@ -258,15 +338,14 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
     size_t wg = 0;
     cl_ulong need = 0, have = 0;
     cl_device_id id = clt__cl(d)->id;
-    bool fits = d->chunked
-                    ? clGetKernelWorkGroupInfo(kern, id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof need,
-                                               &need, NULL) == CL_SUCCESS &&
-                          clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have,
-                                          NULL) == CL_SUCCESS &&
-                          need <= have
-                    : clGetKernelWorkGroupInfo(kern, id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg,
-                                               &wg, NULL) == CL_SUCCESS &&
-                          wg >= 256;
+    bool fits = d->chunked ? clGetKernelWorkGroupInfo(kern, id, CL_KERNEL_LOCAL_MEM_SIZE,
+                                                      sizeof need, &need, NULL) == CL_SUCCESS &&
+                                 clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof have, &have,
+                                                 NULL) == CL_SUCCESS &&
+                                 need <= have
+                           : clGetKernelWorkGroupInfo(kern, id, CL_KERNEL_WORK_GROUP_SIZE,
+                                                      sizeof wg, &wg, NULL) == CL_SUCCESS &&
+                                 wg >= 256;
     if (!fits) {
       v = STRIDED;
       if ((st = variant_kernel(op, out, in, compute, v, &kern)) != CLT_OK)

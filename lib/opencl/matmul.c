@@ -16,17 +16,9 @@
 #include <clblast_c.h>
 #endif
 
-static bool has_native_kernels(const clt_device *d) {
-  cl_device_exec_capabilities caps = 0;
-  if (clGetDeviceInfo(clt__cl(d)->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) !=
-      CL_SUCCESS)
-    return false;
-  return (caps & CL_EXEC_NATIVE_KERNEL) != 0;
-}
-
 clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out) {
   const char *env = getenv("CLT_MATMUL");
-  bool native = has_native_kernels(dev);
+  bool native = clt__cl_native_ok(dev);
   if (!env || !*env || strcmp(env, "auto") == 0) {
 #ifdef HAVE_CBLAS
     if (dev->kind == CLT_DEVICE_CL_CPU && native) {
@@ -70,51 +62,18 @@ clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind 
 
 /* ---- native: the host's BLAS as a command in the device's queue -------------------------- */
 
-/* The OpenCL way to hand buffers to a native kernel is mem_list + args_mem_loc: the runtime
- * writes each buffer's host address into the argument block. PoCL 3.1 writes them in its own
- * order of the buffers, not the order of mem_list (a, b, c can arrive as c, a, b), and drops
- * duplicates (a x a). So each buffer's address is learned by a one-buffer native kernel (no
- * order to get wrong) that stores it into a context block; the product, enqueued after them on
- * the in-order queue, lists all buffers (so the runtime migrates and orders them) but reads the
- * addresses from the context. The context is freed when the product's event completes. */
+/* The context of the product (opencl/native.c fills ptr: a, b, c's buffers). */
 typedef struct native_ctx {
-  void *ptr[3]; /* a, b, c: filled by the probes */
+  clt_cl_native head;
   size_t off[3];
   clt_dtype dtype;
   clt_matmul_desc g;
 } native_ctx;
 
-typedef struct probe_args {
-  union {
-    cl_mem mem;
-    void *ptr;
-  } buf;
-  void **dst;
-} probe_args;
-
-typedef struct gemm_args {
-  native_ctx *ctx;
-  union {
-    cl_mem mem;
-    void *ptr;
-  } buf[3]; /* replaced by the runtime, in its order: unused */
-} gemm_args;
-
-static void CL_CALLBACK run_probe(void *p) {
-  probe_args *x = p;
-  *x->dst = x->buf.ptr;
-}
-
-static void CL_CALLBACK run_native(void *p) {
-  native_ctx *c = ((gemm_args *)p)->ctx;
-  clt__host_matmul_run(c->dtype, &c->g, (char *)c->ptr[0] + c->off[0],
-                       (char *)c->ptr[1] + c->off[1], (char *)c->ptr[2] + c->off[2]);
-}
-
-static void CL_CALLBACK free_ctx(cl_event ev, cl_int status, void *p) {
-  (void)ev;
-  (void)status;
-  free(p);
+static void run_native(clt_cl_native *p) {
+  native_ctx *c = (native_ctx *)p;
+  clt__host_matmul_run(c->dtype, &c->g, (char *)p->ptr[0] + c->off[0],
+                       (char *)p->ptr[1] + c->off[1], (char *)p->ptr[2] + c->off[2]);
 }
 
 static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tensor *a,
@@ -124,52 +83,15 @@ static clt_status enqueue_native(clt_device *d, clt_tensor *out, const clt_tenso
   if (!ctx)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   const clt_tensor *ts[3] = {a, b, out};
-  gemm_args ga = {.ctx = ctx};
-  cl_mem mems[3];
-  const void *locs[3];
-  cl_uint nmem = 0;
+  cl_mem bufs[3];
   for (int i = 0; i < 3; i++) {
     ctx->off[i] = ts[i]->offset;
-    bool dup = false;
-    for (cl_uint j = 0; j < nmem; j++)
-      dup = dup || mems[j] == ts[i]->storage->buf;
-    if (!dup) {
-      mems[nmem] = ga.buf[nmem].mem = ts[i]->storage->buf;
-      locs[nmem] = &ga.buf[nmem].mem;
-      nmem++;
-    }
+    bufs[i] = ts[i]->storage->buf;
   }
+  ctx->head.run = run_native;
   ctx->dtype = out->dtype;
   ctx->g = *g;
-  cl_int err = CL_SUCCESS;
-  const char *what = "clEnqueueNativeKernel";
-  for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
-    /* mem_list is an array of its own, never the slot in args: a runtime may write the host
-     * address into the caller's args before it copies them (Oclgrind 21.10 does), and would then
-     * read that address back as the buffer to retain (and crash releasing it):
-     * tests/oclgrind/native_kernel_args.c. */
-    cl_mem mem = ts[i]->storage->buf;
-    probe_args pa = {.dst = &ctx->ptr[i]};
-    pa.buf.mem = mem;
-    const void *loc = &pa.buf.mem;
-    err = clEnqueueNativeKernel(clt__cl(d)->queue, run_probe, &pa, sizeof pa, 1, &mem, &loc,
-                                i == 0 ? wl->n : 0, i == 0 && wl->n ? wl->ev : NULL, NULL);
-  }
-  if (err == CL_SUCCESS)
-    err = clEnqueueNativeKernel(clt__cl(d)->queue, run_native, &ga, sizeof ga, nmem, mems, locs, 0,
-                                NULL, ev);
-  if (err == CL_SUCCESS) {
-    clt__cl_wait_at_exit(d); /* the exit waits for it (device.c: finish_at_exit) */
-    what = "clSetEventCallback";
-    if ((err = clSetEventCallback(*ev, CL_COMPLETE, free_ctx, ctx)) != CL_SUCCESS) {
-      clWaitForEvents(1, ev);
-      free(ctx);
-    }
-    return err == CL_SUCCESS ? CLT_OK : clt__cl_error(err, fn, what, d);
-  }
-  clFinish(clt__cl(d)->queue); /* probes may be pending: they write into ctx */
-  free(ctx);
-  return clt__cl_error(err, fn, what, d);
+  return clt__cl_enqueue_native(d, &ctx->head, 3, bufs, wl, fn, ev);
 }
 
 /* ---- clblast ------------------------------------------------------------------------------ */
