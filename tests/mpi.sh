@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # mpi.sh - runs tests/mpi_test under mpirun with 2 and then 3 ranks (more ranks than the two
 # PoCL devices, so that two ranks share one), first with the default chunk size and 64 MiB
-# tensors (--large), then with tiny chunks and MPI counts; each run bounded by a 240 s timeout
+# tensors (--large), then with tiny chunks and MPI counts, then on the reference backend's ref:0
+# too (CLT_REF_DEVICES=1, --ref) with both chunk sizes; each run bounded by a 240 s timeout
 # so that a hang fails instead of stalling 'make check'. Run by 'make check' with $top_builddir
 # set, only when configure found MPI.
 # Exit status: 0 pass, 1 fail, 77 skip (no mpirun), 99 hard error (automake's conventions).
@@ -55,4 +56,13 @@ export CLT_MPI_CHUNK CLT_MPI_MAX_COUNT
 for np in 2 3; do
   run $np
 done
+# The reference backend (lib/ref/), staged with memcpy: tiny chunks at 2 and 3 ranks, then the
+# default chunks.
+CLT_REF_DEVICES=1
+export CLT_REF_DEVICES
+for np in 2 3; do
+  run $np --ref
+done
+unset CLT_MPI_CHUNK CLT_MPI_MAX_COUNT
+run 2 --ref
 exit $status

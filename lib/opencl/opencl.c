@@ -192,4 +192,12 @@ const struct clt_backend clt__opencl_backend = {
     .storage_drop = clt__cl_storage_drop,
     .discover = clt__cl_discover,
     .synchronize = clt__cl_synchronize,
+    .stage_begin = clt__cl_stage_begin,
+    .stage_read = clt__cl_stage_read,
+    .stage_write = clt__cl_stage_write,
+    .stage_finish = clt__cl_stage_finish,
+    .stage_keep_alive = clt__cl_stage_keep_alive,
+    .stage_wait = clt__cl_stage_wait,
+    .stage_retain = clt__cl_stage_retain,
+    .stage_release = clt__cl_stage_release,
 };
