@@ -262,7 +262,11 @@ typedef struct clt_stage {
   void *wait[CLT__STAGE_MAX_WAIT];
   int nwait;
   void *last;             /* the handle of the last copy (held), or NULL before the first */
-  size_t nread, nwritten; /* bytes copied, for the transfer counters */
+  size_t nread, nwritten; /* bytes copied or mapped, for the transfer counters */
+  /* Ranges mapped into host memory (stage_map), for stage_unmap: their pointers and the
+   * backend's buffers. */
+  void *map_ptr[2], *map_buf[2];
+  int nmaps;
 } clt_stage;
 
 struct clt_backend {
@@ -373,6 +377,15 @@ struct clt_backend {
   clt_status (*stage_wait)(clt_device *dev, void *done, const char *fn, const char *what);
   void (*stage_retain)(void *done);
   void (*stage_release)(void *done);
+  /* (optional: devices that share memory with the host) Maps len bytes of s->src from byte
+   * src_off for reading into *src_ptr and of s->dst from dst_off for writing into *dst_ptr (one
+   * read-write mapping where they are the same bytes), after s->wait, returning once they can be
+   * used; records them in s->map_*. CLT_ERR_UNSUPPORTED, with nothing mapped or waited for,
+   * where this device or these ranges cannot be mapped. stage_unmap unmaps them in order on the
+   * device and gives the handle of the last unmap. */
+  clt_status (*stage_map)(clt_stage *s, size_t src_off, size_t dst_off, size_t len, void **src_ptr,
+                          void **dst_ptr);
+  clt_status (*stage_unmap)(clt_stage *s, void **done);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part

@@ -25,7 +25,7 @@
 
 #include "clt.h"
 
-#define CLT_INTERNAL_MPI_VERSION 2
+#define CLT_INTERNAL_MPI_VERSION 3
 
 #ifndef CLT_INTERNAL_API
 #if defined(__GNUC__) || defined(__clang__)
@@ -70,12 +70,24 @@ CLT_INTERNAL_API clt_status clt_internal_stage_write(clt_internal_stage *s, size
                                                      clt_internal_done *after,
                                                      clt_internal_done **done);
 
-/* Ends the session (NULL: nothing to do) and frees it. If it made any copy: keep (the host
- * memory copied from and into) stays alive until the last copy completes, a marker after the
- * last copy is recorded as the last read of src and, if something was written, the last write of
- * dst, so that later commands wait for the copies (under CLT_SYNC=1 it is waited for); if the
- * marker fails, nothing is recorded, this waits for the copies instead and returns the error.
- * The bytes copied count as transfers of the device (clt_transfer_stats_get). */
+/* Where the device shares memory with the host (a CPU device, an integrated GPU), gives MPI the
+ * tensors' own memory instead of copies: maps len bytes of src from byte src_off for reading into
+ * *src_ptr and of dst from dst_off for writing into *dst_ptr (NULL for a tensor the session has
+ * not), after the tensors' pending work, and returns once they can be used. Call it before any
+ * copy of the session, at most once; the session's end unmaps them. CLT_ERR_UNSUPPORTED where
+ * the device cannot (nothing mapped: copy instead); another error where mapping failed (then
+ * nothing is mapped either, and copies still work). */
+CLT_INTERNAL_API clt_status clt_internal_stage_map(clt_internal_stage *s, size_t src_off,
+                                                   size_t dst_off, size_t len, void **src_ptr,
+                                                   void **dst_ptr);
+
+/* Ends the session (NULL: nothing to do) and frees it, unmapping what it mapped. If it made any
+ * copy or mapping: keep (the host memory copied from and into) stays alive until the last copy
+ * completes, a marker after the last copy (or unmap) is recorded as the last read of src and, if
+ * something was written, the last write of dst, so that later commands wait for the copies
+ * (under CLT_SYNC=1 it is waited for); if the marker fails, nothing is recorded, this waits for
+ * the copies instead and returns the error (or the unmap's).
+ * The bytes copied or mapped count as transfers of the device (clt_transfer_stats_get). */
 CLT_INTERNAL_API clt_status clt_internal_stage_end(clt_internal_stage *s, const clt_tensor *keep);
 
 /* Waits until d (a handle of dev's, or NULL) completes; the error of a failed copy names `what`. */

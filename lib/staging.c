@@ -110,12 +110,47 @@ clt_status clt_internal_stage_write(clt_internal_stage *is, size_t offset, size_
   return copy(is, true, offset, len, (void *)host, after, done);
 }
 
+clt_status clt_internal_stage_map(clt_internal_stage *is, size_t src_off, size_t dst_off,
+                                  size_t len, void **src_ptr, void **dst_ptr) {
+  const char *fn = is ? is->s.fn : "clt_internal_stage_map";
+  if (!is || !src_ptr || !dst_ptr)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "no session or pointer to map into");
+  *src_ptr = *dst_ptr = NULL;
+  clt_stage *s = &is->s;
+  const struct clt_backend *b = s->dev->backend;
+  if ((s->src && (src_off > s->src->nbytes || len > s->src->nbytes - src_off)) ||
+      (s->dst && (dst_off > s->dst->nbytes || len > s->dst->nbytes - dst_off)))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%zu bytes to map are outside the tensor", len);
+  if (!b->stage_map || !b->stage_unmap || !s->dev->unified_memory || s->last || s->nmaps)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "%s cannot map the tensor into host memory here; copy it instead",
+                      s->dev->name);
+  clt_status st = b->stage_map(s, src_off, dst_off, len, src_ptr, dst_ptr);
+  if (st != CLT_OK) {
+    *src_ptr = *dst_ptr = NULL;
+    return st;
+  }
+  /* The program's data reaches MPI and comes back as with copies: counted the same. */
+  s->nread += s->src ? len : 0;
+  s->nwritten += s->dst ? len : 0;
+  return CLT_OK;
+}
+
 clt_status clt_internal_stage_end(clt_internal_stage *is, const clt_tensor *keep) {
   if (!is)
     return CLT_OK;
   clt_stage *s = &is->s;
   const struct clt_backend *b = s->dev->backend;
-  clt_status st = CLT_OK;
+  clt_status st = CLT_OK, unmapped = CLT_OK;
+  if (s->nmaps) {
+    void *ev = NULL;
+    unmapped = b->stage_unmap(s, &ev);
+    if (ev) { /* the session takes the unmap's reference */
+      if (s->last)
+        b->stage_release(s->last);
+      s->last = ev;
+    }
+  }
   if (s->last) {
     if (keep)
       b->stage_keep_alive(s->last, keep->storage, s->fn);
@@ -132,7 +167,7 @@ clt_status clt_internal_stage_end(clt_internal_stage *is, const clt_tensor *keep
   clt__count_d2h(s->dev, s->nread);
   clt__count_h2d(s->dev, s->nwritten);
   free(is);
-  return st;
+  return unmapped != CLT_OK ? unmapped : st;
 }
 
 clt_status clt_internal_done_wait(clt_device *dev, clt_internal_done *d, const char *fn,

@@ -19,7 +19,9 @@
  * giving a handle to wait for. The session's first copy waits for the tensor's pending work (its
  * last write, and every read if we write it); at its end (clt_internal_stage_end) the last copy
  * becomes the tensor's last write and the slots stay alive until it completes, so the call
- * returns with the last writes still in flight and later kernels wait for them.
+ * returns with the last writes still in flight and later kernels wait for them. Where the device
+ * shares the host's memory, the session maps the tensor instead (clt_internal_stage_map) and MPI
+ * works on it chunk by chunk as on a host tensor: no copies ($CLT_MPI_MAP=0 copies anyway).
  *
  * A rank that fails while moving (a device error) keeps making the MPI calls, so that no rank
  * hangs, and a last small MPI_Allreduce (only when some rank has a device tensor; host tensors
@@ -59,6 +61,7 @@ enum { SLOTS = 3 };
 
 static atomic_size_t chunk_bytes;
 static int64_t max_count = INT_MAX; /* elements per MPI call; CLT_MPI_MAX_COUNT, for tests */
+static int map_memory = 1; /* MPI on mapped device memory where it can; CLT_MPI_MAP=0: copies */
 static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 
 /* "4194304", "4m", "512k", "1g" (KiB, MiB, GiB) -> bytes; 0 and 1 on success. */
@@ -105,6 +108,11 @@ static void settings_init(void) {
             "512k, or 0 for whole tensors); using %zu\n",
             e, c);
   atomic_store(&chunk_bytes, c);
+  e = getenv("CLT_MPI_MAP");
+  if (e && strcmp(e, "0") == 0)
+    map_memory = 0;
+  else if (e && *e && strcmp(e, "1") != 0)
+    fprintf(stderr, "clt_mpi: warning: CLT_MPI_MAP='%s' is not 0 or 1; using 1\n", e);
   e = getenv("CLT_MPI_MAX_COUNT");
   if (e && parse_size(e, &v) && v >= 1 && v <= INT_MAX)
     max_count = (int64_t)v;
@@ -594,6 +602,22 @@ static clt_status move_device(const move *m, clt_status *local) {
   clt_internal_stage *stage = NULL;
   if (*local == CLT_OK)
     *local = clt_internal_stage_begin(m->src, m->dst, fn, &stage);
+  /* Where the device shares the host's memory, MPI works on the tensor itself: no copies, each
+   * chunk as for a host tensor. Where it cannot (or mapping fails), the copies below. */
+  void *src_map = NULL, *dst_map = NULL;
+  if (*local == CLT_OK && map_memory) {
+    if (clt_internal_stage_map(stage, (size_t)m->src_first * elem, (size_t)m->dst_first * elem,
+                               (size_t)m->numel * elem, &src_map, &dst_map) == CLT_OK) {
+      move h = *m;
+      h.src_host = src_map;
+      h.dst_host = dst_map;
+      h.src_first = h.dst_first = 0;
+      clt_status st = move_host(&h);
+      *local = clt_internal_stage_end(stage, NULL);
+      return st;
+    }
+    clt_clear_error();
+  }
   int64_t next_read = 0;
   clt_status st = CLT_OK;
 

@@ -121,6 +121,9 @@ void clt__cl_stage_keep_alive(void *done, clt_storage *k, const char *fn);
 clt_status clt__cl_stage_wait(clt_device *dev, void *done, const char *fn, const char *what);
 void clt__cl_stage_retain(void *done);
 void clt__cl_stage_release(void *done);
+clt_status clt__cl_stage_map(clt_stage *s, size_t src_off, size_t dst_off, size_t len,
+                             void **src_ptr, void **dst_ptr);
+clt_status clt__cl_stage_unmap(clt_stage *s, void **done);
 /* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
  * (both lists may hold NULL entries, which are skipped). Events of d's own queue are left out:
  * the queue is in order, so they come first anyway, and a short list is a cheaper launch. On

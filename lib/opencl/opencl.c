@@ -200,4 +200,6 @@ const struct clt_backend clt__opencl_backend = {
     .stage_wait = clt__cl_stage_wait,
     .stage_retain = clt__cl_stage_retain,
     .stage_release = clt__cl_stage_release,
+    .stage_map = clt__cl_stage_map,
+    .stage_unmap = clt__cl_stage_unmap,
 };

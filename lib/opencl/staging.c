@@ -102,3 +102,73 @@ clt_status clt__cl_stage_wait(clt_device *dev, void *done, const char *fn, const
 void clt__cl_stage_retain(void *done) { clRetainEvent(done); }
 
 void clt__cl_stage_release(void *done) { clReleaseEvent(done); }
+
+/* Maps len bytes of buf from off with flags, blocking, after s->wait (the first command of the
+ * session); records the mapping in s. */
+static clt_status map_range(clt_stage *s, cl_mem buf, size_t off, size_t len, cl_map_flags flags,
+                            void **ptr) {
+  cl_event wl[CLT__STAGE_MAX_WAIT];
+  cl_uint n = 0;
+  for (int i = 0; i < s->nwait; i++)
+    wl[n++] = s->wait[i];
+  cl_int err = CL_SUCCESS;
+  void *p = clEnqueueMapBuffer(clt__cl(s->dev)->queue, buf, CL_TRUE, flags, off, len, n,
+                               n ? wl : NULL, NULL, &err);
+  if (err != CL_SUCCESS || !p)
+    return clt__cl_error(err != CL_SUCCESS ? err : CL_MAP_FAILURE, s->fn,
+                         "clEnqueueMapBuffer (MPI on the tensor's memory)", s->dev);
+  for (int i = 0; i < s->nwait; i++)
+    clReleaseEvent(s->wait[i]);
+  s->nwait = 0;
+  s->map_buf[s->nmaps] = buf;
+  s->map_ptr[s->nmaps++] = p;
+  *ptr = p;
+  return CLT_OK;
+}
+
+clt_status clt__cl_stage_map(clt_stage *s, size_t src_off, size_t dst_off, size_t len,
+                             void **src_ptr, void **dst_ptr) {
+  const clt_tensor *src = s->src, *dst = s->dst;
+  if (src && dst && src->storage == dst->storage && src->offset + src_off != dst->offset + dst_off)
+    return clt__error(CLT_ERR_UNSUPPORTED, s->fn, "overlapping ranges are not mapped");
+  clt_status st = CLT_OK;
+  if (src && dst && src->storage == dst->storage) { /* allreduce: in place */
+    st = map_range(s, src->storage->buf, src->offset + src_off, len, CL_MAP_READ | CL_MAP_WRITE,
+                   src_ptr);
+    *dst_ptr = *src_ptr;
+    return st;
+  }
+  if (src)
+    st = map_range(s, src->storage->buf, src->offset + src_off, len, CL_MAP_READ, src_ptr);
+  if (st == CLT_OK && dst)
+    st = map_range(s, dst->storage->buf, dst->offset + dst_off, len, CL_MAP_WRITE, dst_ptr);
+  if (st != CLT_OK && s->nmaps) { /* the first one mapped: undo it */
+    void *ev = NULL;
+    if (clt__cl_stage_unmap(s, &ev) == CLT_OK && ev) {
+      clWaitForEvents(1, (cl_event *)&ev);
+      clReleaseEvent(ev);
+    }
+  }
+  return st;
+}
+
+clt_status clt__cl_stage_unmap(clt_stage *s, void **done) {
+  clt_status st = CLT_OK;
+  *done = NULL;
+  for (int i = 0; i < s->nmaps; i++) {
+    cl_event ev = NULL;
+    cl_int err =
+        clEnqueueUnmapMemObject(clt__cl(s->dev)->queue, s->map_buf[i], s->map_ptr[i], 0, NULL, &ev);
+    if (err != CL_SUCCESS) {
+      if (st == CLT_OK)
+        st = clt__cl_error(err, s->fn, "clEnqueueUnmapMemObject (MPI on the tensor's memory)",
+                           s->dev);
+      continue;
+    }
+    if (*done)
+      clReleaseEvent(*done);
+    *done = ev;
+  }
+  s->nmaps = 0;
+  return st;
+}
