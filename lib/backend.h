@@ -252,6 +252,24 @@ typedef enum clt_matmul_kind {
   CLT__MM_KERNEL   /* kernels/matmul.cl */
 } clt_matmul_kind;
 
+/* A staging session (the staging members of struct clt_backend; lib/staging.c): copies between
+ * src (read; may be NULL) and dst (written; may be NULL), both on dev, and host memory. */
+#define CLT__STAGE_MAX_WAIT (2 * CLT__MAX_READERS + 4)
+typedef struct clt_stage {
+  clt_device *dev;
+  const clt_tensor *src, *dst;
+  const char *fn;
+  /* What the first copy waits for (the backend's events, held), until it is enqueued. */
+  void *wait[CLT__STAGE_MAX_WAIT];
+  int nwait;
+  void *last;             /* the handle of the last copy (held), or NULL before the first */
+  size_t nread, nwritten; /* bytes copied or mapped, for the transfer counters */
+  /* Ranges mapped into host memory (stage_map), for stage_unmap: their pointers and the
+   * backend's buffers. */
+  void *map_ptr[2], *map_buf[2];
+  int nmaps;
+} clt_stage;
+
 struct clt_backend {
   const char *name;
   /* Fills out with one element's bytes (pattern has clt_dtype_size(out->dtype) bytes). */
@@ -334,6 +352,41 @@ struct clt_backend {
    * built yet and the backend builds it in the background (lib/opencl/program.c), runs nothing
    * and sets *later: lib/lazy.c then runs the chain op by op with `elementwise`, the same bits. */
   clt_status (*fused)(clt_device *dev, const clt_fused *f, bool *later);
+
+  /* ---- staging for libclt_mpi (optional: device backends; NULL where MPI cannot reach the
+   * device). lib/staging.c carries the functions of lib/clt-internal-mpi.h to these, so that
+   * libclt_mpi copies a device tensor to and from host memory in chunks, overlapping the copies
+   * with MPI, without knowing the backend. A session (clt_stage) is one tensor pair; a handle
+   * (void *) is the completion of one copy, the backend's own, and may be shared (stage_retain)
+   * and outlive its session. */
+  /* Opens s (dev, src, dst, fn set; the deferred work of src and dst already computed): what its
+   * first copy must wait for, into s->wait and s->nwait; on failure nothing is held. */
+  clt_status (*stage_begin)(clt_stage *s);
+  /* Starts the copy of len bytes at byte off of s->src's element 0 into host (stage_read) or of
+   * host into s->dst (stage_write), after `after` (a handle, or NULL), and after s->wait when it
+   * is the session's first copy (then clears s->nwait); *done gets a handle of the copy. */
+  clt_status (*stage_read)(clt_stage *s, size_t off, size_t len, void *host, void *after,
+                           void **done);
+  clt_status (*stage_write)(clt_stage *s, size_t off, size_t len, const void *host, void *after,
+                            void **done);
+  /* Records a marker after the session's copies as the last read of s->src and, if `wrote`, the
+   * last write of s->dst; nothing is recorded on failure. */
+  clt_status (*stage_finish)(clt_stage *s, bool wrote);
+  /* Keeps storage k alive until the copy of handle done completes. */
+  void (*stage_keep_alive)(void *done, clt_storage *k, const char *fn);
+  /* Waits for a handle, reporting a failed copy as `what`; takes and drops a reference. */
+  clt_status (*stage_wait)(clt_device *dev, void *done, const char *fn, const char *what);
+  void (*stage_retain)(void *done);
+  void (*stage_release)(void *done);
+  /* (optional: devices that share memory with the host) Maps len bytes of s->src from byte
+   * src_off for reading into *src_ptr and of s->dst from dst_off for writing into *dst_ptr (one
+   * read-write mapping where they are the same bytes), after s->wait, returning once they can be
+   * used; records them in s->map_*. CLT_ERR_UNSUPPORTED, with nothing mapped or waited for,
+   * where this device or these ranges cannot be mapped. stage_unmap unmaps them in order on the
+   * device and gives the handle of the last unmap. */
+  clt_status (*stage_map)(clt_stage *s, size_t src_off, size_t dst_off, size_t len, void **src_ptr,
+                          void **dst_ptr);
+  clt_status (*stage_unmap)(clt_stage *s, void **done);
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part

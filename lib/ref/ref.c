@@ -106,6 +106,60 @@ static clt_status ref_read(const clt_tensor *t, void *dst, const char *fn) {
   return CLT_OK;
 }
 
+/* ---- staging for libclt_mpi -------------------------------------------------------------------
+ * The buffer is host memory and a copy is done when its call returns: a read or a write is a
+ * memcpy, and its handle is one shared mark, always complete, that needs no reference counting. */
+
+static char ref_done;
+
+/* The tensors may still be in use by another backend's commands (as in ref_copy). */
+static clt_status ref_stage_begin(clt_stage *s) {
+  clt_status st = CLT_OK;
+  if (s->src)
+    st = clt__storage_host_wait(s->src->storage, false, s->fn);
+  if (st == CLT_OK && s->dst)
+    st = clt__storage_host_wait(s->dst->storage, true, s->fn);
+  return st;
+}
+
+static clt_status ref_stage_read(clt_stage *s, size_t off, size_t len, void *host, void *after,
+                                 void **done) {
+  (void)after;
+  memcpy(host, (const char *)clt__host_ptr(s->src) + off, len);
+  *done = &ref_done;
+  return CLT_OK;
+}
+
+static clt_status ref_stage_write(clt_stage *s, size_t off, size_t len, const void *host,
+                                  void *after, void **done) {
+  (void)after;
+  memcpy((char *)clt__host_ptr(s->dst) + off, host, len);
+  *done = &ref_done;
+  return CLT_OK;
+}
+
+static clt_status ref_stage_finish(clt_stage *s, bool wrote) {
+  (void)s;
+  (void)wrote;
+  return CLT_OK; /* nothing is pending to record */
+}
+
+static void ref_stage_keep_alive(void *done, clt_storage *k, const char *fn) {
+  (void)done;
+  (void)k;
+  (void)fn;
+}
+
+static clt_status ref_stage_wait(clt_device *dev, void *done, const char *fn, const char *what) {
+  (void)dev;
+  (void)done;
+  (void)fn;
+  (void)what;
+  return CLT_OK;
+}
+
+static void ref_stage_mark(void *done) { (void)done; }
+
 /* ---- compute: the host's loops --------------------------------------------------------------
  * fill and upload are the host table's; the others are the host functions themselves. */
 
@@ -255,4 +309,12 @@ const struct clt_backend clt__ref_backend = {
     .storage_wait = ref_storage_wait,
     .storage_drop = ref_storage_drop,
     .synchronize = ref_synchronize,
+    .stage_begin = ref_stage_begin,
+    .stage_read = ref_stage_read,
+    .stage_write = ref_stage_write,
+    .stage_finish = ref_stage_finish,
+    .stage_keep_alive = ref_stage_keep_alive,
+    .stage_wait = ref_stage_wait,
+    .stage_retain = ref_stage_mark,
+    .stage_release = ref_stage_mark,
 };
