@@ -22,8 +22,9 @@ void *clt_internal_host_ptr(const clt_tensor *t) { return t ? clt__host_ptr(t) :
 /* dev's backend, if it can stage; else NULL. */
 static const struct clt_backend *stager(const clt_device *dev) {
   const struct clt_backend *b = dev ? dev->backend : NULL;
-  return b && b->stage_begin && b->stage_read && b->stage_write && b->stage_finish &&
-                 b->stage_keep_alive && b->stage_wait && b->stage_retain && b->stage_release
+  return b && b->staging.stage_begin && b->staging.stage_read && b->staging.stage_write &&
+                 b->staging.stage_finish && b->staging.stage_keep_alive && b->staging.stage_wait &&
+                 b->staging.stage_retain && b->staging.stage_release
              ? b
              : NULL;
 }
@@ -59,7 +60,7 @@ clt_status clt_internal_stage_begin(const clt_tensor *src, const clt_tensor *dst
   is->s.src = src;
   is->s.dst = dst;
   is->s.fn = fn;
-  st = d->backend->stage_begin(&is->s);
+  st = d->backend->staging.stage_begin(&is->s);
   if (st != CLT_OK) {
     free(is);
     return st;
@@ -84,14 +85,14 @@ static clt_status copy(clt_internal_stage *is, bool writing, size_t offset, size
   clt_stage *s = &is->s;
   const struct clt_backend *b = s->dev->backend;
   void *ev = NULL;
-  clt_status st = writing ? b->stage_write(s, offset, len, host, after, &ev)
-                          : b->stage_read(s, offset, len, host, after, &ev);
+  clt_status st = writing ? b->staging.stage_write(s, offset, len, host, after, &ev)
+                          : b->staging.stage_read(s, offset, len, host, after, &ev);
   if (st != CLT_OK)
     return st;
   /* The caller's reference, and the session's own in s->last. */
-  b->stage_retain(ev);
+  b->staging.stage_retain(ev);
   if (s->last)
-    b->stage_release(s->last);
+    b->staging.stage_release(s->last);
   s->last = ev;
   *(writing ? &s->nwritten : &s->nread) += len;
   *done = ev;
@@ -121,11 +122,12 @@ clt_status clt_internal_stage_map(clt_internal_stage *is, size_t src_off, size_t
   if ((s->src && (src_off > s->src->nbytes || len > s->src->nbytes - src_off)) ||
       (s->dst && (dst_off > s->dst->nbytes || len > s->dst->nbytes - dst_off)))
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%zu bytes to map are outside the tensor", len);
-  if (!b->stage_map || !b->stage_unmap || !s->dev->unified_memory || s->last || s->nmaps)
+  if (!b->staging.stage_map || !b->staging.stage_unmap || !s->dev->unified_memory || s->last ||
+      s->nmaps)
     return clt__error(CLT_ERR_UNSUPPORTED, fn,
                       "%s cannot map the tensor into host memory here; copy it instead",
                       s->dev->name);
-  clt_status st = b->stage_map(s, src_off, dst_off, len, src_ptr, dst_ptr);
+  clt_status st = b->staging.stage_map(s, src_off, dst_off, len, src_ptr, dst_ptr);
   if (st != CLT_OK) {
     *src_ptr = *dst_ptr = NULL;
     return st;
@@ -144,26 +146,26 @@ clt_status clt_internal_stage_end(clt_internal_stage *is, const clt_tensor *keep
   clt_status st = CLT_OK, unmapped = CLT_OK;
   if (s->nmaps) {
     void *ev = NULL;
-    unmapped = b->stage_unmap(s, &ev);
+    unmapped = b->staging.stage_unmap(s, &ev);
     if (ev) { /* the session takes the unmap's reference */
       if (s->last)
-        b->stage_release(s->last);
+        b->staging.stage_release(s->last);
       s->last = ev;
     }
   }
   if (s->last) {
     if (keep)
-      b->stage_keep_alive(s->last, keep->storage, s->fn);
+      b->staging.stage_keep_alive(s->last, keep->storage, s->fn);
     /* Nothing written (a failure before the first write) means the session only read src. If the
      * marker fails nothing is recorded, so wait here instead, that no later command can overtake
      * the copies. */
-    st = b->stage_finish(s, s->nwritten > 0);
+    st = b->staging.stage_finish(s, s->nwritten > 0);
     if (st != CLT_OK)
-      b->stage_wait(s->dev, s->last, s->fn, "staging");
-    b->stage_release(s->last);
+      b->staging.stage_wait(s->dev, s->last, s->fn, "staging");
+    b->staging.stage_release(s->last);
   }
   for (int i = 0; i < s->nwait; i++)
-    b->stage_release(s->wait[i]);
+    b->staging.stage_release(s->wait[i]);
   clt__count_d2h(s->dev, s->nread);
   clt__count_h2d(s->dev, s->nwritten);
   free(is);
@@ -178,17 +180,17 @@ clt_status clt_internal_done_wait(clt_device *dev, clt_internal_done *d, const c
   if (!b)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s has no staging handles",
                       dev ? dev->name : "no device");
-  return b->stage_wait(dev, d, fn, what);
+  return b->staging.stage_wait(dev, d, fn, what);
 }
 
 void clt_internal_done_retain(clt_device *dev, clt_internal_done *d) {
   const struct clt_backend *b = stager(dev);
   if (d && b)
-    b->stage_retain(d);
+    b->staging.stage_retain(d);
 }
 
 void clt_internal_done_release(clt_device *dev, clt_internal_done *d) {
   const struct clt_backend *b = stager(dev);
   if (d && b)
-    b->stage_release(d);
+    b->staging.stage_release(d);
 }
