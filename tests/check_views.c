@@ -2969,23 +2969,27 @@ END_TEST
  * u8 and bool). Expected values come from the index math here; each device's result is also
  * compared with the host's. Self-contained: only check_util.h. */
 
-/* On a CPU device that runs native kernels the transposed copies and binary and ternary ops run
- * the host's loops as a native command (lib/opencl/elementwise.c); CLT_NATIVE=0 keeps the tiled
- * kernel. Each test runs such a device both ways: tiled_pass(dev, pass) says whether pass 1
- * applies to dev, and sets the variable for it (tiled_end unsets it); tiled_mode names it. */
+/* On a CPU device that runs native kernels the transposed copies and binary and ternary ops can
+ * run the host's loops as a native command (lib/opencl/elementwise.c): large copies always, the
+ * rest while the tiled kernel builds (its first uses; later ones take the kernel). So the ops
+ * and the copies below run such a device as it chooses (CLT_NATIVE unset, pass 0) and with the
+ * native command wherever it applies (CLT_NATIVE=1, pass 2), the large copy as it chooses (the
+ * native command) and with the tiled kernel (CLT_NATIVE=0, pass 1). tiled_pass(dev, pass) says
+ * whether pass applies to dev and sets the variable for it (tiled_end unsets it); tiled_mode
+ * names it. */
 static const char *tiled_mode = "";
 static int tiled_pass(clt_device *dev, int pass) {
+  static const char *const value[] = {NULL, "0", "1"};
+  static const char *const mode[] = {"", ", CLT_NATIVE=0", ", CLT_NATIVE=1"};
   clt_device_info info;
-  if (pass == 0) {
-    unsetenv("CLT_NATIVE");
-    tiled_mode = "";
-    return 1;
-  }
-  if (dev == clt_cpu() || clt_device_info_get(dev, &info) != CLT_OK ||
-      info.kind != CLT_DEVICE_CL_CPU)
+  if (pass > 0 && (dev == clt_cpu() || clt_device_info_get(dev, &info) != CLT_OK ||
+                   info.kind != CLT_DEVICE_CL_CPU))
     return 0;
-  setenv("CLT_NATIVE", "0", 1);
-  tiled_mode = ", CLT_NATIVE=0";
+  if (value[pass])
+    setenv("CLT_NATIVE", value[pass], 1);
+  else
+    unsetenv("CLT_NATIVE");
+  tiled_mode = mode[pass];
   return 1;
 }
 static void tiled_end(void) {
@@ -3188,7 +3192,7 @@ START_TEST(test_tiled_transposed_ops) {
   int ndev = cu_devices(devs);
   for (int d = 0; d < ndev; d++) {
     int grind = devs[d] != clt_cpu() && cu_is_oclgrind(devs[d]);
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass += 2) {
       if (!tiled_pass(devs[d], pass))
         continue;
       for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
@@ -3216,7 +3220,7 @@ START_TEST(test_tiled_transposed_copies) {
   int ndev = cu_devices(devs);
   for (int d = 0; d < ndev; d++) {
     int grind = devs[d] != clt_cpu() && cu_is_oclgrind(devs[d]);
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass += 2) {
       if (!tiled_pass(devs[d], pass))
         continue;
       for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
@@ -3259,6 +3263,38 @@ START_TEST(test_tiled_transposed_copies) {
           clt_tensor_release(s_);
         }
     }
+  }
+  tiled_end();
+}
+END_TEST
+
+/* A transposed copy large enough (2^22 elements) that CPU devices run it as a native command
+ * unless CLT_NATIVE=0 says otherwise. */
+START_TEST(test_tiled_large_copy) {
+  static const clt_dtype dts[] = {CLT_F32};
+  const int64_t rows = 2048, cols = 2048, n = rows * cols;
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  for (int d = 0; d < ndev; d++) {
+    if (devs[d] == clt_cpu() || cu_is_oclgrind(devs[d]))
+      continue; /* the host's copy is the same loop; Oclgrind: too slow for 4M elements */
+    for (int pass = 0; pass < 2; pass++)
+      for (size_t k = 0; k < sizeof dts / sizeof dts[0] && tiled_pass(devs[d], pass); k++) {
+        char where[96];
+        snprintf(where, sizeof where, "%s %s, %lld x %lld%s", cu_dev_name(devs[d]),
+                 cu_dt_name(dts[k]), (long long)rows, (long long)cols, tiled_mode);
+        clt_tensor *s_ = tiled_tensor(tiled_va, dts[k], 2, (int64_t[]){cols, rows}, devs[d]);
+        clt_tensor *t = tiled_t(s_), *r = NULL;
+        double *want = cu_malloc((size_t)n * sizeof *want);
+        for (int64_t i = 0; i < rows; i++)
+          for (int64_t j = 0; j < cols; j++)
+            want[i * cols + j] = tiled_va(j * rows + i);
+        CU_OK(clt_contiguous(t, &r));
+        tiled_expect(r, want, NULL, n, "contiguous(transpose(x))", where);
+        free(want);
+        clt_tensor_release(t);
+        clt_tensor_release(s_);
+      }
   }
   tiled_end();
 }
@@ -3311,6 +3347,7 @@ Suite *views_suite(void) {
   tcase_add_test(tc, test_cat_promotes);
   ONE_CASE("tiled", test_tiled_transposed_ops);
   tcase_add_test(tc, test_tiled_transposed_copies);
+  tcase_add_test(tc, test_tiled_large_copy);
 #undef ONE_CASE
   return s;
 }

@@ -138,8 +138,10 @@ static void memo_put(const clt_device *d, uint64_t key, cl_kernel k) {
 }
 
 /* The kernel of op for these dtypes on d, from the program cache (building it if needed). */
+/* ready: only a program built already (clt__get_kernel_ready: else its build starts in the
+ * background and *kern is NULL) */
 static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
-                              clt_tensor *const *in, clt_dtype compute, variant v,
+                              clt_tensor *const *in, clt_dtype compute, variant v, bool ready,
                               cl_kernel *kern) {
   const char *fn = op->fn;
   int n = op->arity;
@@ -189,7 +191,8 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
            v == TILED ? 1 : 0, raw);
   char kname[80];
   snprintf(kname, sizeof kname, "%s%s", name, variant_suffix[v]);
-  return clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
+  return ready ? clt__get_kernel_ready(d, "elementwise", defines, kname, fn, kern)
+               : clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
 }
 
 /* The operands (bit k for operand k) that step through the last dimension of c by more than
@@ -204,9 +207,10 @@ static int across_operands(const clt_bcast *c, int n) {
   return mask;
 }
 
-/* The kernel of this variant, from the memo or the program cache. */
+/* The kernel of this variant, from the memo or the program cache (ready: as find_kernel's;
+ * *kern may then be NULL). */
 static clt_status variant_kernel(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
-                                 clt_dtype compute, variant v, cl_kernel *kern) {
+                                 clt_dtype compute, variant v, bool ready, cl_kernel *kern) {
   clt_device *d = out->storage->dev;
   int n = op->arity;
   /* a ternary's operands are k, a, b: TK, TA, TB */
@@ -215,8 +219,8 @@ static clt_status variant_kernel(const clt_op *op, clt_tensor *out, clt_tensor *
       memo_key(op, out->dtype, compute, n == 3 ? in[0]->dtype : CLT_BOOL, ta->dtype, tb->dtype, v);
   if ((*kern = memo_get(d, key)) != NULL)
     return CLT_OK;
-  clt_status st = find_kernel(op, d, out, in, compute, v, kern);
-  if (st == CLT_OK)
+  clt_status st = find_kernel(op, d, out, in, compute, v, ready, kern);
+  if (st == CLT_OK && *kern)
     memo_put(d, key, *kern);
   return st;
 }
@@ -234,15 +238,23 @@ bool clt__cl_elementwise_ready(clt_device *d, const clt_op *op, clt_dtype out, c
 }
 
 /* ---- transposed work on CPU devices, by the host's loops ---------------------------------------
- * A CPU device's buffers are host memory, and what the tiled kernel does there (strips staged
- * through local memory, lib/host/elementwise.c's method compiled by the device's compiler) the
- * host's own loops do faster: 4 x 4 blocks in SSE registers, prefetches, OpenMP. So on a CPU
- * device that runs native kernels (opencl/native.c) an exact op (ulps 0) that would take the
- * tiled kernel and that the host's loops run without allocating (clt__host_elementwise_direct: a
- * copy, or a binary or ternary op over operands of the compute dtype) runs as a native command: still
- * asynchronous and ordered by events, and no kernel to build on first use. The 4096 x 4096
- * transposed f32 copy and add on PoCL (bench/views, paired): see docs/performance.md.
- * CLT_NATIVE=0 keeps the tiled kernel (the tests run both). */
+ * A CPU device's buffers are host memory, and the host's own loops (4 x 4 blocks in SSE
+ * registers, prefetches, OpenMP: lib/host/elementwise.c) can work on them. So on a CPU device
+ * that runs native kernels (opencl/native.c) an exact op (ulps 0) that would take the tiled
+ * kernel and that the host's loops run without allocating (clt__host_elementwise_direct: a copy,
+ * or a binary or ternary op over operands of the compute dtype) can run as a native command:
+ * still asynchronous and ordered by events, and no kernel to build. Large copies always do (they
+ * are faster); other work only while its tiled kernel builds in the background, so that its first
+ * use does not block on the build. CLT_NATIVE=0 keeps the tiled kernel, CLT_NATIVE=1 takes the
+ * native command wherever it applies (the tests run all three).
+ * PoCL, 2 cores, f32, paired with CLT_NATIVE=0 (ms, native / kernel): copies of 2048 x 2048
+ * 0.72 / 0.90, 2048 x 8192 5.0 / 7.7, 3000 x 5000 4.3 / 7.2, 4096 x 4096 4.8 / 7.7, 2896 x 2896
+ * and 4000 x 4200 even, 1448 x 1448 and below slower (0.25 / 0.24, 1024 x 1024 0.23 / 0.12: the
+ * probes cost about 0.1 ms); the transposed add went either way from 4M elements on (4096 x 4096
+ * 7.8 / 9.4, 3000 x 5000 7.3 / 8.4, but 4000 x 4200 7.3 / 6.1 and 5792 x 5792 14.0 / 11.8) and
+ * slower below: binary and ternary ops keep the kernel once it is built. */
+#define NATIVE_COPY_MIN ((int64_t)1 << 22)
+
 typedef struct native_op {
   clt_cl_native head;
   const clt_op *op;
@@ -278,9 +290,13 @@ static clt_status enqueue_native_op(clt_device *d, clt_waitlist *wl, void *ctx, 
   return clt__cl_enqueue_native(d, &c->head, c->n + 1, bufs, wl, fn, ev);
 }
 
-static bool native_wanted(clt_device *d) {
+/* CLT_NATIVE: 0 never (the tiled kernel), 1 always where it applies (for tests), else auto. */
+typedef enum native_mode { NATIVE_NEVER, NATIVE_ALWAYS, NATIVE_AUTO } native_mode;
+static native_mode native_wanted(clt_device *d) {
   const char *e = getenv("CLT_NATIVE");
-  return d->kind == CLT_DEVICE_CL_CPU && !(e && strcmp(e, "0") == 0) && clt__cl_native_ok(d);
+  if (d->kind != CLT_DEVICE_CL_CPU || (e && strcmp(e, "0") == 0) || !clt__cl_native_ok(d))
+    return NATIVE_NEVER;
+  return e && strcmp(e, "1") == 0 ? NATIVE_ALWAYS : NATIVE_AUTO;
 }
 
 static clt_status native_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
@@ -314,6 +330,8 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
   variant v = n == 3 || !bc->same ? STRIDED : FAST;
   clt_bcast c;
   int stage = 0;
+  cl_kernel kern = NULL;
+  clt_status st;
   if (v == STRIDED) {
     /* the result's memory order, merged: a transposed result is walked along its own rows */
     c = *bc;
@@ -324,13 +342,23 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
       v = TILED;
     /* exact ops only (ulps 0 in the op table): elsewhere the host's libm and the device's
      * could round differently, and this device's fused kernels must give the bits it does */
-    if (v == TILED && op->ulps == 0 && clt__host_elementwise_direct(op, out, in, compute) &&
-        native_wanted(d))
-      return native_elementwise(op, out, in, compute, bc);
+    native_mode mode =
+        v == TILED && op->ulps == 0 && clt__host_elementwise_direct(op, out, in, compute)
+            ? native_wanted(d)
+            : NATIVE_NEVER;
+    if (mode != NATIVE_NEVER) {
+      /* a copy of NATIVE_COPY_MIN elements or more always (the host's strips beat the kernel
+       * there); anything else through the tiled kernel where it is built, and through the native
+       * command only while it builds (in the background), so that the first use does not wait */
+      bool big_copy = op->kind == CLT__OP_cast && out->numel >= NATIVE_COPY_MIN;
+      if (mode == NATIVE_AUTO && !big_copy &&
+          (st = variant_kernel(op, out, in, compute, TILED, true, &kern)) != CLT_OK)
+        return st;
+      if (!kern)
+        return native_elementwise(op, out, in, compute, bc);
+    }
   }
-  cl_kernel kern;
-  clt_status st;
-  if ((st = variant_kernel(op, out, in, compute, v, &kern)) != CLT_OK)
+  if (!kern && (st = variant_kernel(op, out, in, compute, v, false, &kern)) != CLT_OK)
     return st;
   if (v == TILED) {
     /* what this kernel can take on this device: 256 work-items to a group on GPUs (registers,
@@ -348,7 +376,7 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
                                  wg >= 256;
     if (!fits) {
       v = STRIDED;
-      if ((st = variant_kernel(op, out, in, compute, v, &kern)) != CLT_OK)
+      if ((st = variant_kernel(op, out, in, compute, v, false, &kern)) != CLT_OK)
         return st;
     }
   }
