@@ -981,7 +981,9 @@ CLT_API clt_tensor *clt_params_tensor_at(const clt_params *p, size_t i);
 
 /** Moves every tensor of the set to dev, in place (model.to(dev)): each entry not already on
  *  dev is replaced by its copy there (clt_to) and the set drops its reference to the old one.
- *  All or nothing: on failure the set is unchanged. Asynchronous, like clt_to.
+ *  A leaf that requires grad stays one (its copy requires grad, and its .grad moves too), as a
+ *  module's parameters do. All or nothing: on failure the set is unchanged. Asynchronous, like
+ *  clt_to.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL p or dev), and those of clt_to. */
 CLT_API clt_status clt_params_to(clt_params *p, clt_device *dev);
 

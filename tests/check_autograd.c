@@ -507,6 +507,36 @@ START_TEST(test_devices) {
 }
 END_TEST
 
+/* clt_params_to keeps a leaf that requires grad one, and moves its gradient */
+START_TEST(test_params_to) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_params *p;
+    clt_tensor *w = cu_tensor((float[]){1, 2}, CLT_F32, 1, (int64_t[]){2}, clt_cpu()), *y, *s;
+    CU_OK(clt_requires_grad_(w, 1));
+    CU_OK(clt_mul(w, w, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_backward(s, NULL));
+    CU_OK(clt_params_create(&p));
+    CU_OK(clt_params_add(p, "w", w));
+    CU_OK(clt_params_to(p, devs[d]));
+    clt_tensor *m = clt_params_get(p, "w");
+    ck_assert(clt_tensor_requires_grad(m));
+    ck_assert_ptr_eq(clt_tensor_device(clt_tensor_grad(m)), devs[d]);
+    assert_values(clt_tensor_grad(m), (double[]){2, 4}, 2, "the moved gradient", devs[d]);
+    RELEASE(w, y, s);
+    /* and it trains there: a new graph on devs[d] accumulates into the moved gradient */
+    CU_OK(clt_mul_scalar(m, 3, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(m), (double[]){5, 7}, 2, "accumulated after the move", devs[d]);
+    RELEASE(y, s);
+    clt_params_release(p);
+  }
+}
+END_TEST
+
 /* ---- lazy and eager give the same gradients ---------------------------------------------------
  */
 
@@ -606,6 +636,7 @@ Suite *autograd_suite(void) {
   tcase_add_test(tc, test_accumulate_and_free);
   tcase_add_test(tc, test_guards);
   tcase_add_test(tc, test_devices);
+  tcase_add_test(tc, test_params_to);
   tcase_add_test(tc, test_lazy_eager);
   tcase_add_test(tc, test_detach_and_bad_input);
   suite_add_tcase(s, tc);
