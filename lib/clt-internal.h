@@ -201,6 +201,7 @@ struct clt_tensor {
   bool contiguous; /* strides are C order's for the shape (dimensions of size 1 aside) */
   clt_storage *storage;
   struct clt_grad_meta *ag; /* autograd's state (NULL for a tensor that never required grad) */
+  struct clt_tensor *dead_next; /* clt_tensor_release's list of tensors to free (tensor.c) */
 };
 
 /* ---- autograd's records (tensor.c keeps them; lib/autograd.c runs the backward) ---------- */

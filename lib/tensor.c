@@ -262,16 +262,36 @@ clt_tensor *clt_tensor_retain(clt_tensor *t) {
   return t;
 }
 
+/* Tensors with autograd state whose last reference went while another such tensor was being
+ * freed: freeing a graph frees its nodes' operands, whose nodes free theirs, and a chain of a
+ * million operations would recurse a million calls deep; instead the outermost release frees
+ * them one after another. */
+static _Thread_local clt_tensor *dead;
+static _Thread_local bool freeing;
+
 void clt_tensor_release(clt_tensor *t) {
   if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
     return;
   if (t->ag) {
-    clt_grad_node *node = t->ag->fn;
-    if (node && node->retained == t->ag)
-      node->retained = NULL;
-    clt_tensor_release(t->ag->grad);
-    clt__grad_node_release(node);
-    free(t->ag);
+    t->dead_next = dead;
+    dead = t;
+    if (freeing)
+      return;
+    freeing = true;
+    while (dead) {
+      clt_tensor *d = dead;
+      dead = d->dead_next;
+      clt_grad_node *node = d->ag->fn;
+      if (node && node->retained == d->ag)
+        node->retained = NULL;
+      clt_tensor_release(d->ag->grad);
+      clt__grad_node_release(node);
+      free(d->ag);
+      clt__storage_release(d->storage);
+      free(d);
+    }
+    freeing = false;
+    return;
   }
   clt__storage_release(t->storage);
   free(t);

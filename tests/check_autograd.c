@@ -438,6 +438,25 @@ START_TEST(test_accumulate_and_free) {
 }
 END_TEST
 
+/* A graph deeper than the stack could hold in recursive calls: backward and the release of the
+ * graph go one node after another. */
+START_TEST(test_deep_graph) {
+  clt_tensor *x = cu_tensor((float[]){1, 2}, CLT_F32, 1, (int64_t[]){2}, clt_cpu()), *t, *u, *s;
+  CU_OK(clt_requires_grad_(x, 1));
+  t = clt_tensor_retain(x);
+  for (int i = 0; i < 100000; i++) {
+    CU_OK(clt_mul_scalar(t, 1.0, &u));
+    clt_tensor_release(t);
+    t = u;
+  }
+  CU_OK(clt_sum(t, &s));
+  RELEASE(t);
+  CU_OK(clt_backward_retain(s, NULL));
+  assert_values(clt_tensor_grad(x), (double[]){1, 1}, 2, "a deep graph", clt_cpu());
+  RELEASE(s, x); /* the whole graph goes here */
+}
+END_TEST
+
 /* ---- guards -----------------------------------------------------------------------------------
  */
 
@@ -634,6 +653,7 @@ Suite *autograd_suite(void) {
   tcase_add_test(tc, test_other_gradcheck);
   tcase_add_test(tc, test_known_values);
   tcase_add_test(tc, test_accumulate_and_free);
+  tcase_add_test(tc, test_deep_graph);
   tcase_add_test(tc, test_guards);
   tcase_add_test(tc, test_devices);
   tcase_add_test(tc, test_params_to);
