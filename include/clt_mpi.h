@@ -29,12 +29,14 @@
  * any clt command: it starts after pending kernels and copies that write the tensor (or, when
  * the call writes it, also read it), and the copies back are the tensor's last write, so later
  * operations wait for them; the call returns while the last chunks are still being copied
- * back. Results stay on the tensor's device. Each device keeps its staging memory (at most
- * 64 MiB) for the next call until MPI_Finalize. Tensors of any size are accepted: data goes
- * to MPI in calls of at most INT_MAX elements, so MPI's int counts are no limit
- * ($CLT_MPI_MAX_COUNT lowers that bound, for tests). The copies count in the devices' transfer
- * statistics (clt_transfer_stats_get). A rank that fails while moving data (an OpenCL error)
- * still completes the MPI calls, and then every rank returns the failure.
+ * back. On a device that shares the host's memory (CL_DEVICE_HOST_UNIFIED_MEMORY: CPU devices,
+ * integrated GPUs), the tensor is mapped into host memory instead and MPI works on it without
+ * copies ($CLT_MPI_MAP=0 stages anyway). Results stay on the tensor's device. Each device keeps
+ * its staging memory (at most 64 MiB) for the next call until MPI_Finalize. Tensors of any size
+ * are accepted: data goes to MPI in calls of at most INT_MAX elements, so MPI's int counts are no
+ * limit ($CLT_MPI_MAX_COUNT lowers that bound, for tests). The copies (or mapped bytes) count in
+ * the devices' transfer statistics (clt_transfer_stats_get). A rank that fails while moving data
+ * (an OpenCL error) still completes the MPI calls, and then every rank returns the failure.
  *
  * dtypes: all of them. bool: CLT_MPI_SUM and CLT_MPI_MAX are a logical or, CLT_MPI_MIN a logical
  * and; CLT_MPI_MEAN takes floats only (CLT_ERR_DTYPE otherwise, as clt_mean).

@@ -128,9 +128,10 @@ void clt__bcast_memory_order(clt_bcast *bc, int n);
 #define CLT__FUSE_MAX_CONSTS 24 /* scalar operands (kernel arguments) */
 #define CLT__FUSE_MAX_NODES (CLT__FUSE_MAX_OPS + CLT__FUSE_MAX_CONSTS)
 #define CLT__FUSE_MAX_LEAVES 16 /* tensors it reads */
-#define CLT__FUSE_MAX_STRIDED 4 /* of which neither contiguous nor one element (broadcast, views)  \
-                                 */
-#define CLT__FUSE_MAX_OUTS 8    /* tensors it writes: the result and intermediates still held */
+#define CLT__FUSE_MAX_STRIDED                                                                      \
+  4                          /* of which neither contiguous nor one element (broadcast, views)     \
+                              */
+#define CLT__FUSE_MAX_OUTS 8 /* tensors it writes: the result and intermediates still held */
 
 /* One op of a fused kernel, in evaluation order: arg[j] >= 0 is the value of an earlier node,
  * arg[j] < 0 is leaf -arg[j] - 1. A node without op is a scalar operand (clt_add_scalar's
@@ -271,88 +272,156 @@ typedef enum clt_matmul_kind {
   CLT__MM_KERNEL   /* kernels/matmul.cl */
 } clt_matmul_kind;
 
+/* A staging session (the staging members of struct clt_backend; lib/staging.c): copies between
+ * src (read; may be NULL) and dst (written; may be NULL), both on dev, and host memory. */
+#define CLT__STAGE_MAX_WAIT (2 * CLT__MAX_READERS + 4)
+typedef struct clt_stage {
+  clt_device *dev;
+  const clt_tensor *src, *dst;
+  const char *fn;
+  /* What the first copy waits for (the backend's events, held), until it is enqueued. */
+  void *wait[CLT__STAGE_MAX_WAIT];
+  int nwait;
+  void *last;             /* the handle of the last copy (held), or NULL before the first */
+  size_t nread, nwritten; /* bytes copied or mapped, for the transfer counters */
+  /* Ranges mapped into host memory (stage_map), for stage_unmap: their pointers and the
+   * backend's buffers. */
+  void *map_ptr[2], *map_buf[2];
+  int nmaps;
+} clt_stage;
+
 struct clt_backend {
   const char *name;
-  /* Fills out with one element's bytes (pattern has clt_dtype_size(out->dtype) bytes). */
-  clt_status (*fill)(clt_tensor *out, const void *pattern, const char *fn);
-  /* Copies numel elements from user memory into out; src is reusable on return. */
-  clt_status (*upload)(clt_tensor *out, const void *src, const char *fn);
-  /* out = op(in[0], ...): operands converted to the compute dtype `compute` first (the promoted
-   * dtype; for where, of in[1] and in[2]), the result stored as out's dtype. */
-  clt_status (*elementwise)(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
-                            clt_dtype compute, const clt_bcast *bc);
-  /* out = the reduction of in viewed as (outer, r, inner) over r: out has outer * inner
-   * elements (one, for a whole-tensor reduction, where outer = inner = 1). */
-  clt_status (*reduce)(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
-  /* Fills out (f32 or f64, numel > 0) with Philox4x32-10 numbers of seed from the counters
-   * offset, offset + 1, ...: uniform in [0, 1), or standard normal if normal is set. Every backend
-   * must give the same bits (kernels/random.cl is the one definition). */
-  clt_status (*fill_random)(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
-                            const char *fn);
-  /* out = a x b as described (k > 0 and out non-empty; the dispatcher handles the rest). */
-  clt_status (*matmul)(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
-                       const clt_matmul_desc *g, const char *fn);
-  /* The path matmul takes on dev, or an error (a forced path dev lacks). */
-  clt_status (*matmul_path)(clt_device *dev, const char *fn, clt_matmul_kind *out);
-  /* out = in gathered along its middle dimension at the indices idx, as described (numel > 0). */
-  clt_status (*index_select)(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
-                             const clt_index_desc *g, const char *fn);
-  /* (optional) Builds, for dtype dt on dev, the programs that running every operation once does
-   * not build (clt_kernel_cache_warm calls it after those runs for f32 and f64): the OpenCL
-   * backend's tiled matmul kernel, which only CLT_MATMUL=kernel takes on some devices. */
-  clt_status (*warm)(clt_device *dev, clt_dtype dt, const char *fn);
-  /* (optional: device backends) Enqueues the copy of src's bytes into dst (as many as src has)
-   * on q's queue, after the commands that use them: host to device, device to host, or device to
-   * device within one context. Host memory involved stays alive until the copy is done. */
-  clt_status (*copy)(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
-  /* (optional: device backends) Copies t's bytes into dst, host memory, after the commands that
-   * write t; returns when dst holds them. */
-  clt_status (*read)(const clt_tensor *t, void *dst, const char *fn);
-  /* (optional: NULL where an event is the host time of recording, as on the host) Timing
-   * events. event_record puts a marker after the work enqueued on dev so far and returns it as
-   * *out; event_wait blocks until it has completed; event_elapsed gives the ms between two
-   * completed markers of dev, or CLT_ERR_UNSUPPORTED where dev gives no times; event_release
-   * frees a marker. */
-  clt_status (*event_record)(clt_device *dev, const char *fn, void **out);
-  clt_status (*event_wait)(clt_device *dev, void *ev, const char *fn);
-  clt_status (*event_elapsed)(clt_device *dev, void *start, void *end, const char *fn, double *ms);
-  void (*event_release)(void *ev);
-  /* (optional: device backends) Memory behind storages, for lib/memory.c's allocator.
-   * buffer_alloc allocates s->bytes (> 0) on s->dev into s->buf; pinned_alloc allocates alloc
-   * bytes of host memory that near's copies reach directly, its buffer in s->buf, mapped at
-   * s->host; both return 0 or the backend's own error code (OpenCL's: CL_SUCCESS is 0), which
-   * error_name names ("CL_OUT_OF_RESOURCES") and error_is_oom tells out-of-memory failures by.
-   * buffer_retain takes a reference to the foreign buffer buf of dev (a DLPack import), reporting
-   * a failure for fn; buffer_free releases s's buffer (unmapping pinned memory first). */
-  int (*buffer_alloc)(clt_storage *s);
-  int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
-  const char *(*error_name)(int err);
-  bool (*error_is_oom)(int err);
-  clt_status (*buffer_retain)(clt_device *dev, void *buf, const char *fn);
-  void (*buffer_free)(clt_storage *s);
-  /* (optional: device backends) Discovery, run once by lib/device.c's registry, which lists the
-   * devices of every backend of its table in turn: sets *out to an array of pointers to the
-   * *count devices of this kind (the backend's, kept until exit: the registry copies the pointers
-   * and never frees or grows it; NULL and 0 when there are none), each named, described and
-   * opened (clt__device_setup, then whatever the backend needs: the OpenCL backend's context and
-   * queue). Each device is allocated by the backend, inside a struct of its own that begins with
-   * the struct clt_device. Devices that cannot be opened are left out with a warning on stderr. */
-  void (*discover)(clt_device ***out, int *count);
-  /* (optional: device backends) The events on storages, which the backend records in their
-   * write_ev/write_q and read_ev/read_q and marks as its own by setting s->order to its table:
-   * storage_wait blocks until the commands that write s (and, if writing, read s) are done;
-   * storage_drop releases the events of s, which is being freed, after waiting for them if wait
-   * is set. lib/memory.c's clt__storage_host_wait and clt__storage_events_drop call them. */
-  clt_status (*storage_wait)(clt_storage *s, bool writing, const char *fn);
-  void (*storage_drop)(clt_storage *s, bool wait);
-  /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
-   * command enqueued on dev so far has completed; fn names the caller in errors. */
-  clt_status (*synchronize)(clt_device *dev, const char *fn);
-  /* (optional: NULL where ops are never deferred) Runs the fused kernel f on dev, after the
-   * commands its leaves and outputs wait for (lib/lazy.c plans it). Or, where the kernel is not
-   * built yet and the backend builds it in the background (lib/opencl/program.c), runs nothing
-   * and sets *later: lib/lazy.c then runs the chain op by op with `elementwise`, the same bits. */
-  clt_status (*fused)(clt_device *dev, const clt_fused *f, bool *later);
+  /* ---- device: discovery, synchronization, timing events ---- */
+  struct {
+    /* (optional: device backends) Discovery, run once by lib/device.c's registry, which lists the
+     * devices of every backend of its table in turn: sets *out to an array of pointers to the
+     * *count devices of this kind (the backend's, kept until exit: the registry copies the pointers
+     * and never frees or grows it; NULL and 0 when there are none), each named, described and
+     * opened (clt__device_setup, then whatever the backend needs: the OpenCL backend's context and
+     * queue). Each device is allocated by the backend, inside a struct of its own that begins with
+     * the struct clt_device. Devices that cannot be opened are left out with a warning on stderr.
+     */
+    void (*discover)(clt_device ***out, int *count);
+    /* (optional: NULL where work is done when its call returns, as on the host) Returns when every
+     * command enqueued on dev so far has completed; fn names the caller in errors. */
+    clt_status (*synchronize)(clt_device *dev, const char *fn);
+    /* (optional: NULL where an event is the host time of recording, as on the host) Timing
+     * events. event_record puts a marker after the work enqueued on dev so far and returns it as
+     * *out; event_wait blocks until it has completed; event_elapsed gives the ms between two
+     * completed markers of dev, or CLT_ERR_UNSUPPORTED where dev gives no times; event_release
+     * frees a marker. */
+    clt_status (*event_record)(clt_device *dev, const char *fn, void **out);
+    clt_status (*event_wait)(clt_device *dev, void *ev, const char *fn);
+    clt_status (*event_elapsed)(clt_device *dev, void *start, void *end, const char *fn,
+                                double *ms);
+    void (*event_release)(void *ev);
+  } device;
+  /* ---- memory: buffers under lib/memory.c's storages, copies between them and host memory,
+   * and the events that order work on a storage ---- */
+  struct {
+    /* (optional: device backends) Memory behind storages, for lib/memory.c's allocator.
+     * buffer_alloc allocates s->bytes (> 0) on s->dev into s->buf; pinned_alloc allocates alloc
+     * bytes of host memory that near's copies reach directly, its buffer in s->buf, mapped at
+     * s->host; both return 0 or the backend's own error code (OpenCL's: CL_SUCCESS is 0), which
+     * error_name names ("CL_OUT_OF_RESOURCES") and error_is_oom tells out-of-memory failures by.
+     * buffer_retain takes a reference to the foreign buffer buf of dev (a DLPack import), reporting
+     * a failure for fn; buffer_free releases s's buffer (unmapping pinned memory first). */
+    int (*buffer_alloc)(clt_storage *s);
+    int (*pinned_alloc)(clt_device *near, clt_storage *s, size_t alloc);
+    const char *(*error_name)(int err);
+    bool (*error_is_oom)(int err);
+    clt_status (*buffer_retain)(clt_device *dev, void *buf, const char *fn);
+    void (*buffer_free)(clt_storage *s);
+    /* (optional: device backends) Enqueues the copy of src's bytes into dst (as many as src has)
+     * on q's queue, after the commands that use them: host to device, device to host, or device to
+     * device within one context. Host memory involved stays alive until the copy is done. */
+    clt_status (*copy)(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
+    /* (optional: device backends) Copies t's bytes into dst, host memory, after the commands that
+     * write t; returns when dst holds them. */
+    clt_status (*read)(const clt_tensor *t, void *dst, const char *fn);
+    /* (optional: device backends) The events on storages, which the backend records in their
+     * write_ev/write_q and read_ev/read_q and marks as its own by setting s->order to its table:
+     * storage_wait blocks until the commands that write s (and, if writing, read s) are done;
+     * storage_drop releases the events of s, which is being freed, after waiting for them if wait
+     * is set. lib/memory.c's clt__storage_host_wait and clt__storage_events_drop call them. */
+    clt_status (*storage_wait)(clt_storage *s, bool writing, const char *fn);
+    void (*storage_drop)(clt_storage *s, bool wait);
+  } memory;
+  /* ---- compute: what the dispatcher (lib/dispatch.c) and lazy fusion (lib/lazy.c) run; the
+   * core calls clt__lazy_ready right before each member, so no operand is deferred ---- */
+  struct {
+    /* Fills out with one element's bytes (pattern has clt_dtype_size(out->dtype) bytes). */
+    clt_status (*fill)(clt_tensor *out, const void *pattern, const char *fn);
+    /* Copies numel elements from user memory into out; src is reusable on return. */
+    clt_status (*upload)(clt_tensor *out, const void *src, const char *fn);
+    /* out = op(in[0], ...): operands converted to the compute dtype `compute` first (the promoted
+     * dtype; for where, of in[1] and in[2]), the result stored as out's dtype. */
+    clt_status (*elementwise)(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
+                              clt_dtype compute, const clt_bcast *bc);
+    /* out = the reduction of in viewed as (outer, r, inner) over r: out has outer * inner
+     * elements (one, for a whole-tensor reduction, where outer = inner = 1). */
+    clt_status (*reduce)(const clt_reduce *red, clt_tensor *out, const clt_tensor *in);
+    /* Fills out (f32 or f64, numel > 0) with Philox4x32-10 numbers of seed from the counters
+     * offset, offset + 1, ...: uniform in [0, 1), or standard normal if normal is set. Every
+     * backend must give the same bits (kernels/random.cl is the one definition). */
+    clt_status (*fill_random)(clt_tensor *out, uint64_t seed, uint64_t offset, bool normal,
+                              const char *fn);
+    /* out = a x b as described (k > 0 and out non-empty; the dispatcher handles the rest). */
+    clt_status (*matmul)(clt_tensor *out, const clt_tensor *a, const clt_tensor *b,
+                         const clt_matmul_desc *g, const char *fn);
+    /* The path matmul takes on dev, or an error (a forced path dev lacks). */
+    clt_status (*matmul_path)(clt_device *dev, const char *fn, clt_matmul_kind *out);
+    /* out = in gathered along its middle dimension at the indices idx, as described (numel > 0). */
+    clt_status (*index_select)(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
+                               const clt_index_desc *g, const char *fn);
+    /* (optional: NULL where ops are never deferred) Runs the fused kernel f on dev, after the
+     * commands its leaves and outputs wait for (lib/lazy.c plans it). Or, where the kernel is not
+     * built yet and the backend builds it in the background (lib/opencl/program.c), runs nothing
+     * and sets *later: lib/lazy.c then runs the chain op by op with `elementwise`, the same bits.
+     */
+    clt_status (*fused)(clt_device *dev, const clt_fused *f, bool *later);
+    /* (optional) Builds, for dtype dt on dev, the programs that running every operation once does
+     * not build (clt_kernel_cache_warm calls it after those runs for f32 and f64): the OpenCL
+     * backend's tiled matmul kernel, which only CLT_MATMUL=kernel takes on some devices. */
+    clt_status (*warm)(clt_device *dev, clt_dtype dt, const char *fn);
+  } compute;
+  /* ---- staging for libclt_mpi (optional: device backends; NULL where MPI cannot reach the
+   * device). lib/staging.c carries the functions of lib/clt-internal-mpi.h to these, so that
+   * libclt_mpi copies a device tensor to and from host memory in chunks, overlapping the copies
+   * with MPI, without knowing the backend. A session (clt_stage) is one tensor pair; a handle
+   * (void *) is the completion of one copy, the backend's own, and may be shared (stage_retain)
+   * and outlive its session. */
+  struct {
+    /* Opens s (dev, src, dst, fn set; the deferred work of src and dst already computed): what its
+     * first copy must wait for, into s->wait and s->nwait; on failure nothing is held. */
+    clt_status (*stage_begin)(clt_stage *s);
+    /* Starts the copy of len bytes at byte off of s->src's element 0 into host (stage_read) or of
+     * host into s->dst (stage_write), after `after` (a handle, or NULL), and after s->wait when it
+     * is the session's first copy (then clears s->nwait); *done gets a handle of the copy. */
+    clt_status (*stage_read)(clt_stage *s, size_t off, size_t len, void *host, void *after,
+                             void **done);
+    clt_status (*stage_write)(clt_stage *s, size_t off, size_t len, const void *host, void *after,
+                              void **done);
+    /* Records a marker after the session's copies as the last read of s->src and, if `wrote`, the
+     * last write of s->dst; nothing is recorded on failure. */
+    clt_status (*stage_finish)(clt_stage *s, bool wrote);
+    /* Keeps storage k alive until the copy of handle done completes. */
+    void (*stage_keep_alive)(void *done, clt_storage *k, const char *fn);
+    /* Waits for a handle, reporting a failed copy as `what`; takes and drops a reference. */
+    clt_status (*stage_wait)(clt_device *dev, void *done, const char *fn, const char *what);
+    void (*stage_retain)(void *done);
+    void (*stage_release)(void *done);
+    /* (optional: devices that share memory with the host) Maps len bytes of s->src from byte
+     * src_off for reading into *src_ptr and of s->dst from dst_off for writing into *dst_ptr (one
+     * read-write mapping where they are the same bytes), after s->wait, returning once they can be
+     * used; records them in s->map_*. CLT_ERR_UNSUPPORTED, with nothing mapped or waited for,
+     * where this device or these ranges cannot be mapped. stage_unmap unmaps them in order on the
+     * device and gives the handle of the last unmap. */
+    clt_status (*stage_map)(clt_stage *s, size_t src_off, size_t dst_off, size_t len,
+                            void **src_ptr, void **dst_ptr);
+    clt_status (*stage_unmap)(clt_stage *s, void **done);
+  } staging;
 };
 
 /* Host threads: loops over at least CLT__PAR_MIN elements are split into one contiguous part

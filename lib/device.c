@@ -182,11 +182,11 @@ static void discover_all(void) {
   const size_t nb = sizeof device_backends / sizeof device_backends[0];
   int context_base = 0;
   for (size_t b = 0; b < nb; b++) {
-    if (!device_backends[b]->discover)
+    if (!device_backends[b]->device.discover)
       continue;
     clt_device **found = NULL;
     int n = 0;
-    device_backends[b]->discover(&found, &n);
+    device_backends[b]->device.discover(&found, &n);
     if (n == 0)
       continue;
     int next_base = context_base;

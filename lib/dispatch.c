@@ -377,7 +377,7 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
       return recorded(fn, op, in, r, out);
   }
   if (r->numel > 0 && ((s = clt__lazy_ready(in, op->arity, r, fn)) != CLT_OK ||
-                       (s = dev->backend->elementwise(op, r, in, compute, &bc)) != CLT_OK)) {
+                       (s = dev->backend->compute.elementwise(op, r, in, compute, &bc)) != CLT_OK)) {
     if (!dst)
       clt_tensor_release(r);
     return s;
@@ -658,7 +658,7 @@ static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor 
     clt_tensor *f = NULL, *fr = NULL;
     if (t->numel == 0) {
       uint16_t pattern = kind == CLT__RED_SUM ? 0 : t->dtype == CLT_F16 ? 0x7e00 : 0x7fc0;
-      s = dev->backend->fill(r, &pattern, fn);
+      s = dev->backend->compute.fill(r, &pattern, fn);
     } else {
       clt_tensor *in[1] = {t};
       if ((s = elementwise(fn, &clt__ops[CLT__OP_cast], in, CLT_F32, NULL, &f)) == CLT_OK)
@@ -678,7 +678,7 @@ static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor 
     return CLT_OK;
   }
   if (r->numel > 0 && ((s = clt__lazy_ready(&t, 1, r, fn)) != CLT_OK ||
-                       (s = dev->backend->reduce(&red, r, t)) != CLT_OK)) {
+                       (s = dev->backend->compute.reduce(&red, r, t)) != CLT_OK)) {
     clt_tensor_release(r);
     return s;
   }
@@ -733,7 +733,7 @@ const char *clt_matmul_path(clt_device *d) {
   if (clt__check_device(d, fn, "d") != CLT_OK)
     return NULL;
   clt_matmul_kind k;
-  if (d->backend->matmul_path(d, fn, &k) != CLT_OK)
+  if (d->backend->compute.matmul_path(d, fn, &k) != CLT_OK)
     return NULL;
   return matmul_path_names[k];
 }
@@ -851,21 +851,21 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
   int64_t shape[3] = {g.batch, g.m, g.n};
   clt_device *dev = a->storage->dev;
   clt_matmul_kind kind;
-  if ((s = dev->backend->matmul_path(dev, fn, &kind)) != CLT_OK)
+  if ((s = dev->backend->compute.matmul_path(dev, fn, &kind)) != CLT_OK)
     return s;
   clt_tensor *r, *ua = NULL, *ub = NULL;
   if ((s = clt__tensor_new(a->dtype, nd, nd == 3 ? shape : shape + 1, dev, fn, &r)) != CLT_OK)
     return s;
   if (r->numel > 0 && g.k == 0) {
     static const unsigned char zero[8] = {0};
-    s = dev->backend->fill(r, zero, fn);
+    s = dev->backend->compute.fill(r, zero, fn);
   } else if (r->numel > 0) {
     /* views multiply in place where BLAS can address them (not on the kernel path) */
     bool views = kind != CLT__MM_KERNEL;
     if ((s = matmul_operand(a, g.m, g.k, views, fn, &ua, &g.lda, &g.ta, &g.sa)) == CLT_OK &&
         (s = matmul_operand(b, g.k, g.n, views, fn, &ub, &g.ldb, &g.tb, &g.sb)) == CLT_OK &&
         (s = clt__lazy_ready((clt_tensor *[]){ua, ub}, 2, r, fn)) == CLT_OK)
-      s = dev->backend->matmul(r, ua, ub, &g, fn);
+      s = dev->backend->compute.matmul(r, ua, ub, &g, fn);
   }
   clt_tensor_release(ua);
   clt_tensor_release(ub);
@@ -946,12 +946,12 @@ clt_status clt_fill_(clt_tensor *t, double value) {
   if (t->contiguous) { /* one fill of the bytes it spans, at its offset */
     if ((s = clt__lazy_ready(NULL, 0, t, fn)) != CLT_OK)
       return s;
-    return dev->backend->fill(t, &pattern, fn);
+    return dev->backend->compute.fill(t, &pattern, fn);
   }
   clt_tensor *v;
   if ((s = clt__tensor_new(t->dtype, 0, NULL, dev, fn, &v)) != CLT_OK)
     return s;
-  if ((s = dev->backend->fill(v, &pattern, fn)) == CLT_OK)
+  if ((s = dev->backend->compute.fill(v, &pattern, fn)) == CLT_OK)
     s = clt__copy_into(t, v, fn);
   clt_tensor_release(v);
   return s;

@@ -31,9 +31,9 @@ clt_status clt_event_record(clt_device *dev, clt_event **out) {
   if (!e)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   e->dev = dev;
-  if (!dev->backend->event_record) {
+  if (!dev->backend->device.event_record) {
     e->host_ms = now_ms();
-  } else if ((s = dev->backend->event_record(dev, fn, &e->mark)) != CLT_OK) {
+  } else if ((s = dev->backend->device.event_record(dev, fn, &e->mark)) != CLT_OK) {
     free(e);
     return s;
   }
@@ -47,7 +47,7 @@ clt_status clt_event_wait(clt_event *ev) {
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "ev is NULL");
   if (!ev->mark)
     return CLT_OK;
-  return ev->dev->backend->event_wait(ev->dev, ev->mark, fn);
+  return ev->dev->backend->device.event_wait(ev->dev, ev->mark, fn);
 }
 
 clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms) {
@@ -67,7 +67,7 @@ clt_status clt_event_elapsed_ms(clt_event *start, clt_event *end, double *ms) {
   double d;
   if (!start->mark)
     d = end->host_ms - start->host_ms;
-  else if ((s = start->dev->backend->event_elapsed(start->dev, start->mark, end->mark, fn, &d)) !=
+  else if ((s = start->dev->backend->device.event_elapsed(start->dev, start->mark, end->mark, fn, &d)) !=
            CLT_OK)
     return s;
   *ms = !start->mark || d >= 0 ? d : 0;
@@ -78,7 +78,7 @@ void clt_event_release(clt_event *ev) {
   if (!ev)
     return;
   if (ev->mark)
-    ev->dev->backend->event_release(ev->mark);
+    ev->dev->backend->device.event_release(ev->mark);
   free(ev);
 }
 
@@ -126,9 +126,9 @@ static clt_status sync_one(clt_device *d) {
   clt_status s = clt__lazy_flush(d, "clt_device_synchronize"); /* deferred ops run now */
   if (s != CLT_OK)
     return s;
-  if (!d->backend->synchronize)
+  if (!d->backend->device.synchronize)
     return CLT_OK; /* the host: its work is done when its calls return */
-  return d->backend->synchronize(d, "clt_device_synchronize");
+  return d->backend->device.synchronize(d, "clt_device_synchronize");
 }
 
 clt_status clt_device_synchronize(clt_device *d) {

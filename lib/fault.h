@@ -52,8 +52,9 @@ typedef enum clt_fault_kind {
 #ifdef CLT_FAULT_INJECTION
 
 /* The one place where libclt exports clt__ functions (tests/exports.sh allows these only in a
- * fault-injection build, which is for tests): libclt_mpi's OpenCL calls go through the wrappers
- * and tests/mpi_test arms them, both through libclt.so, so that one switch counts every call. */
+ * fault-injection build, which is for tests): tests/mpi_test arms them through libclt.so, which
+ * makes libclt_mpi's OpenCL calls for it (lib/opencl/staging.c), so that one switch counts every
+ * call. */
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC visibility push(default)
 #endif

@@ -105,7 +105,7 @@ int clt_set_lazy(int on) {
  * CLT_SYNC=1, nor on a backend without `fused`). */
 static bool lazy_on(const clt_device *dev) {
   ensure_init();
-  return atomic_load_explicit(&lazy_enabled, memory_order_relaxed) && dev->backend->fused &&
+  return atomic_load_explicit(&lazy_enabled, memory_order_relaxed) && dev->backend->compute.fused &&
          !clt__env_sync();
 }
 
@@ -351,7 +351,7 @@ static clt_status run_one(const planner *p, clt_tensor *out) {
     bc.same = bc.same && same;
   }
   if (st == CLT_OK)
-    st = out->storage->dev->backend->elementwise(nd->op, out, in, nd->compute, &bc);
+    st = out->storage->dev->backend->compute.elementwise(nd->op, out, in, nd->compute, &bc);
   for (int k = 0; k < 3; k++)
     clt_tensor_release(views[k]);
   return st;
@@ -369,7 +369,7 @@ static clt_status each_tensor(const planner *p, int i, clt_tensor *const *val, c
   if (!nd->op) {
     if ((st = clt__tensor_new(nd->dtype, 0, NULL, dev, fn, out)) != CLT_OK)
       return st;
-    if ((st = dev->backend->fill(*out, &nd->konst, fn)) != CLT_OK) {
+    if ((st = dev->backend->compute.fill(*out, &nd->konst, fn)) != CLT_OK) {
       clt_tensor_release(*out);
       *out = NULL;
     }
@@ -455,7 +455,7 @@ static clt_status run_each(const planner *p, clt_tensor *const *val) {
       bc.same = bc.same && same;
     }
     if (st == CLT_OK)
-      st = t[i]->storage->dev->backend->elementwise(nd->op, t[i], in, nd->compute, &bc);
+      st = t[i]->storage->dev->backend->compute.elementwise(nd->op, t[i], in, nd->compute, &bc);
     for (int k = 0; k < 3; k++)
       clt_tensor_release(views[k]);
     for (int k = 0; k < nd->op->arity; k++) {
@@ -540,12 +540,12 @@ static clt_status eval_node(clt_lazy *root, const char *fn) {
     bool was = evaluating;
     evaluating = true;
     if (!root->op) /* a scalar on its own */
-      st = root->dev->backend->fill(val[0], &root->konst, fn);
+      st = root->dev->backend->compute.fill(val[0], &root->konst, fn);
     else if (f->nnodes == 1 && !root->into)
       st = run_one(&p, val[0]);
     else {
       bool later = false; /* the fused kernel is being built in the background */
-      st = root->dev->backend->fused(root->dev, f, &later);
+      st = root->dev->backend->compute.fused(root->dev, f, &later);
       if (st == CLT_OK && later) {
         st = run_each(&p, val);
         if (st == CLT_OK)

@@ -154,13 +154,13 @@ clt_status clt__storage_host_wait(clt_storage *s, bool writing, const char *fn) 
   if (st != CLT_OK)
     return st;
   const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
-  return b ? b->storage_wait(s, writing, fn) : CLT_OK;
+  return b ? b->memory.storage_wait(s, writing, fn) : CLT_OK;
 }
 
 void clt__storage_events_drop(clt_storage *s, bool wait) {
   const struct clt_backend *b = atomic_load_explicit(&s->order, memory_order_acquire);
   if (b)
-    b->storage_drop(s, wait);
+    b->memory.storage_drop(s, wait);
 }
 
 static void destroy(clt_storage *s) {
@@ -170,12 +170,12 @@ static void destroy(clt_storage *s) {
   if (s->release) {
     /* Host memory has no commands pending here (clt__keep_alive holds a reference). */
     if (s->buf)
-      s->dev->backend->buffer_free(s);
+      s->dev->backend->memory.buffer_free(s);
     s->release(s->release_ctx);
   } else if (s->pin_dev) {
-    s->pin_dev->backend->buffer_free(s);
+    s->pin_dev->backend->memory.buffer_free(s);
   } else if (s->buf) {
-    s->dev->backend->buffer_free(s);
+    s->dev->backend->memory.buffer_free(s);
   } else {
     free(s->host);
   }
@@ -231,7 +231,7 @@ static int raw_alloc(clt_storage *s) {
   }
   if (s->bytes == 0)
     return 0;
-  return dev->backend->buffer_alloc(s);
+  return dev->backend->memory.buffer_alloc(s);
 }
 
 /* ---- out of memory ---------------------------------------------------------------------------
@@ -318,13 +318,13 @@ static clt_status out_of_memory(clt_device *dev, size_t bytes, int err, const ch
                       "tensors you no longer need or use smaller ones",
                       a, dev->name, h, g, m);
   const struct clt_backend *b = dev->backend;
-  return clt__error(b->error_is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
+  return clt__error(b->memory.error_is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
                     "cannot allocate %s on %s: the %s backend's allocation failed with %s (%d), "
                     "also after emptying clt's cache of %s (tensors there hold %s; the device has "
                     "%s, largest buffer %s); release tensors you no longer need or use smaller "
                     "ones; clt_device_empty_cache(NULL) frees the blocks cached for other devices "
                     "too",
-                    a, dev->name, b->name, b->error_name(err), err, dev->name, h, g, m);
+                    a, dev->name, b->name, b->memory.error_name(err), err, dev->name, h, g, m);
 }
 
 clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out) {
@@ -389,29 +389,29 @@ clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char 
   if ((uint64_t)alloc > near->max_alloc)
     return too_large(near, alloc, "pinned host memory", fn);
   const struct clt_backend *b = near->backend;
-  if (!b->pinned_alloc) /* (optional) */
+  if (!b->memory.pinned_alloc) /* (optional) */
     return clt__error(CLT_ERR_UNSUPPORTED, fn,
                       "%s has no pinned host memory; use plain host memory (clt_empty on cpu)",
                       near->name);
   clt_storage *s = storage_new(clt_cpu(), bytes);
   if (!s)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
-  int err = b->pinned_alloc(near, s, alloc);
-  if (err != 0 && b->error_is_oom(err)) {
+  int err = b->memory.pinned_alloc(near, s, alloc);
+  if (err != 0 && b->memory.error_is_oom(err)) {
     /* Pinned memory is host memory: give back what the caches hold there, and try again. */
     cache_clear(near);
     cache_clear(clt_cpu());
-    err = b->pinned_alloc(near, s, alloc);
+    err = b->memory.pinned_alloc(near, s, alloc);
   }
   if (err != 0) {
     pthread_mutex_destroy(&s->lock);
     free(s);
     char a[64], m[64];
-    return clt__error(b->error_is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
+    return clt__error(b->memory.error_is_oom(err) ? CLT_ERR_OUT_OF_MEMORY : CLT_ERR_OPENCL, fn,
                       "cannot allocate %s of pinned host memory for %s: %s (%d), also after "
                       "emptying clt's caches of %s and cpu (largest buffer %s); use smaller "
                       "tensors or plain host memory (clt_empty on cpu)",
-                      fmt_bytes(a, sizeof a, alloc), near->name, b->error_name(err), err,
+                      fmt_bytes(a, sizeof a, alloc), near->name, b->memory.error_name(err), err,
                       near->name, fmt_bytes(m, sizeof m, near->max_alloc));
   }
   s->pin_dev = near;
@@ -426,7 +426,7 @@ clt_status clt__storage_wrap_foreign(clt_device *dev, void *host, void *buf, siz
   if (!s)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   if (buf) {
-    clt_status st = dev->backend->buffer_retain(dev, buf, fn);
+    clt_status st = dev->backend->memory.buffer_retain(dev, buf, fn);
     if (st != CLT_OK) {
       pthread_mutex_destroy(&s->lock);
       free(s);

@@ -73,7 +73,7 @@ static clt_status generate(clt_generator *g, bool normal, clt_dtype dtype, int n
     uint64_t seed = g->seed, offset = g->offset;
     g->offset += used;
     pthread_mutex_unlock(&g->lock);
-    if ((s = dev->backend->fill_random(r, seed, offset, normal, fn)) != CLT_OK) {
+    if ((s = dev->backend->compute.fill_random(r, seed, offset, normal, fn)) != CLT_OK) {
       clt_tensor_release(r);
       return s;
     }

@@ -128,7 +128,7 @@ static clt_status create_filled(clt_dtype dtype, int ndim, const int64_t *shape,
   clt_tensor *t;
   if ((s = clt__tensor_new(dtype, ndim, shape, dev, fn, &t)) != CLT_OK)
     return s;
-  if (t->numel > 0 && (s = dev->backend->fill(t, &pattern, fn)) != CLT_OK) {
+  if (t->numel > 0 && (s = dev->backend->compute.fill(t, &pattern, fn)) != CLT_OK) {
     clt_tensor_release(t);
     return s;
   }
@@ -218,7 +218,7 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
     }
   }
   if (dev->kind != CLT_DEVICE_HOST) {
-    s = n > 0 ? dev->backend->upload(t, buf, fn) : CLT_OK;
+    s = n > 0 ? dev->backend->compute.upload(t, buf, fn) : CLT_OK;
     free(buf);
     if (s != CLT_OK) {
       clt_tensor_release(t);
@@ -248,7 +248,7 @@ clt_status clt_from_host(const void *src, clt_dtype dtype, int ndim, const int64
   clt_tensor *t;
   if ((s = clt__tensor_new(dtype, ndim, shape, dev, fn, &t)) != CLT_OK)
     return s;
-  if (bytes > 0 && (s = dev->backend->upload(t, src, fn)) != CLT_OK) {
+  if (bytes > 0 && (s = dev->backend->compute.upload(t, src, fn)) != CLT_OK) {
     clt_tensor_release(t);
     return s;
   }

@@ -134,7 +134,7 @@ static clt_status copy_bytes(clt_tensor *dst, clt_tensor *src, const char *fn) {
   if (ready != CLT_OK)
     return ready;
   if (qd)
-    return qd->backend->copy(qd, dst, src, fn);
+    return qd->backend->memory.copy(qd, dst, src, fn);
   /* Two contexts: stage through host memory, the second leg waiting on the first through a
    * bridged event, so the whole copy stays asynchronous. */
   clt_tensor *stage;
@@ -270,7 +270,7 @@ static clt_status read_bytes(const clt_tensor *t, void *dst, const char *fn, boo
   }
   clt_device *d = s->dev;
   if ((st = clt__lazy_ready((clt_tensor *[]){(clt_tensor *)t}, 1, NULL, fn)) != CLT_OK ||
-      (st = d->backend->read(t, dst, fn)) != CLT_OK)
+      (st = d->backend->memory.read(t, dst, fn)) != CLT_OK)
     return st;
   clt__count_transfer(d, clt_cpu(), t->nbytes, implicit);
   return CLT_OK;

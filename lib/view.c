@@ -624,7 +624,7 @@ clt_status clt_index_select(clt_tensor *t, int dim, clt_tensor *index, clt_tenso
       g.inner *= t->shape[i];
     if ((s = clt__dense(t, fn, &dt)) == CLT_OK && (s = clt__dense(index, fn, &di)) == CLT_OK &&
         (s = clt__lazy_ready((clt_tensor *[]){dt, di}, 2, r, fn)) == CLT_OK)
-      s = t->storage->dev->backend->index_select(r, dt, di, &g, fn);
+      s = t->storage->dev->backend->compute.index_select(r, dt, di, &g, fn);
   }
   clt_tensor_release(dt);
   clt_tensor_release(di);

@@ -85,8 +85,8 @@ static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_ten
     WARM(clt_rand(dt, 2, clt_tensor_shape(a), w->dev, &r_));
     WARM(clt_randn(dt, 2, clt_tensor_shape(a), w->dev, &r_));
     WARM(clt_matmul(a, a, &r_));
-    if (w->dev->backend->warm)
-      WARM(w->dev->backend->warm(w->dev, dt, "clt_kernel_cache_warm"));
+    if (w->dev->backend->compute.warm)
+      WARM(w->dev->backend->compute.warm(w->dev, dt, "clt_kernel_cache_warm"));
   }
   return CLT_OK;
 }

@@ -103,7 +103,7 @@ START_TEST(test_lazy_bit_identical) {
     clt_tensor *lazy = chain(a, b, row, n, &keep_l);
     clt_lazy_stats mid = stats();
     /* only a backend with a fused member defers: OpenCL's and the host's (not ref:0's) */
-    bool fuses = d->backend->fused != NULL;
+    bool fuses = d->backend->compute.fused != NULL;
     if (fuses)
       ck_assert_msg(mid.deferred - before.deferred == 14 && mid.evaluations == before.evaluations,
                     "%s: %ld deferred, %ld evaluations before any read", cu_dev_name(d),
@@ -350,7 +350,7 @@ START_TEST(test_lazy_integer_bit_identical) {
   int nd = cu_devices(devs);
   for (int i = 0; i < nd; i++) {
     clt_device *d = devs[i];
-    if (!d->backend->fused)
+    if (!d->backend->compute.fused)
       continue; /* a backend that defers nothing (ref:N) */
     int_inputs in;
     make_int_inputs(d, &in);
@@ -495,7 +495,7 @@ START_TEST(test_lazy_half_bit_identical) {
   int nd = cu_devices(devs);
   for (int i = 0; i < nd; i++) {
     clt_device *d = devs[i];
-    if (!d->backend->fused)
+    if (!d->backend->compute.fused)
       continue; /* a backend that defers nothing (ref:N) */
     half_inputs in;
     make_half_inputs(d, &in);
@@ -588,7 +588,7 @@ START_TEST(test_lazy_result_written_later) {
       clt_lazy_stats s0 = stats();
       CU_OK(clt_mul(a, b, &c)); /* c = a / 2 */
       CU_OK(clt_add(c, b, &e)); /* e = a / 2 + 0.5, a chain continuing c's */
-      ck_assert_msg(!d->backend->fused || stats().deferred == s0.deferred + 2, "%s: not deferred",
+      ck_assert_msg(!d->backend->compute.fused || stats().deferred == s0.deferred + 2, "%s: not deferred",
                     cu_dev_name(d));
       switch (how) {
       case 0:
@@ -846,7 +846,7 @@ START_TEST(test_lazy_background_build) {
     clt_device *d = clt_device_at(i);
     if (!cu_dtype_ok("test_lazy_background_build", d, CLT_F64))
       continue;
-    bool background = d->backend->fused && clt__background_builds(d);
+    bool background = d->backend->compute.fused && clt__background_builds(d);
     clt_tensor *a, *b, *row, *n, *keep, *r;
     make_inputs(d, &a, &b, &row, &n);
     /* ops whose kernels this process has not built: fused at once, not op by op */

@@ -11,7 +11,8 @@
  * right after (it must wait for the copies back), these two and 64 MiB tensors in several chunk
  * sizes, chunk boundaries that do not divide the tensor included, with --large only. In a build
  * with --enable-fault-injection, without --large: faults in the middle of every collective on
- * one rank (test_faults). tests/mpi.sh
+ * one rank (test_faults). With --ref (and CLT_REF_DEVICES=1), the device tests again on ref:0
+ * of the reference backend, mixed with ranks on the host and on OpenCL devices. tests/mpi.sh
  * runs it again with tiny chunks and MPI counts ($CLT_MPI_CHUNK, $CLT_MPI_MAX_COUNT) so that every
  * collective crosses chunk boundaries. Exit status 0 if every check passed on every rank, 1
  * otherwise. */
@@ -496,12 +497,13 @@ static void test_ordering(clt_device *dev) {
 static float small_sum(int64_t i) { return big_sum(i); }
 static float small_rows(int64_t i) { return (float)i; }
 
-/* Even ranks pass host tensors, odd ranks device tensors, and rank 1 stages in 12-byte chunks
- * while the others keep the default: the MPI calls still match. */
-static void test_mixed(clt_device *dev) {
+/* Even ranks pass tensors on `even` (the host, or a device of another backend), odd ranks on
+ * `odd`, and rank 1 stages in 12-byte chunks while the others keep the default: the MPI calls
+ * still match. */
+static void test_mixed(clt_device *even, clt_device *odd) {
   const int64_t n = 1001;
   size_t old = clt_mpi_chunk_set(rank == 1 ? 12 : (size_t)1 << 20);
-  clt_device *mine = rank % 2 ? dev : clt_cpu();
+  clt_device *mine = rank % 2 ? odd : even;
   clt_tensor *t = make_big(n, 0, mine);
   clt_transfer_stats before, after;
   CHECK(clt_device_synchronize(mine) == CLT_OK, "synchronize");
@@ -509,7 +511,7 @@ static void test_mixed(clt_device *dev) {
   CHECK(clt_mpi_allreduce(t, CLT_MPI_SUM, MPI_COMM_WORLD) == CLT_OK, "mixed allreduce");
   CHECK(clt_transfer_stats_get(mine, &after) == CLT_OK, "clt_transfer_stats_get");
   /* A device tensor's staging counts as explicit copies, each way, of the whole tensor. */
-  uint64_t bytes = mine == clt_cpu() ? 0 : (uint64_t)n * sizeof(float);
+  uint64_t bytes = clt_device_is_host(mine) ? 0 : (uint64_t)n * sizeof(float);
   CHECK(after.d2h_bytes - before.d2h_bytes == bytes && after.h2d_bytes - before.h2d_bytes == bytes,
         "the staging of %llu bytes on %s counted %llu down, %llu up", (unsigned long long)bytes,
         clt_device_name(mine), (unsigned long long)(after.d2h_bytes - before.d2h_bytes),
@@ -625,6 +627,8 @@ static clt_status fault_once(int op, clt_device *dev, int faulty, clt_fault_kind
 
 static void test_faults(clt_device *dev) {
   const int64_t shape[1] = {64};
+  fault_runs = fault_errors = fault_recovered = 0;
+  memset(fault_counts, 0, sizeof fault_counts);
   clt_tensor *keep = make(CLT_F64, 1, shape, rank, 1000, dev); /* must stay intact */
   const clt_fault_kind kinds[] = {CLT__FAULT_ALLOC, CLT__FAULT_ENQUEUE, CLT__FAULT_HOST};
   int faulty_ranks[2] = {0, size - 1};
@@ -688,11 +692,15 @@ static void test_faults(clt_device *dev) {
   long most[CLT__FAULT_KINDS];
   MPI_Reduce(fault_counts, most, CLT__FAULT_KINDS, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    printf("mpi_test: faults mid-collective: %ld injected (%ld errors on every rank, %ld "
+    printf("mpi_test: faults mid-collective on %s: %ld injected (%ld errors on every rank, %ld "
            "recovered); sites per call up to alloc %ld, enqueue %ld, host %ld\n",
-           sums[0], sums[1], sums[2], most[CLT__FAULT_ALLOC], most[CLT__FAULT_ENQUEUE],
-           most[CLT__FAULT_HOST]);
-    printf("figure: mpi faults injected (%d ranks): %ld\n", size, sums[0]);
+           clt_device_name(dev), sums[0], sums[1], sums[2], most[CLT__FAULT_ALLOC],
+           most[CLT__FAULT_ENQUEUE], most[CLT__FAULT_HOST]);
+    /* .ci/lanes/10-asan adds up the OpenCL devices' figures; ref:0's is a figure of its own */
+    if (strncmp(clt_device_name(dev), "ref:", 4) == 0)
+      printf("figure: ref:0 mpi faults injected (%d ranks): %ld\n", size, sums[0]);
+    else
+      printf("figure: mpi faults injected (%d ranks): %ld\n", size, sums[0]);
   }
 }
 #endif
@@ -703,6 +711,8 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   double start = MPI_Wtime();
   int large = argc > 1 && strcmp(argv[1], "--large") == 0;
+  /* --ref: the device tests on ref:0, the reference backend (CLT_REF_DEVICES=1), as well */
+  int ref = argc > 1 && strcmp(argv[1], "--ref") == 0;
 
   clt_device *dev = NULL;
   CHECK(clt_mpi_device(MPI_COMM_WORLD, &dev) == CLT_OK && dev, "clt_mpi_device");
@@ -724,11 +734,32 @@ int main(int argc, char **argv) {
     test_mismatch(devs[d]);
   }
   if (dev != clt_cpu())
-    test_mixed(dev);
+    test_mixed(clt_cpu(), dev);
 #ifdef CLT_FAULT_INJECTION
-  if (!large && dev != clt_cpu())
+  if (!large && !ref && dev != clt_cpu())
     test_faults(dev);
 #endif
+  if (ref) {
+    /* Every rank stages through ref:0, whose memory the backend reaches with memcpy; then ranks
+     * on ref:0 meet ranks on the host and on an OpenCL device in one collective. */
+    clt_device *rd = NULL;
+    CHECK(clt_device_get("ref:0", &rd) == CLT_OK && rd,
+          "--ref needs ref:0: run with CLT_REF_DEVICES=1");
+    if (rd) {
+      if (rank == 0)
+        printf("mpi_test: the device tests on %s\n", clt_device_name(rd));
+      test_allreduce(rd);
+      test_broadcast(rd);
+      test_allgather(rd);
+      test_send_recv(rd);
+      test_mismatch(rd);
+      test_mixed(clt_cpu(), rd);
+      test_mixed(dev, rd);
+#ifdef CLT_FAULT_INJECTION
+      test_faults(rd);
+#endif
+    }
+  }
   if (large && dev != clt_cpu()) {
     test_ordering(dev);
     const int64_t n = (int64_t)16 << 20;            /* 64 MiB of f32 */

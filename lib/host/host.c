@@ -7,13 +7,13 @@
 
 const struct clt_backend clt__host_backend = {
     .name = "host",
-    .fill = clt__host_fill,
-    .upload = clt__host_upload,
-    .elementwise = clt__host_elementwise,
-    .reduce = clt__host_reduce,
-    .fill_random = clt__host_fill_random,
-    .matmul = clt__host_matmul,
-    .matmul_path = clt__host_matmul_path,
-    .index_select = clt__host_index_select,
-    .fused = clt__host_fused,
+    .compute.fill = clt__host_fill,
+    .compute.upload = clt__host_upload,
+    .compute.elementwise = clt__host_elementwise,
+    .compute.reduce = clt__host_reduce,
+    .compute.fill_random = clt__host_fill_random,
+    .compute.matmul = clt__host_matmul,
+    .compute.matmul_path = clt__host_matmul_path,
+    .compute.index_select = clt__host_index_select,
+    .compute.fused = clt__host_fused,
 };

@@ -698,7 +698,7 @@ static clt_status upload(slot *sl, stager *g) {
       return s;
     }
     to->offset = sl->ten->offset + (size_t)off;
-    s = sl->dev->backend->copy(sl->dev, to, from, fn);
+    s = sl->dev->backend->memory.copy(sl->dev, to, from, fn);
     clt_tensor_release(from);
     clt_tensor_release(to);
     if (s != CLT_OK)

@@ -12,25 +12,29 @@
  * rank proposed, so that the MPI calls match even when ranks set different chunk sizes.
  *
  * Host tensors go to MPI in place, in chunks of at most INT_MAX elements (MPI counts are int).
- * Device tensors go through SLOTS pinned host slots on the device's in-order queue: while MPI
- * works on chunk k in one slot, the device-to-host read of chunk k + 1 (and k + 2) fills the
- * next slots and the host-to-device write of chunk k - 1 drains the previous one, all enqueued
- * without blocking. The first command waits for the tensor's pending work (its last write, and
- * every read if we write it: clt_internal_wait_list), a marker after the last write becomes the
- * tensor's write event (clt_internal_finish), and the slots stay alive until it completes
- * (clt_internal_keep_alive), so the call returns with the last writes still in flight and later
- * kernels wait for them.
+ * Device tensors go through SLOTS pinned host slots in one staging session of libclt's
+ * (clt_internal_stage_begin), whose copies run in order on the device: while MPI works on chunk
+ * k in one slot, the device-to-host read of chunk k + 1 (and k + 2) fills the next slots and the
+ * host-to-device write of chunk k - 1 drains the previous one, all started without blocking, each
+ * giving a handle to wait for. The session's first copy waits for the tensor's pending work (its
+ * last write, and every read if we write it); at its end (clt_internal_stage_end) the last copy
+ * becomes the tensor's last write and the slots stay alive until it completes, so the call
+ * returns with the last writes still in flight and later kernels wait for them. Where the device
+ * shares the host's memory, the session maps the tensor instead (clt_internal_stage_map) and MPI
+ * works on it chunk by chunk as on a host tensor: no copies ($CLT_MPI_MAP=0 copies anyway).
  *
- * A rank that fails while moving (an OpenCL error) keeps making the MPI calls, so that no rank
+ * A rank that fails while moving (a device error) keeps making the MPI calls, so that no rank
  * hangs, and a last small MPI_Allreduce (only when some rank has a device tensor; host tensors
  * cannot fail there) tells every rank, which then all return the failure.
  *
  * Errors are reported with the public clt_set_error. The staging needs a little that clt.h does
- * not give (the tensor's buffer, offset and queue, the storage's events, the transfer counters):
- * libclt exports it as the small, versioned interface of lib/clt-internal-mpi.h, which takes
- * public types only, and nothing else of libclt's internals is visible here (libclt is built with
- * -fvisibility=hidden). Every public function first checks that the libclt.so it runs with has
- * that interface's version (check_libclt). */
+ * not give (asynchronous copies of byte ranges ordered against the tensor's other work, the
+ * transfer counters): libclt exports it as the small, versioned interface of
+ * lib/clt-internal-mpi.h, which takes public types and opaque handles only, and which libclt
+ * carries to the device's backend, so that this file knows no backend and makes no OpenCL call.
+ * Nothing else of libclt's internals is visible here (libclt is built with -fvisibility=hidden).
+ * Every public function first checks that the libclt.so it runs with has that interface's
+ * version (check_libclt). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -43,6 +47,7 @@
 
 #include "clt-internal-mpi.h"
 #include "clt_mpi.h"
+#include "fault.h" /* a fault-injection build counts our host allocations too (tests/mpi_test) */
 
 /* Staging slots per device tensor: one under MPI, one being read ahead, one being written back.
  * With one in-order queue the copies run one at a time anyway, so more slots only let reads
@@ -56,6 +61,7 @@ enum { SLOTS = 3 };
 
 static atomic_size_t chunk_bytes;
 static int64_t max_count = INT_MAX; /* elements per MPI call; CLT_MPI_MAX_COUNT, for tests */
+static int map_memory = 1; /* MPI on mapped device memory where it can; CLT_MPI_MAP=0: copies */
 static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 
 /* "4194304", "4m", "512k", "1g" (KiB, MiB, GiB) -> bytes; 0 and 1 on success. */
@@ -102,6 +108,11 @@ static void settings_init(void) {
             "512k, or 0 for whole tensors); using %zu\n",
             e, c);
   atomic_store(&chunk_bytes, c);
+  e = getenv("CLT_MPI_MAP");
+  if (e && strcmp(e, "0") == 0)
+    map_memory = 0;
+  else if (e && *e && strcmp(e, "1") != 0)
+    fprintf(stderr, "clt_mpi: warning: CLT_MPI_MAP='%s' is not 0 or 1; using 1\n", e);
   e = getenv("CLT_MPI_MAX_COUNT");
   if (e && parse_size(e, &v) && v >= 1 && v <= INT_MAX)
     max_count = (int64_t)v;
@@ -143,7 +154,7 @@ enum {
   R_NUMEL,
   R_PARAM,  /* the op (allreduce) or root (broadcast); 0 otherwise */
   R_CHUNK,  /* the elements per MPI call this rank proposes */
-  R_DEVICE, /* 1 if the tensor is on an OpenCL device */
+  R_DEVICE, /* 1 if the tensor is on a device (not the host) */
   R_SHAPE,  /* CLT_MAX_DIMS entries */
   R_LEN = R_SHAPE + CLT_MAX_DIMS
 };
@@ -224,7 +235,7 @@ static int same_shape(const record *a, const record *b, int tail_only) {
 typedef struct agreement {
   int nranks, me;
   int64_t chunk;  /* elements per MPI call: the smallest proposal */
-  int any_device; /* some rank's tensor is on an OpenCL device */
+  int any_device; /* some rank's tensor is on a device (not the host) */
   record *all;    /* every rank's record, if asked for (malloc'ed; the caller frees) */
 } agreement;
 
@@ -391,13 +402,12 @@ typedef struct local_mem {
   void *host;
   clt_device *dev;
   clt_tensor *slots;
-  cl_event rd[SLOTS], wr[SLOTS], last;
+  clt_internal_done *rd[SLOTS], *wr[SLOTS], *last;
 } local_mem;
 
-/* Replaces *slot by ev (whose reference it takes), releasing the old event. */
-static void hold(cl_event *slot, cl_event ev) {
-  if (*slot)
-    clReleaseEvent(*slot);
+/* Replaces *slot by ev (a handle of dev's, whose reference it takes), releasing the old one. */
+static void hold(clt_device *dev, clt_internal_done **slot, clt_internal_done *ev) {
+  clt_internal_done_release(dev, *slot);
   *slot = ev;
 }
 
@@ -416,7 +426,7 @@ enum { CACHE_MAX = 16 };
 typedef struct cached {
   clt_device *dev;
   clt_tensor *slots;
-  cl_event last;
+  clt_internal_done *last;
 } cached;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -425,7 +435,7 @@ static int ncached, cache_hooked;
 
 static void cached_release(cached *c) {
   clt_tensor_release(c->slots); /* kept alive by its pending commands (clt_internal_keep_alive) */
-  hold(&c->last, NULL);
+  hold(c->dev, &c->last, NULL);
 }
 
 static int cache_clear(MPI_Comm comm, int keyval, void *attr, void *extra) {
@@ -459,10 +469,10 @@ static int cache_take(clt_device *dev, int64_t bytes, local_mem *lm) {
     return 0;
   lm->slots = c.slots;
   for (int j = 0; j < SLOTS && c.last; j++) {
-    clRetainEvent(c.last);
-    lm->wr[j] = c.last; /* the queue is in order: every earlier use is done when it is */
+    clt_internal_done_retain(dev, c.last);
+    lm->wr[j] = c.last; /* the device's copies are in order: every earlier use is done with it */
   }
-  hold(&c.last, NULL);
+  hold(dev, &c.last, NULL);
   return 1;
 }
 
@@ -535,12 +545,12 @@ static clt_status prepare(const char *fn, clt_tensor *t, int64_t numel, int64_t 
 /* Gives lm's staging block back (to the cache) and drops its events. */
 static void release_mem(local_mem *lm) {
   for (int j = 0; j < SLOTS; j++) {
-    hold(&lm->rd[j], NULL);
-    hold(&lm->wr[j], NULL);
+    hold(lm->dev, &lm->rd[j], NULL);
+    hold(lm->dev, &lm->wr[j], NULL);
   }
   if (lm->slots)
     cache_give(lm);
-  hold(&lm->last, NULL);
+  hold(lm->dev, &lm->last, NULL);
 }
 
 /* The MPI call on one chunk: count elements at buf. Returns MPI's code. */
@@ -575,18 +585,6 @@ static clt_status move_host(const move *m) {
   return CLT_OK;
 }
 
-/* Waits for ev (if any) and reports its failure. */
-static clt_status wait_event(cl_event ev, const char *fn, const char *what, clt_device *d) {
-  if (!ev)
-    return CLT_OK;
-  cl_int err = clWaitForEvents(1, &ev), status = CL_COMPLETE;
-  if (err == CL_SUCCESS)
-    err = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-  if (err == CL_SUCCESS && status < 0)
-    err = status;
-  return err == CL_SUCCESS ? CLT_OK : clt_internal_cl_error(err, fn, what, d);
-}
-
 /* The device path of move(). *local is this rank's status: once it is an error, the remaining
  * chunks skip the device and only make their MPI calls. Returns an MPI failure (after which
  * nothing can be relied on), else CLT_OK. */
@@ -599,21 +597,27 @@ static clt_status move_device(const move *m, clt_status *local) {
   int nslots =
       (int)min64(min64(SLOTS, nchunks), (int64_t)(clt_tensor_nbytes(m->mem->slots) / cbytes));
   char *slots = clt_internal_host_ptr(m->mem->slots);
-  cl_command_queue queue = NULL;
-  cl_mem src_mem = NULL, dst_mem = NULL;
-  size_t src_offset = 0, dst_offset = 0;
-  if (*local == CLT_OK && m->src)
-    *local = clt_internal_tensor_cl(m->src, &queue, &src_mem, &src_offset, fn);
-  if (*local == CLT_OK && m->dst)
-    *local = clt_internal_tensor_cl(m->dst, &queue, &dst_mem, &dst_offset, fn);
-  cl_event *rd = m->mem->rd, *wr = m->mem->wr, last = NULL;
-  /* The first command waits for the tensors' pending work; the rest follow it on the queue. */
-  cl_event first[CLT_INTERNAL_MAX_WAIT];
-  cl_uint nfirst = 0;
-  int first_pending = 1;
+  clt_internal_done **rd = m->mem->rd, **wr = m->mem->wr, *last = NULL;
+  /* The session's first copy waits for the tensors' pending work; the rest follow it in order. */
+  clt_internal_stage *stage = NULL;
   if (*local == CLT_OK)
-    *local = clt_internal_wait_list(m->src, m->dst, first, &nfirst, fn);
-  size_t nread = 0, nwritten = 0;
+    *local = clt_internal_stage_begin(m->src, m->dst, fn, &stage);
+  /* Where the device shares the host's memory, MPI works on the tensor itself: no copies, each
+   * chunk as for a host tensor. Where it cannot (or mapping fails), the copies below. */
+  void *src_map = NULL, *dst_map = NULL;
+  if (*local == CLT_OK && map_memory) {
+    if (clt_internal_stage_map(stage, (size_t)m->src_first * elem, (size_t)m->dst_first * elem,
+                               (size_t)m->numel * elem, &src_map, &dst_map) == CLT_OK) {
+      move h = *m;
+      h.src_host = src_map;
+      h.dst_host = dst_map;
+      h.src_first = h.dst_first = 0;
+      clt_status st = move_host(&h);
+      *local = clt_internal_stage_end(stage, NULL);
+      return st;
+    }
+    clt_clear_error();
+  }
   int64_t next_read = 0;
   clt_status st = CLT_OK;
 
@@ -622,35 +626,25 @@ static clt_status move_device(const move *m, clt_status *local) {
     char *buf = slots + (size_t)j * cbytes;
     int count = (int)min64(m->chunk, m->numel - k * m->chunk);
     /* Read ahead into the free slots: chunk i goes to slot i % nslots, which chunk i - nslots
-     * left; its write-back was enqueued before, and the read waits for it. */
+     * left; its write-back was started before, and the read waits for it. */
     while (m->src && *local == CLT_OK && next_read < nchunks && next_read < k + nslots) {
       int64_t i = next_read;
       int ji = (int)(i % nslots);
-      cl_event wl[CLT_INTERNAL_MAX_WAIT + 1], ev = NULL;
-      cl_uint n = 0;
-      for (cl_uint e = 0; first_pending && e < nfirst; e++)
-        wl[n++] = first[e];
-      if (wr[ji])
-        wl[n++] = wr[ji];
+      clt_internal_done *ev = NULL;
       size_t len = (size_t)min64(m->chunk, m->numel - i * m->chunk) * elem;
-      cl_int err = clEnqueueReadBuffer(queue, src_mem, CL_FALSE,
-                                       src_offset + (size_t)(m->src_first + i * m->chunk) * elem,
-                                       len, slots + (size_t)ji * cbytes, n, n ? wl : NULL, &ev);
-      if (err != CL_SUCCESS) {
-        *local = clt_internal_cl_error(err, fn, "clEnqueueReadBuffer (device to host staging)", d);
+      *local = clt_internal_stage_read(stage, (size_t)(m->src_first + i * m->chunk) * elem, len,
+                                       slots + (size_t)ji * cbytes, wr[ji], &ev);
+      if (*local != CLT_OK)
         break;
-      }
-      first_pending = 0;
-      clRetainEvent(ev);
-      hold(&last, ev);
-      hold(&rd[ji], ev);
-      nread += len;
+      clt_internal_done_retain(d, ev);
+      hold(d, &last, ev);
+      hold(d, &rd[ji], ev);
       next_read++;
     }
     if (*local == CLT_OK)
-      *local = wait_event(rd[j], fn, "reading a chunk to the host", d);
+      *local = clt_internal_done_wait(d, rd[j], fn, "reading a chunk to the host");
     /* Even after a failure: the slot may still be copied from, for this call or an earlier. */
-    clt_status ws = wait_event(wr[j], fn, "writing a chunk to the device", d);
+    clt_status ws = clt_internal_done_wait(d, wr[j], fn, "writing a chunk to the device");
     if (*local == CLT_OK)
       *local = ws;
     int rc = m->step(buf, count, m->ctx);
@@ -659,46 +653,32 @@ static clt_status move_device(const move *m, clt_status *local) {
       break;
     }
     if (m->dst && *local == CLT_OK) {
-      cl_event ev = NULL;
-      cl_uint n = first_pending ? nfirst : 0;
-      cl_int err = clEnqueueWriteBuffer(queue, dst_mem, CL_FALSE,
-                                        dst_offset + (size_t)(m->dst_first + k * m->chunk) * elem,
-                                        (size_t)count * elem, buf, n, n ? first : NULL, &ev);
-      if (err != CL_SUCCESS) {
-        *local = clt_internal_cl_error(err, fn, "clEnqueueWriteBuffer (host staging to device)", d);
+      clt_internal_done *ev = NULL;
+      *local = clt_internal_stage_write(stage, (size_t)(m->dst_first + k * m->chunk) * elem,
+                                        (size_t)count * elem, buf, NULL, &ev);
+      if (*local != CLT_OK)
         continue;
-      }
-      first_pending = 0;
-      clRetainEvent(ev);
-      hold(&last, ev);
-      hold(&wr[j], ev);
-      nwritten += (size_t)count * elem;
+      clt_internal_done_retain(d, ev);
+      hold(d, &last, ev);
+      hold(d, &wr[j], ev);
     }
   }
 
-  clt_internal_events_release(first, nfirst);
   if (last) {
-    /* The queue is in order: the last command completes after all of ours. */
-    clt_internal_keep_alive(last, m->mem->slots, fn);
-    clRetainEvent(last);
-    hold(&m->mem->last, last); /* for the next user of the slots */
-    /* The tensors record a marker after our commands: nothing written after all (a failure)
-     * means we only read src. If the marker fails nothing is recorded, so wait here instead,
-     * that no later command can overtake ours. */
-    clt_status s =
-        nwritten ? clt_internal_finish(m->src, m->dst, fn) : clt_internal_finish(m->src, NULL, fn);
-    if (s != CLT_OK)
-      clWaitForEvents(1, &last);
-    clReleaseEvent(last);
-    if (*local == CLT_OK)
-      *local = s;
+    clt_internal_done_retain(d, last);
+    hold(d, &m->mem->last, last); /* for the next user of the slots */
   }
-  clt_internal_count_transfer(d, nread, nwritten);
+  /* The slots stay alive until the last copy completes, and the tensors record it, so that
+   * later commands wait for the copies (lib/clt-internal-mpi.h). */
+  clt_status s = clt_internal_stage_end(stage, m->mem->slots);
+  hold(d, &last, NULL);
+  if (*local == CLT_OK)
+    *local = s;
   return st;
 }
 
-/* Runs m. Returns an MPI failure at once; a local failure (OpenCL) goes to *local, the MPI calls
- * still being made so that the other ranks do not wait forever. */
+/* Runs m. Returns an MPI failure at once; a local failure (the device's) goes to *local, the MPI
+ * calls still being made so that the other ranks do not wait forever. */
 static clt_status move_run(const move *m, clt_status *local) {
   if (m->numel == 0)
     return CLT_OK;
@@ -713,8 +693,8 @@ static clt_status move_run(const move *m, clt_status *local) {
 static _Thread_local char device_reason[256];
 
 /* How many OpenCL devices there are: the registry lists them first (clt_device_at(0) on), then
- * the devices of other backends (ref:0 under CLT_REF_DEVICES), which have no cl_mem to stage
- * through and are left to the user. */
+ * the devices of other backends (ref:0 under CLT_REF_DEVICES), which MPI stages as well but which
+ * are for testing: a rank gets one only by asking for it. */
 static int cl_device_count(void) {
   int n = 0;
   while (n < clt_device_count() &&

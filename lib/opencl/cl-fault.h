@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cl-fault.h - injected faults of OpenCL calls (lib/fault.h has the switch and the kinds): the
- * wrappers of the OpenCL entry points that lib/opencl/ and libclt_mpi call, and the macros that
- * redirect those calls to them in a build configured with --enable-fault-injection; nothing
- * otherwise. Included by lib/opencl/cl-internal.h and lib/clt-internal-mpi.h. */
+ * wrappers of the OpenCL entry points that lib/opencl/ calls (libclt_mpi's staging among them:
+ * lib/opencl/staging.c), and the macros that redirect those calls to them in a build configured
+ * with --enable-fault-injection; nothing otherwise. Included by lib/opencl/cl-internal.h. */
 #ifndef CLT_CL_FAULT_H
 #define CLT_CL_FAULT_H
 

@@ -110,6 +110,20 @@ void clt__storage_note(clt_storage *s, cl_event ev, cl_command_queue q, bool wri
 /* The backend's storage_wait and storage_drop (lib/backend.h). */
 clt_status clt__cl_storage_wait(clt_storage *s, bool writing, const char *fn);
 void clt__cl_storage_drop(clt_storage *s, bool wait);
+/* The backend's staging members (lib/backend.h), in opencl/staging.c. */
+clt_status clt__cl_stage_begin(clt_stage *s);
+clt_status clt__cl_stage_read(clt_stage *s, size_t off, size_t len, void *host, void *after,
+                              void **done);
+clt_status clt__cl_stage_write(clt_stage *s, size_t off, size_t len, const void *host, void *after,
+                               void **done);
+clt_status clt__cl_stage_finish(clt_stage *s, bool wrote);
+void clt__cl_stage_keep_alive(void *done, clt_storage *k, const char *fn);
+clt_status clt__cl_stage_wait(clt_device *dev, void *done, const char *fn, const char *what);
+void clt__cl_stage_retain(void *done);
+void clt__cl_stage_release(void *done);
+clt_status clt__cl_stage_map(clt_stage *s, size_t src_off, size_t dst_off, size_t len,
+                             void **src_ptr, void **dst_ptr);
+clt_status clt__cl_stage_unmap(clt_stage *s, void **done);
 /* The wait list of a command on d's queue that reads the storages `reads` and writes `writes`
  * (both lists may hold NULL entries, which are skipped). Events of d's own queue are left out:
  * the queue is in order, so they come first anyway, and a short list is a cheaper launch. On

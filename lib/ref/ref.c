@@ -106,6 +106,60 @@ static clt_status ref_read(const clt_tensor *t, void *dst, const char *fn) {
   return CLT_OK;
 }
 
+/* ---- staging for libclt_mpi -------------------------------------------------------------------
+ * The buffer is host memory and a copy is done when its call returns: a read or a write is a
+ * memcpy, and its handle is one shared mark, always complete, that needs no reference counting. */
+
+static char ref_done;
+
+/* The tensors may still be in use by another backend's commands (as in ref_copy). */
+static clt_status ref_stage_begin(clt_stage *s) {
+  clt_status st = CLT_OK;
+  if (s->src)
+    st = clt__storage_host_wait(s->src->storage, false, s->fn);
+  if (st == CLT_OK && s->dst)
+    st = clt__storage_host_wait(s->dst->storage, true, s->fn);
+  return st;
+}
+
+static clt_status ref_stage_read(clt_stage *s, size_t off, size_t len, void *host, void *after,
+                                 void **done) {
+  (void)after;
+  memcpy(host, (const char *)clt__host_ptr(s->src) + off, len);
+  *done = &ref_done;
+  return CLT_OK;
+}
+
+static clt_status ref_stage_write(clt_stage *s, size_t off, size_t len, const void *host,
+                                  void *after, void **done) {
+  (void)after;
+  memcpy((char *)clt__host_ptr(s->dst) + off, host, len);
+  *done = &ref_done;
+  return CLT_OK;
+}
+
+static clt_status ref_stage_finish(clt_stage *s, bool wrote) {
+  (void)s;
+  (void)wrote;
+  return CLT_OK; /* nothing is pending to record */
+}
+
+static void ref_stage_keep_alive(void *done, clt_storage *k, const char *fn) {
+  (void)done;
+  (void)k;
+  (void)fn;
+}
+
+static clt_status ref_stage_wait(clt_device *dev, void *done, const char *fn, const char *what) {
+  (void)dev;
+  (void)done;
+  (void)fn;
+  (void)what;
+  return CLT_OK;
+}
+
+static void ref_stage_mark(void *done) { (void)done; }
+
 /* ---- compute: the host's loops --------------------------------------------------------------
  * fill and upload are the host table's; the others are the host functions themselves. */
 
@@ -232,27 +286,35 @@ static void ref_discover(clt_device ***out, int *count) {
 
 const struct clt_backend clt__ref_backend = {
     .name = "ref",
-    .fill = ref_fill,
-    .upload = ref_upload,
-    .elementwise = clt__host_elementwise,
-    .reduce = clt__host_reduce,
-    .fill_random = clt__host_fill_random,
-    .matmul = clt__host_matmul,
-    .matmul_path = clt__host_matmul_path,
-    .index_select = clt__host_index_select,
-    .copy = ref_copy,
-    .read = ref_read,
-    .event_record = ref_event_record,
-    .event_wait = ref_event_wait,
-    .event_elapsed = ref_event_elapsed,
-    .event_release = ref_event_release,
-    .buffer_alloc = ref_buffer_alloc,
-    .pinned_alloc = ref_pinned_alloc,
-    .error_name = ref_error_name,
-    .error_is_oom = ref_error_is_oom,
-    .buffer_free = ref_buffer_free,
-    .discover = ref_discover,
-    .storage_wait = ref_storage_wait,
-    .storage_drop = ref_storage_drop,
-    .synchronize = ref_synchronize,
+    .compute.fill = ref_fill,
+    .compute.upload = ref_upload,
+    .compute.elementwise = clt__host_elementwise,
+    .compute.reduce = clt__host_reduce,
+    .compute.fill_random = clt__host_fill_random,
+    .compute.matmul = clt__host_matmul,
+    .compute.matmul_path = clt__host_matmul_path,
+    .compute.index_select = clt__host_index_select,
+    .memory.copy = ref_copy,
+    .memory.read = ref_read,
+    .device.event_record = ref_event_record,
+    .device.event_wait = ref_event_wait,
+    .device.event_elapsed = ref_event_elapsed,
+    .device.event_release = ref_event_release,
+    .memory.buffer_alloc = ref_buffer_alloc,
+    .memory.pinned_alloc = ref_pinned_alloc,
+    .memory.error_name = ref_error_name,
+    .memory.error_is_oom = ref_error_is_oom,
+    .memory.buffer_free = ref_buffer_free,
+    .device.discover = ref_discover,
+    .memory.storage_wait = ref_storage_wait,
+    .memory.storage_drop = ref_storage_drop,
+    .device.synchronize = ref_synchronize,
+    .staging.stage_begin = ref_stage_begin,
+    .staging.stage_read = ref_stage_read,
+    .staging.stage_write = ref_stage_write,
+    .staging.stage_finish = ref_stage_finish,
+    .staging.stage_keep_alive = ref_stage_keep_alive,
+    .staging.stage_wait = ref_stage_wait,
+    .staging.stage_retain = ref_stage_mark,
+    .staging.stage_release = ref_stage_mark,
 };
