@@ -712,6 +712,68 @@ CLT_API clt_status clt_stack(int n, clt_tensor *const *tensors, int dim, clt_ten
 CLT_API clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, clt_dtype *out);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Automatic differentiation (docs/autograd.md)                                              */
+/*
+ * Reverse mode, as PyTorch's autograd. A leaf tensor that requires grad (clt_requires_grad_)
+ * makes every operation on it record a node (the operation, the operands it needs, its device);
+ * the result requires grad too. clt_backward(root, grad) walks the recorded graph from root and
+ * adds the gradient of root with respect to each leaf into that leaf's .grad (clt_tensor_grad),
+ * on the leaf's device: gradients are computed by clt's own operations on the device where the
+ * forward ran, and nothing moves between devices. Differentiable so far: the elementwise
+ * operations of clt_ops.h (the comparisons and logical operations give bool results without
+ * history; floor, ceil, round, trunc and sign give a zero gradient), their _scalar forms, clt_cast
+ * between float dtypes, clt_sum, clt_mean (whole and along a dim), clt_matmul, clt_linear, and
+ * the views (narrow, select, slice, permute, transpose, expand, unsqueeze, squeeze, view,
+ * reshape) with clt_contiguous and clt_clone. max, min, cat, stack and index_select refuse an
+ * operand that requires grad while grad mode is on (their derivatives come next); so do writes
+ * into existing tensors (in-place and _out forms, clt_copy, clt_fill_) whose operands or
+ * destination require grad. Transfers (clt_to to another device, clt_copy_to) give results
+ * without history. The autograd state of a tensor is not thread-safe: one graph, one thread at a
+ * time.
+ */
+
+/** Sets whether t requires grad (on nonzero): a leaf that requires grad is what clt_backward
+ *  computes gradients for. Only float tensors (f16, bf16, f32, f64) may require grad, else
+ *  CLT_ERR_DTYPE; turning it off on a tensor with history (a result of operations) is
+ *  CLT_ERR_INVALID_ARGUMENT (detach it with clt_detach instead). */
+CLT_API clt_status clt_requires_grad_(clt_tensor *t, int on);
+/** 1 if t requires grad (a leaf marked with clt_requires_grad_, or a result recorded from one),
+ *  else 0 (also for NULL). */
+CLT_API int clt_tensor_requires_grad(const clt_tensor *t);
+/** Turns grad mode on (nonzero) or off for the calling thread, and returns the previous setting
+ *  (1 or 0). With grad mode off nothing records, as under torch.no_grad(): results do not
+ *  require grad, and leaves that require grad may be written in place (an optimizer's step).
+ *  On by default in every thread. */
+CLT_API int clt_set_grad_enabled(int on);
+/** Backward from root: adds d root / d leaf, weighted by grad (the gradient of some scalar with
+ *  respect to root: a tensor of root's shape, dtype and device), into the .grad of every leaf
+ *  that requires grad and that root was computed from (and of the tensors clt_retain_grad
+ *  marked). grad may be NULL only when root has one element (then it is 1). The graph's saved
+ *  tensors are released afterwards: a second backward through it is CLT_ERR_INVALID_ARGUMENT
+ *  (use clt_backward_retain for all but the last). Errors: root does not require grad,
+ *  grad of another shape or dtype (CLT_ERR_SHAPE_MISMATCH, CLT_ERR_DTYPE) or device
+ *  (CLT_ERR_DEVICE_MISMATCH, naming both), a tensor the graph saved was written in place since
+ *  (CLT_ERR_INVALID_ARGUMENT naming the operation that saved it), or the errors of the
+ *  operations that compute the gradients. On an error before any gradient was computed no .grad
+ *  changes. grad is not released. */
+CLT_API clt_status clt_backward(clt_tensor *root, clt_tensor *grad);
+/** clt_backward, keeping the graph so that another backward can go through it. */
+CLT_API clt_status clt_backward_retain(clt_tensor *root, clt_tensor *grad);
+/** The gradient accumulated in t by backward passes (t's shape and dtype, on t's device),
+ *  borrowed: valid until t is released or clt_zero_grad(t); NULL before any backward reached t,
+ *  for tensors that are not leaves (unless clt_retain_grad), and for NULL. */
+CLT_API clt_tensor *clt_tensor_grad(const clt_tensor *t);
+/** Drops t's gradient (sets it to none, as zero_grad(set_to_none=True)): the next backward
+ *  starts it afresh. A tensor without one is left as it is. */
+CLT_API clt_status clt_zero_grad(clt_tensor *t);
+/** *out is a new tensor over t's memory (same shape, strides and elements, so writes show in
+ *  both) without history and not requiring grad (torch.Tensor.detach). Release it. */
+CLT_API clt_status clt_detach(clt_tensor *t, clt_tensor **out);
+/** Makes the non-leaf t keep its gradient in .grad during backward passes (as a leaf does);
+ *  nothing to do for a leaf. CLT_ERR_INVALID_ARGUMENT if t does not require grad. */
+CLT_API clt_status clt_retain_grad(clt_tensor *t);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Random numbers                                                                            */
 /*
  * Philox4x32-10, a counter-based generator: 128 random bits per 128-bit counter under a 64-bit
@@ -919,7 +981,9 @@ CLT_API clt_tensor *clt_params_tensor_at(const clt_params *p, size_t i);
 
 /** Moves every tensor of the set to dev, in place (model.to(dev)): each entry not already on
  *  dev is replaced by its copy there (clt_to) and the set drops its reference to the old one.
- *  All or nothing: on failure the set is unchanged. Asynchronous, like clt_to.
+ *  A leaf that requires grad stays one (its copy requires grad, and its .grad moves too), as a
+ *  module's parameters do. All or nothing: on failure the set is unchanged. Asynchronous, like
+ *  clt_to.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL p or dev), and those of clt_to. */
 CLT_API clt_status clt_params_to(clt_params *p, clt_device *dev);
 

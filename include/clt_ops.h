@@ -9,7 +9,8 @@
  * kernels/elementwise.cl), its host loop (the same expression compiled as C11 with <tgmath.h>),
  * the kernels clt_kernel_cache_warm builds, the names in error messages, and the tolerance the
  * backend-ops test (tests/check_backend_ops.c) allows against a float64 reference.
- * Adding an operation is adding a row, plus its own test case with independent values.
+ * Adding an operation is adding a row, plus its own test case with independent values and its
+ * derivative (GRAD_<name> in lib/autograd.c, without which the library does not compile).
  *
  * Columns of X(name, arity, rule, form, f, i, b, ulps, doc):
  * - name: the functions are clt_<name>, ... (see form).

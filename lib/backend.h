@@ -21,6 +21,25 @@ typedef enum clt_op_kind {
   CLT__OP_COUNT
 } clt_op_kind;
 
+/* The operations autograd records besides the elementwise ones (a node's kind, lib/autograd.c). */
+typedef enum clt__grad_kind {
+  CLT__GRAD_SUM = CLT__OP_COUNT, /* clt_sum */
+  CLT__GRAD_MEAN,                /* clt_mean */
+  CLT__GRAD_SUM_DIM,             /* clt_sum_dim: dim, keepdim */
+  CLT__GRAD_MEAN_DIM,            /* clt_mean_dim: dim, keepdim */
+  CLT__GRAD_MATMUL,              /* clt_matmul */
+  CLT__GRAD_LINEAR,              /* clt_linear: x, weight and bias (if any) */
+  CLT__GRAD_NARROW,              /* dim, start, length */
+  CLT__GRAD_SELECT,              /* dim, index */
+  CLT__GRAD_SLICE,               /* dim, start, stop, step */
+  CLT__GRAD_PERMUTE,             /* dims */
+  CLT__GRAD_TRANSPOSE,           /* dim0, dim1 */
+  CLT__GRAD_EXPAND,              /* (the operand's shape is all it needs) */
+  CLT__GRAD_RESHAPE,             /* view, reshape, squeeze, unsqueeze: back to the shape */
+  CLT__GRAD_COPY,                /* contiguous, clone */
+  CLT__GRAD_KIND_END
+} clt__grad_kind;
+
 /* How an op's result dtype follows from its operands' (the rule column of clt_ops.h). */
 typedef enum clt_result_rule {
   CLT__RESULT_PROMOTE, /* the promoted dtype of the operands */

@@ -177,6 +177,9 @@ typedef struct clt_storage {
    * memory it lent (clt_from_dlpack). No deferred chain reads it (lazy.c). */
   atomic_bool exposed;
   struct clt_storage *next_free; /* in the device's cache */
+  /* Autograd's version counter (lib/autograd.c): raised by every write into existing memory
+   * (clt__write_check), so that a backward can tell that a tensor it saved changed since. */
+  atomic_uint version;
   /* Foreign memory (DLPack imports): clt did not allocate host or buf, so the storage never goes
    * to the cache nor counts in the allocator's statistics; when it is freed, clt waits for the
    * device commands using it, releases its own reference to buf and calls release(release_ctx). */
@@ -197,7 +200,84 @@ struct clt_tensor {
   size_t offset;   /* of the first element in the storage, in bytes */
   bool contiguous; /* strides are C order's for the shape (dimensions of size 1 aside) */
   clt_storage *storage;
+  struct clt_grad_meta *ag; /* autograd's state (NULL for a tensor that never required grad) */
+  struct clt_tensor *dead_next; /* clt_tensor_release's list of tensors to free (tensor.c) */
 };
+
+/* ---- autograd's records (tensor.c keeps them; lib/autograd.c runs the backward) ---------- */
+
+/* A tensor's autograd state, owned by the tensor. A leaf has fn NULL; a result of an operation
+ * on tensors that require grad has the node that made it. */
+typedef struct clt_grad_meta {
+  bool requires_grad;
+  bool retain_grad;         /* a non-leaf keeps its .grad too (clt_retain_grad) */
+  clt_tensor *grad;         /* one reference; NULL before any backward and after clt_zero_grad */
+  struct clt_grad_node *fn; /* one reference */
+} clt_grad_meta;
+
+/* One recorded operation: its kind (a clt_op_kind for the elementwise ops and casts, else a
+ * clt__grad_kind of lib/backend.h), its public function for messages, its operands (one
+ * reference each, dropped when a backward frees the graph) with their storages' versions at the
+ * call, and its parameters (dims, starts, ... as the call gave them). */
+typedef struct clt_grad_node {
+  atomic_int refs;
+  int kind;
+  const char *fn;
+  int n;
+  clt_tensor *in[3];
+  unsigned version[3];
+  int np;
+  int64_t p[CLT_MAX_DIMS + 2];
+  bool freed;              /* a backward without retain freed the operands */
+  clt_grad_meta *retained; /* the result's state where clt_retain_grad asked (not owned) */
+  clt_tensor *grad;        /* the backward's scratch: the result's gradient so far */
+  int deps;                /* the backward's scratch: consumers not yet run */
+  bool listed;             /* the backward's scratch: in its list of nodes */
+} clt_grad_node;
+
+/* Whether grad mode is on for the calling thread (clt_set_grad_enabled), and the setter, which
+ * returns the previous setting. */
+bool clt__grad_enabled(void);
+bool clt__grad_mode_set(bool on);
+/* The state of t, made on first use; NULL when out of memory. */
+clt_grad_meta *clt__grad_meta(clt_tensor *t);
+void clt__grad_node_release(clt_grad_node *node);
+/* Drops the operands of node (a backward without retain frees its graph so). */
+void clt__grad_node_free(clt_grad_node *node);
+/* Records r = fn(in[0..n-1]; p[0..np-1]) as a node of kind on r, which then requires grad, and
+ * gives it to *out; on failure r is released and *out untouched. */
+clt_status clt__grad_record(int kind, const char *fn, clt_tensor *const *in, int n,
+                            const int64_t *p, int np, clt_tensor *r, clt_tensor **out);
+/* Whether an operation on in[0..n-1] (NULLs skipped) records: one of them requires grad and
+ * grad mode is on. The test costs a load per operand where nothing requires grad. */
+static inline bool clt__grad_wanted(clt_tensor *const *in, int n) {
+  for (int k = 0; k < n; k++)
+    if (in[k] && in[k]->ag && in[k]->ag->requires_grad)
+      return clt__grad_enabled();
+  return false;
+}
+/* The call of a public operation that records: where clt__grad_wanted(in, n), runs call (an
+ * expression writing its result to r_) with grad mode off, so that the operations it is made of
+ * record nothing, and records one node for it; returns from the enclosing function. */
+#define CLT__GRAD_RECORD(kind, fn, in, n, p, np, outp, call)                                       \
+  do {                                                                                             \
+    if (clt__grad_wanted(in, n)) {                                                                 \
+      clt_tensor *r_ = NULL;                                                                       \
+      bool on_ = clt__grad_mode_set(false);                                                        \
+      clt_status s_ = (call);                                                                      \
+      clt__grad_mode_set(on_);                                                                     \
+      return s_ != CLT_OK ? s_ : clt__grad_record(kind, fn, in, n, p, np, r_, outp);               \
+    }                                                                                              \
+  } while (0)
+/* The error of an operation whose derivative clt does not have yet (max, min, cat, ...), for
+ * an operand that requires grad while grad mode is on (rather than a silently missing
+ * gradient). */
+clt_status clt__grad_refuse(const char *fn);
+/* Before fn writes into the existing tensor dst from in[0..n-1] (in place, _out, clt_copy,
+ * fills): refuses, while grad mode is on, a dst that requires grad (a leaf, or a tensor with
+ * history: in-place operations are not recorded) and an operand that requires grad (the write
+ * would not be recorded); then raises dst's storage's version. */
+clt_status clt__write_check(clt_tensor *dst, clt_tensor *const *in, int n, const char *fn);
 
 clt_status clt__storage_alloc(clt_device *dev, size_t bytes, const char *fn, clt_storage **out);
 clt_status clt__storage_alloc_pinned(clt_device *near, size_t bytes, const char *fn,

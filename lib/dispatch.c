@@ -271,6 +271,16 @@ static bool overlaps(const clt_tensor *dst, const clt_tensor *t, const clt_bcast
 
 static const char *const arg_names[3][3] = {{"t"}, {"a", "b"}, {"cond", "a", "b"}};
 
+/* Hands the new result r of op to *out, as autograd's node where an operand requires grad (the
+ * one branch that autograd costs an operation where nothing does). */
+static clt_status recorded(const char *fn, const clt_op *op, clt_tensor *const *in, clt_tensor *r,
+                           clt_tensor **out) {
+  if (clt__grad_wanted(in, op->arity))
+    return clt__grad_record(op->kind, fn, in, op->arity, NULL, 0, r, out);
+  *out = r;
+  return CLT_OK;
+}
+
 /* Every elementwise operation comes through here: arguments, the same-device rule, dtypes,
  * broadcasting, then the device's backend. dst, when given, receives the result (the _out and
  * in-place forms); otherwise a new tensor goes to *out. fn is the public function's name, which
@@ -341,6 +351,8 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
                           "writes; clone %s first (clt_clone)",
                           dst_name, op->kind == CLT__OP_cast ? "src" : arg_names[n - 1][k],
                           op->kind == CLT__OP_cast ? "src" : arg_names[n - 1][k]);
+    if ((s = clt__write_check(dst, in, n, fn)) != CLT_OK)
+      return s;
     r = dst;
   } else if ((s = clt__tensor_new(rt, bc.ndim, bc.shape, dev, fn, &r)) != CLT_OK) {
     return s;
@@ -361,10 +373,8 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
       clt_tensor_release(r);
       return s;
     }
-    if (deferred) {
-      *out = r;
-      return CLT_OK;
-    }
+    if (deferred)
+      return recorded(fn, op, in, r, out);
   }
   if (r->numel > 0 && ((s = clt__lazy_ready(in, op->arity, r, fn)) != CLT_OK ||
                        (s = dev->backend->compute.elementwise(op, r, in, compute, &bc)) != CLT_OK)) {
@@ -373,7 +383,7 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
     return s;
   }
   if (!dst)
-    *out = r;
+    return recorded(fn, op, in, r, out);
   return CLT_OK;
 }
 
@@ -412,6 +422,7 @@ clt_status clt_clone(clt_tensor *t, clt_tensor **out) {
   static const char fn[] = "clt_clone";
   clt_status s;
   clt_tensor *r;
+  CLT__GRAD_RECORD(CLT__GRAD_COPY, fn, &t, 1, NULL, 0, out, clt_clone(t, &r_));
   if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
     return s;
   if (!out)
@@ -675,12 +686,35 @@ static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor 
   return CLT_OK;
 }
 
+/* The reductions' public functions; sum and mean record for autograd (G_ the node kinds), max
+ * and min refuse an operand that requires grad while grad mode is on (their derivatives are
+ * the next step of issue 26), argmax gives integers, which never require grad. */
+#define G_SUM CLT__GRAD_SUM
+#define G_MEAN CLT__GRAD_MEAN
+#define G_SUM_dim CLT__GRAD_SUM_DIM
+#define G_MEAN_dim CLT__GRAD_MEAN_DIM
+#define G_MAX -1
+#define G_MIN -1
+#define G_ARGMAX -2
+#define G_MAX_dim -1
+#define G_MIN_dim -1
+#define G_ARGMAX_dim -2
+static clt_status reduce_api(clt_reduce_kind kind, int gk, const char *fn, clt_tensor *t,
+                             bool whole, int dim, int keepdim, clt_tensor **out) {
+  if (gk == -1 && clt__grad_wanted(&t, 1))
+    return clt__grad_refuse(fn);
+  if (gk >= 0)
+    CLT__GRAD_RECORD(gk, fn, &t, 1, ((int64_t[]){dim, keepdim}), 2, out,
+                     reduce(kind, fn, t, whole, dim, keepdim, &r_));
+  return reduce(kind, fn, t, whole, dim, keepdim, out);
+}
 #define REDUCE_API(name, K)                                                                        \
   clt_status clt_##name(clt_tensor *t, clt_tensor **out) {                                         \
-    return reduce(CLT__RED_##K, "clt_" #name, t, true, 0, 0, out);                                 \
+    return reduce_api(CLT__RED_##K, G_##K, "clt_" #name, t, true, 0, 0, out);                      \
   }                                                                                                \
   clt_status clt_##name##_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out) {             \
-    return reduce(CLT__RED_##K, "clt_" #name "_dim", t, false, dim, keepdim, out);                 \
+    return reduce_api(CLT__RED_##K, G_##K##_dim, "clt_" #name "_dim", t, false, dim, keepdim,      \
+                      out);                                                                        \
   }
 REDUCE_API(sum, SUM)
 REDUCE_API(mean, MEAN)
@@ -755,6 +789,8 @@ static clt_status matmul_operand(clt_tensor *t, int64_t rows, int64_t cols, bool
 clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
   static const char fn[] = "clt_matmul";
   clt_status s;
+  CLT__GRAD_RECORD(CLT__GRAD_MATMUL, fn, ((clt_tensor *[]){a, b}), 2, NULL, 0, out,
+                   clt_matmul(a, b, &r_));
   if ((s = clt__check_tensor(a, fn, "a")) != CLT_OK ||
       (s = clt__check_tensor(b, fn, "b")) != CLT_OK)
     return s;
@@ -844,6 +880,8 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
 clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_tensor **y) {
   static const char fn[] = "clt_linear";
   clt_status s;
+  CLT__GRAD_RECORD(CLT__GRAD_LINEAR, fn, ((clt_tensor *[]){x, weight, bias}), 3, NULL, 0, y,
+                   clt_linear(x, weight, bias, &r_));
   if ((s = clt__check_tensor(x, fn, "x")) != CLT_OK ||
       (s = clt__check_tensor(weight, fn, "weight")) != CLT_OK)
     return s;
@@ -900,6 +938,8 @@ clt_status clt_fill_(clt_tensor *t, double value) {
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                       "t is expanded (a dimension of stride 0): several of its elements are one "
                       "memory location; fill the tensor it was expanded from, or a clt_clone");
+  if ((s = clt__write_check(t, NULL, 0, fn)) != CLT_OK)
+    return s;
   if (t->numel == 0)
     return CLT_OK;
   clt_device *dev = t->storage->dev;

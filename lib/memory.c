@@ -214,6 +214,7 @@ static clt_storage *storage_new(clt_device *dev, size_t bytes) {
     return NULL;
   atomic_init(&s->refs, 1);
   atomic_init(&s->order, NULL);
+  atomic_init(&s->version, 0);
   s->dev = dev;
   s->bytes = bytes;
   pthread_mutex_init(&s->lock, NULL);

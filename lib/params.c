@@ -172,6 +172,18 @@ clt_tensor *clt_params_tensor_at(const clt_params *p, size_t i) {
   return p->e[i].t;
 }
 
+/* A parameter that is a leaf requiring grad stays one where it moves (as module.to(dev) keeps
+ * its parameters leaves), its gradient moving with it. */
+static clt_status keep_leaf(clt_tensor *old, clt_tensor *moved, clt_device *dev) {
+  if (moved == old || !old->ag || !old->ag->requires_grad || old->ag->fn)
+    return CLT_OK;
+  clt_grad_meta *m = clt__grad_meta(moved);
+  if (!m)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_params_to", "out of host memory");
+  m->requires_grad = true;
+  return old->ag->grad ? clt_to(old->ag->grad, dev, &m->grad) : CLT_OK;
+}
+
 clt_status clt_params_to(clt_params *p, clt_device *dev) {
   static const char fn[] = "clt_params_to";
   clt_status s;
@@ -186,10 +198,11 @@ clt_status clt_params_to(clt_params *p, clt_device *dev) {
   if (!moved)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
   for (size_t i = 0; i < p->n; i++) {
-    if ((s = clt_to(p->e[i].t, dev, &moved[i])) != CLT_OK) {
+    if ((s = clt_to(p->e[i].t, dev, &moved[i])) != CLT_OK ||
+        (s = keep_leaf(p->e[i].t, moved[i], dev)) != CLT_OK) {
       char why[1024];
       snprintf(why, sizeof why, "%s", clt_last_error());
-      for (size_t k = 0; k < i; k++)
+      for (size_t k = 0; k <= i; k++) /* moved[i] is NULL unless clt_to gave it */
         clt_tensor_release(moved[k]);
       free(moved);
       return clt__error(s, fn, "moving '%s' to %s failed (the set is unchanged): %s", p->e[i].name,

@@ -262,11 +262,149 @@ clt_tensor *clt_tensor_retain(clt_tensor *t) {
   return t;
 }
 
+/* Tensors with autograd state whose last reference went while another such tensor was being
+ * freed: freeing a graph frees its nodes' operands, whose nodes free theirs, and a chain of a
+ * million operations would recurse a million calls deep; instead the outermost release frees
+ * them one after another. */
+static _Thread_local clt_tensor *dead;
+static _Thread_local bool freeing;
+
 void clt_tensor_release(clt_tensor *t) {
   if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
     return;
+  if (t->ag) {
+    t->dead_next = dead;
+    dead = t;
+    if (freeing)
+      return;
+    freeing = true;
+    while (dead) {
+      clt_tensor *d = dead;
+      dead = d->dead_next;
+      clt_grad_node *node = d->ag->fn;
+      if (node && node->retained == d->ag)
+        node->retained = NULL;
+      clt_tensor_release(d->ag->grad);
+      clt__grad_node_release(node);
+      free(d->ag);
+      clt__storage_release(d->storage);
+      free(d);
+    }
+    freeing = false;
+    return;
+  }
   clt__storage_release(t->storage);
   free(t);
+}
+
+/* ---- autograd's records ------------------------------------------------------------------ */
+
+static _Thread_local bool grad_off; /* grad mode, per thread: on unless turned off */
+
+bool clt__grad_enabled(void) { return !grad_off; }
+
+bool clt__grad_mode_set(bool on) {
+  bool was = !grad_off;
+  grad_off = !on;
+  return was;
+}
+
+clt_grad_meta *clt__grad_meta(clt_tensor *t) {
+  if (!t->ag)
+    t->ag = calloc(1, sizeof *t->ag);
+  return t->ag;
+}
+
+void clt__grad_node_free(clt_grad_node *node) {
+  if (node->freed)
+    return;
+  node->freed = true;
+  for (int k = 0; k < node->n; k++) {
+    clt_tensor_release(node->in[k]);
+    node->in[k] = NULL;
+  }
+}
+
+void clt__grad_node_release(clt_grad_node *node) {
+  if (!node || atomic_fetch_sub(&node->refs, 1) != 1)
+    return;
+  clt_tensor_release(node->grad);
+  clt__grad_node_free(node);
+  free(node);
+}
+
+clt_status clt__grad_record(int kind, const char *fn, clt_tensor *const *in, int n,
+                            const int64_t *p, int np, clt_tensor *r, clt_tensor **out) {
+  if (!clt__dtype_is_float(r->dtype)) { /* comparisons, casts to integers: no gradient */
+    *out = r;
+    return CLT_OK;
+  }
+  if (r->ag) { /* r is an operand itself (clt_contiguous of a contiguous tensor): an alias */
+    clt_tensor *v;
+    clt_status s = clt__tensor_view(r, r->ndim, r->shape, r->strides, clt__elem_offset(r), fn, &v);
+    clt_tensor_release(r);
+    if (s != CLT_OK)
+      return s;
+    r = v;
+  }
+  clt_grad_node *node = calloc(1, sizeof *node);
+  clt_grad_meta *m = node ? clt__grad_meta(r) : NULL;
+  if (!m) {
+    free(node);
+    clt_tensor_release(r);
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory for autograd's record");
+  }
+  atomic_init(&node->refs, 1);
+  node->kind = kind;
+  node->fn = fn;
+  node->n = n;
+  for (int k = 0; k < n; k++)
+    if (in[k]) {
+      node->in[k] = clt_tensor_retain(in[k]);
+      node->version[k] = atomic_load(&in[k]->storage->version);
+    }
+  node->np = np;
+  for (int i = 0; i < np; i++)
+    node->p[i] = p[i];
+  m->requires_grad = true;
+  m->fn = node;
+  *out = r;
+  return CLT_OK;
+}
+
+clt_status clt__grad_refuse(const char *fn) {
+  return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                    "an operand requires grad, and the derivative of this operation is not in "
+                    "clt yet (docs/autograd.md): compute it with grad mode off "
+                    "(clt_set_grad_enabled(0)) or on a clt_detach of the operand");
+}
+
+clt_status clt__write_check(clt_tensor *dst, clt_tensor *const *in, int n, const char *fn) {
+  bool any = dst->ag != NULL;
+  for (int k = 0; k < n && !any; k++)
+    any = in[k] && in[k]->ag;
+  if (any && clt__grad_enabled()) {
+    if (dst->ag && dst->ag->requires_grad && !dst->ag->fn)
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "the tensor written is a leaf that requires grad, and grad mode is on: "
+                        "writing it in place would change what the recorded operations saved; "
+                        "turn grad mode off around the write (clt_set_grad_enabled(0), as "
+                        "torch.no_grad()), or write into a clt_detach of it");
+    if (dst->ag && dst->ag->requires_grad)
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "the tensor written has autograd history (it was computed from tensors "
+                        "that require grad), and in-place operations are not recorded yet: use "
+                        "the out-of-place form, or turn grad mode off (clt_set_grad_enabled(0))");
+    for (int k = 0; k < n; k++)
+      if (in[k] && in[k] != dst && in[k]->ag && in[k]->ag->requires_grad)
+        return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                          "argument %d requires grad, and a write into an existing tensor is "
+                          "not recorded yet: use the out-of-place form, or turn grad mode off "
+                          "(clt_set_grad_enabled(0))",
+                          k + 1);
+  }
+  atomic_fetch_add(&dst->storage->version, 1);
+  return CLT_OK;
 }
 
 int clt_tensor_ndim(const clt_tensor *t) { return t ? t->ndim : 0; }

@@ -218,7 +218,8 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src) {
   static const char fn[] = "clt_copy";
   clt_status s;
   if ((s = clt__check_tensor(dst, fn, "dst")) != CLT_OK ||
-      (s = clt__check_tensor(src, fn, "src")) != CLT_OK)
+      (s = clt__check_tensor(src, fn, "src")) != CLT_OK ||
+      (s = clt__write_check(dst, &src, 1, fn)) != CLT_OK)
     return s;
   bool same_shape =
       dst->ndim == src->ndim && memcmp(dst->shape, src->shape, sizeof(int64_t) * dst->ndim) == 0;

@@ -72,6 +72,8 @@ static clt_status check_numel(int ndim, const int64_t *shape, clt_dtype dt, cons
 
 clt_status clt_narrow(clt_tensor *t, int dim, int64_t start, int64_t length, clt_tensor **out) {
   static const char fn[] = "clt_narrow";
+  CLT__GRAD_RECORD(CLT__GRAD_NARROW, fn, &t, 1, ((int64_t[]){dim, start, length}), 3, out,
+                   clt_narrow(t, dim, start, length, &r_));
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK || (s = need_dims(t, fn)) != CLT_OK ||
       (s = norm_dim(&dim, t->ndim, fn, "dim")) != CLT_OK)
@@ -99,6 +101,8 @@ clt_status clt_narrow(clt_tensor *t, int dim, int64_t start, int64_t length, clt
 
 clt_status clt_select(clt_tensor *t, int dim, int64_t index, clt_tensor **out) {
   static const char fn[] = "clt_select";
+  CLT__GRAD_RECORD(CLT__GRAD_SELECT, fn, &t, 1, ((int64_t[]){dim, index}), 2, out,
+                   clt_select(t, dim, index, &r_));
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK || (s = need_dims(t, fn)) != CLT_OK ||
       (s = norm_dim(&dim, t->ndim, fn, "dim")) != CLT_OK)
@@ -132,6 +136,8 @@ static int64_t slice_bound(int64_t v, int64_t size) {
 clt_status clt_slice(clt_tensor *t, int dim, int64_t start, int64_t stop, int64_t step,
                      clt_tensor **out) {
   static const char fn[] = "clt_slice";
+  CLT__GRAD_RECORD(CLT__GRAD_SLICE, fn, &t, 1, ((int64_t[]){dim, start, stop, step}), 4, out,
+                   clt_slice(t, dim, start, stop, step, &r_));
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK || (s = need_dims(t, fn)) != CLT_OK ||
       (s = norm_dim(&dim, t->ndim, fn, "dim")) != CLT_OK)
@@ -186,11 +192,20 @@ clt_status clt_permute(clt_tensor *t, int ndim, const int *dims, clt_tensor **ou
     shape[i] = t->shape[d];
     strides[i] = t->strides[d];
   }
+  if (clt__grad_wanted(&t, 1)) {
+    int64_t p[CLT_MAX_DIMS];
+    for (int i = 0; i < ndim; i++)
+      p[i] = dims[i];
+    CLT__GRAD_RECORD(CLT__GRAD_PERMUTE, fn, &t, 1, p, ndim, out,
+                     clt__tensor_view(t, ndim, shape, strides, clt__elem_offset(t), fn, &r_));
+  }
   return clt__tensor_view(t, ndim, shape, strides, clt__elem_offset(t), fn, out);
 }
 
 clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out) {
   static const char fn[] = "clt_transpose";
+  CLT__GRAD_RECORD(CLT__GRAD_TRANSPOSE, fn, &t, 1, ((int64_t[]){dim0, dim1}), 2, out,
+                   clt_transpose(t, dim0, dim1, &r_));
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK)
     return s;
@@ -212,6 +227,7 @@ clt_status clt_transpose(clt_tensor *t, int dim0, int dim1, clt_tensor **out) {
 
 clt_status clt_expand(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
   static const char fn[] = "clt_expand";
+  CLT__GRAD_RECORD(CLT__GRAD_EXPAND, fn, &t, 1, NULL, 0, out, clt_expand(t, ndim, shape, &r_));
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK)
     return s;
@@ -257,6 +273,7 @@ clt_status clt_expand(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor 
 
 clt_status clt_unsqueeze(clt_tensor *t, int dim, clt_tensor **out) {
   static const char fn[] = "clt_unsqueeze";
+  CLT__GRAD_RECORD(CLT__GRAD_RESHAPE, fn, &t, 1, NULL, 0, out, clt_unsqueeze(t, dim, &r_));
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK)
     return s;
@@ -282,6 +299,7 @@ clt_status clt_unsqueeze(clt_tensor *t, int dim, clt_tensor **out) {
 
 clt_status clt_squeeze(clt_tensor *t, int dim, clt_tensor **out) {
   static const char fn[] = "clt_squeeze";
+  CLT__GRAD_RECORD(CLT__GRAD_RESHAPE, fn, &t, 1, NULL, 0, out, clt_squeeze(t, dim, &r_));
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK ||
       (s = norm_dim(&dim, t->ndim > 0 ? t->ndim : 1, fn, "dim")) != CLT_OK)
@@ -376,6 +394,7 @@ static bool view_strides(const clt_tensor *t, int ndim, const int64_t *dims, int
 
 clt_status clt_view(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
   static const char fn[] = "clt_view";
+  CLT__GRAD_RECORD(CLT__GRAD_RESHAPE, fn, &t, 1, NULL, 0, out, clt_view(t, ndim, shape, &r_));
   int64_t dims[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK ||
@@ -396,6 +415,8 @@ clt_status clt_view(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **
 
 clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor **out) {
   static const char fn[] = "clt_reshape";
+  CLT__GRAD_RECORD(CLT__GRAD_RESHAPE, fn, &t, 1, NULL, 0, out,
+                   clt_reshape(t, ndim, shape, &r_));
   int64_t dims[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK ||
@@ -417,6 +438,7 @@ clt_status clt_reshape(clt_tensor *t, int ndim, const int64_t *shape, clt_tensor
 /* ---- copies ----------------------------------------------------------------------------- */
 
 clt_status clt_contiguous(clt_tensor *t, clt_tensor **out) {
+  CLT__GRAD_RECORD(CLT__GRAD_COPY, "clt_contiguous", &t, 1, NULL, 0, out, clt_contiguous(t, &r_));
   clt_status s = check_args(t, out, "clt_contiguous");
   if (s != CLT_OK)
     return s;
@@ -450,7 +472,7 @@ static clt_status check_list(int n, clt_tensor *const *ts, clt_tensor **out, con
     if (s != CLT_OK)
       return s;
   }
-  return CLT_OK;
+  return clt__grad_wanted(ts, n) ? clt__grad_refuse(fn) : CLT_OK;
 }
 
 /* CLT_ERR_SHAPE_MISMATCH for cat and stack: tensors[i] (t) does not fit tensors[0] (t0). */
@@ -551,6 +573,8 @@ clt_status clt_index_select(clt_tensor *t, int dim, clt_tensor *index, clt_tenso
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK || (s = clt__check_tensor(index, fn, "index")) != CLT_OK)
     return s;
+  if (clt__grad_wanted(&t, 1))
+    return clt__grad_refuse(fn);
   if (index->storage->dev != t->storage->dev)
     return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
                       "expected t and index on the same device, but found %s (t) and %s "

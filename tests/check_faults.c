@@ -164,7 +164,8 @@ static clt_status run_workload(workload *w) {
   int64_t sa[2] = {WR, WC}, sb[2] = {WC, WR}, sr[1] = {16};
   clt_tensor *ha = NULL, *hb = NULL, *a0 = NULL, *b0 = NULL, *a1 = NULL, *c0 = NULL, *c1 = NULL,
              *m0 = NULL, *s0 = NULL, *sd1 = NULL, *t0 = NULL, *k1 = NULL, *r0 = NULL, *rh = NULL,
-             *pin = NULL, *back1 = NULL, *mv = NULL, *npy = NULL, *imported = NULL;
+             *pin = NULL, *back1 = NULL, *mv = NULL, *npy = NULL, *imported = NULL, *ga = NULL,
+             *gy = NULL, *gs = NULL;
   clt_event *e0 = NULL, *e1 = NULL;
   clt_params *p = NULL, *loaded = NULL, *on_cpu = NULL;
   char text[512];
@@ -230,9 +231,20 @@ static clt_status run_workload(workload *w) {
     goto out;
   }
 #endif
+  /* autograd: d sum(A*A) / dA on cl:0, with a leaf of its own over a0's memory */
+  MAKE(clt_detach(a0, &ga), ga);
+  STEP(clt_requires_grad_(ga, 1));
+  MAKE(clt_mul(ga, ga, &gy), gy);
+  MAKE(clt_sum(gy, &gs), gs);
+  STEP(clt_backward(gs, NULL));
   STEP(clt_device_synchronize(NULL));
 
   /* Everything succeeded: the results must be right. */
+  CHECK(clt_tensor_grad(ga), "no gradient after clt_backward");
+  for (int i = 0; i < WN; i++)
+    want[i] = 2.0f * A[i];
+  if (clt_tensor_grad(ga))
+    STEP(check_values(w, "d sum(A*A) / dA (autograd, on cl:0)", clt_tensor_grad(ga), want, WN));
   for (int i = 0; i < WN; i++)
     want[i] = 2.0f * A[i];
   STEP(check_values(w, "2A (via pinned memory, on cl:1)", back1, want, WN));
@@ -305,6 +317,9 @@ out:
   clt_tensor_release(mv);
   clt_tensor_release(npy);
   clt_tensor_release(imported);
+  clt_tensor_release(ga);
+  clt_tensor_release(gy);
+  clt_tensor_release(gs);
   clt_event_release(e0);
   clt_event_release(e1);
   clt_params_release(p);

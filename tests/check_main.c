@@ -13,6 +13,7 @@ Suite *views_suite(void);  /* check_views.c: strided views (issue 13) */
 Suite *kernel_suite(void); /* check_kernel.c: user kernels, raw OpenCL handles (issue 14) */
 Suite *lazy_suite(void);   /* check_lazy.c: lazy fusion (issue 15) */
 Suite *compose_suite(void); /* check_compose.c: deferred results through views and consumers (issue 32) */
+Suite *autograd_suite(void); /* check_autograd.c: reverse-mode autograd (issue 26) */
 Suite *diff_suite(void);    /* check_diff.c: random programs, every device and mode (issue 32) */
 
 int main(void) {
@@ -47,6 +48,7 @@ int main(void) {
   srunner_add_suite(sr, compose_suite());
   srunner_add_suite(sr, ref_suite());
   srunner_add_suite(sr, diff_suite());
+  srunner_add_suite(sr, autograd_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

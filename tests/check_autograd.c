@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+/* check_autograd.c - reverse-mode autograd (lib/autograd.c, issue 26): gradients against central
+ * finite differences in f64 for every differentiable operation (the elementwise ones generated
+ * from clt_ops.h, so a new row is checked without a new test) and every view, on every device;
+ * known values; broadcasting; accumulation; the graph's freeing; the in-place and version guards;
+ * devices; grad mode; lazy and eager modes; detach; bad input. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_util.h"
+
+Suite *autograd_suite(void); /* registered in check_main.c */
+
+static void release_all(clt_tensor *const *ts, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    clt_tensor_release(ts[i]);
+}
+#define RELEASE(...)                                                                               \
+  release_all((clt_tensor *[]){__VA_ARGS__},                                                       \
+              sizeof((clt_tensor *[]){__VA_ARGS__}) / sizeof(clt_tensor *))
+
+/* ---- the gradient checker ------------------------------------------------------------------ */
+
+/* A function of up to three f64 tensors, and its operands' shapes and value range. */
+typedef clt_status (*fwd_fn)(clt_tensor *const *x, const void *arg, clt_tensor **out);
+typedef struct gc_in {
+  int ndim;
+  int64_t shape[4];
+} gc_in;
+
+/* sum(f(x) * w) with the values v, on the host: no operand requires grad */
+static double weighted(clt_device *dev, int n, const gc_in *ins, double *const *v, fwd_fn f,
+                       const void *arg, const double *w) {
+  clt_tensor *x[3] = {NULL, NULL, NULL}, *out;
+  for (int k = 0; k < n; k++)
+    x[k] = cu_tensor(v[k], CLT_F64, ins[k].ndim, ins[k].shape, dev);
+  CU_OK(f(x, arg, &out));
+  double *o = cu_read_double(out), sum = 0;
+  for (int64_t i = 0; i < clt_tensor_numel(out); i++)
+    sum += o[i] * w[i];
+  free(o);
+  RELEASE(x[0], x[1], x[2], out);
+  return sum;
+}
+
+/* Checks the gradients backward gives for sum(f(x) * w) (w random) against central differences,
+ * on dev, in f64, operand values uniform in [lo, hi]. */
+static void gradcheck(clt_device *dev, const char *what, int n, const gc_in *ins, fwd_fn f,
+                      const void *arg, double lo, double hi) {
+  cu_rng r;
+  cu_rng_seed(&r, 26);
+  double *v[3] = {NULL, NULL, NULL};
+  clt_tensor *x[3] = {NULL, NULL, NULL}, *out, *wt;
+  for (int k = 0; k < n; k++) {
+    int64_t m = cu_numel(ins[k].ndim, ins[k].shape);
+    v[k] = cu_malloc(sizeof(double) * (size_t)(m ? m : 1));
+    for (int64_t i = 0; i < m; i++)
+      v[k][i] = lo + (hi - lo) * cu_rng_uniform(&r);
+    x[k] = cu_tensor(v[k], CLT_F64, ins[k].ndim, ins[k].shape, dev);
+    CU_OK(clt_requires_grad_(x[k], 1));
+  }
+  CU_OK(f(x, arg, &out));
+  ck_assert_msg(clt_tensor_requires_grad(out), "%s on %s: the result does not require grad", what,
+                cu_dev_name(dev));
+  int64_t no = clt_tensor_numel(out);
+  double *w = cu_malloc(sizeof(double) * (size_t)(no ? no : 1));
+  for (int64_t i = 0; i < no; i++)
+    w[i] = cu_rng_uniform(&r) * 2 - 1;
+  wt = cu_tensor(w, CLT_F64, clt_tensor_ndim(out), clt_tensor_shape(out), dev);
+  CU_OK(clt_backward(out, wt));
+  for (int k = 0; k < n; k++) {
+    clt_tensor *g = clt_tensor_grad(x[k]);
+    ck_assert_msg(g, "%s on %s: no gradient for operand %d", what, cu_dev_name(dev), k + 1);
+    cu_assert_meta(g, CLT_F64, dev, ins[k].ndim, ins[k].shape, what);
+    double *an = cu_read_double(g);
+    int64_t m = cu_numel(ins[k].ndim, ins[k].shape);
+    for (int64_t i = 0; i < m; i++) {
+      const double eps = 1e-6, keep = v[k][i];
+      v[k][i] = keep + eps;
+      double fp = weighted(dev, n, ins, v, f, arg, w);
+      v[k][i] = keep - eps;
+      double fm = weighted(dev, n, ins, v, f, arg, w);
+      v[k][i] = keep;
+      double num = (fp - fm) / (2 * eps);
+      ck_assert_msg(fabs(an[i] - num) <= 1e-6 + 1e-5 * fabs(num),
+                    "%s on %s: d/d(operand %d)[%lld] is %.12g by backward, %.12g by finite "
+                    "differences",
+                    what, cu_dev_name(dev), k + 1, (long long)i, an[i], num);
+    }
+    free(an);
+  }
+  free(w);
+  for (int k = 0; k < n; k++)
+    free(v[k]);
+  RELEASE(x[0], x[1], x[2], out, wt);
+}
+
+/* The devices with f64, into devs; the count. */
+static int f64_devices(const char *test, clt_device **devs) {
+  clt_device *all[CU_MAX_DEVICES];
+  int n = cu_devices(all), m = 0;
+  for (int i = 0; i < n; i++)
+    if (cu_dtype_ok(test, all[i], CLT_F64))
+      devs[m++] = all[i];
+  return m;
+}
+
+/* ---- every elementwise operation, from the table -------------------------------------------- */
+
+typedef struct op_case {
+  const char *name;
+  int arity;
+  int boolean; /* a bool result: never requires grad */
+  int cond;    /* where: the first operand is a condition */
+  clt_status (*fn1)(clt_tensor *, clt_tensor **);
+  clt_status (*fn2)(clt_tensor *, clt_tensor *, clt_tensor **);
+  clt_status (*fn3)(clt_tensor *, clt_tensor *, clt_tensor *, clt_tensor **);
+  clt_status (*s2)(clt_tensor *, double, clt_tensor **);
+  clt_status (*s3)(clt_tensor *, double, double, clt_tensor **);
+} op_case;
+
+#define IS_BOOL_PROMOTE 0
+#define IS_BOOL_FLOAT 0
+#define IS_BOOL_BOOL 1
+#define IS_COND_PLAIN 0
+#define IS_COND_WRAP 0
+#define IS_COND_INPLACE 0
+#define IS_COND_WRAP_INPLACE 0
+#define IS_COND_COND 1
+#define SC_1_PLAIN(n)
+#define SC_1_WRAP(n)
+#define SC_2_PLAIN(n) .s2 = clt_##n##_scalar,
+#define SC_2_INPLACE(n) SC_2_PLAIN(n)
+#define SC_2_WRAP_INPLACE(n) SC_2_PLAIN(n)
+#define SC_3_PLAIN(n) .s3 = clt_##n##_scalar,
+#define SC_3_COND(n)
+#define CASE(name_, arity_, rule_, form_, fe_, ie_, be_, ulps_, doc_)                              \
+  {.name = #name_,                                                                                 \
+   .arity = arity_,                                                                                \
+   .boolean = IS_BOOL_##rule_,                                                                     \
+   .cond = IS_COND_##form_,                                                                        \
+   .fn##arity_ = clt_##name_,                                                                      \
+   SC_##arity_##_##form_(name_)},
+static const op_case op_cases[] = {CLT_ELEMENTWISE_OPS(CASE)};
+#undef CASE
+
+static clt_status run_op(clt_tensor *const *x, const void *arg, clt_tensor **out) {
+  const op_case *c = arg;
+  if (c->cond) { /* where(x0 > 0.5, x0, x1) */
+    clt_tensor *m;
+    clt_status s = clt_gt_scalar(x[0], 0.5, &m);
+    if (s == CLT_OK)
+      s = c->fn3(m, x[0], x[1], out);
+    clt_tensor_release(m);
+    return s;
+  }
+  return c->arity == 1   ? c->fn1(x[0], out)
+         : c->arity == 2 ? c->fn2(x[0], x[1], out)
+                         : c->fn3(x[0], x[1], x[2], out);
+}
+
+static clt_status run_scalar(clt_tensor *const *x, const void *arg, clt_tensor **out) {
+  const op_case *c = arg;
+  return c->arity == 2 ? c->s2(x[0], 0.7, out) : c->s3(x[0], 0.4, 0.7, out);
+}
+
+START_TEST(test_elementwise_gradcheck) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = f64_devices("elementwise_gradcheck", devs);
+  /* operands broadcast against each other: the gradients are summed back to each shape */
+  const gc_in shapes[3] = {{2, {2, 3}}, {1, {3}}, {2, {2, 1}}};
+  for (int d = 0; d < nd; d++)
+    for (size_t i = 0; i < sizeof op_cases / sizeof op_cases[0]; i++) {
+      const op_case *c = &op_cases[i];
+      char what[64];
+      if (c->boolean) { /* comparisons and logic: no gradient, no history */
+        clt_tensor *a = cu_tensor((double[]){1, 2}, CLT_F64, 1, (int64_t[]){2}, devs[d]), *r;
+        CU_OK(clt_requires_grad_(a, 1));
+        CU_OK(c->arity == 1 ? c->fn1(a, &r) : c->fn2(a, a, &r));
+        ck_assert_msg(!clt_tensor_requires_grad(r), "clt_%s's bool result requires grad", c->name);
+        RELEASE(a, r);
+        continue;
+      }
+      snprintf(what, sizeof what, "clt_%s", c->name);
+      gradcheck(devs[d], what, c->cond ? 2 : c->arity, shapes, run_op, c, 0.2, 0.9);
+      if (c->s2 || c->s3) {
+        snprintf(what, sizeof what, "clt_%s_scalar", c->name);
+        gradcheck(devs[d], what, 1, shapes, run_scalar, c, 0.2, 0.9);
+      }
+    }
+}
+END_TEST
+
+/* ---- reductions, matmul, linear, views ------------------------------------------------------- */
+
+typedef struct call {
+  int kind;
+  int64_t p[4];
+} call;
+enum {
+  K_SUM,
+  K_MEAN,
+  K_SUM_DIM,
+  K_MEAN_DIM,
+  K_MATMUL,
+  K_LINEAR,
+  K_LINEAR_NOBIAS,
+  K_NARROW,
+  K_SELECT,
+  K_SLICE,
+  K_PERMUTE,
+  K_TRANSPOSE,
+  K_EXPAND,
+  K_UNSQUEEZE,
+  K_SQUEEZE,
+  K_VIEW,
+  K_RESHAPE_T,
+  K_CONTIGUOUS_T,
+  K_CLONE,
+  K_CAST
+};
+
+static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **out) {
+  const call *c = arg;
+  const int64_t *p = c->p;
+  clt_tensor *t = NULL;
+  clt_status s;
+  switch (c->kind) {
+  case K_SUM:
+    return clt_sum(x[0], out);
+  case K_MEAN:
+    return clt_mean(x[0], out);
+  case K_SUM_DIM:
+    return clt_sum_dim(x[0], (int)p[0], (int)p[1], out);
+  case K_MEAN_DIM:
+    return clt_mean_dim(x[0], (int)p[0], (int)p[1], out);
+  case K_MATMUL:
+    return clt_matmul(x[0], x[1], out);
+  case K_LINEAR:
+    return clt_linear(x[0], x[1], x[2], out);
+  case K_LINEAR_NOBIAS:
+    return clt_linear(x[0], x[1], NULL, out);
+  case K_NARROW:
+    return clt_narrow(x[0], (int)p[0], p[1], p[2], out);
+  case K_SELECT:
+    return clt_select(x[0], (int)p[0], p[1], out);
+  case K_SLICE:
+    return clt_slice(x[0], (int)p[0], p[1], p[2], p[3], out);
+  case K_PERMUTE:
+    return clt_permute(x[0], 3, (int[]){2, 0, -2}, out);
+  case K_TRANSPOSE:
+    return clt_transpose(x[0], (int)p[0], (int)p[1], out);
+  case K_EXPAND:
+    return clt_expand(x[0], 3, (int64_t[]){2, 3, 4}, out);
+  case K_UNSQUEEZE:
+    return clt_unsqueeze(x[0], (int)p[0], out);
+  case K_SQUEEZE:
+    return clt_squeeze(x[0], (int)p[0], out);
+  case K_VIEW:
+    return clt_view(x[0], 2, (int64_t[]){3, -1}, out);
+  case K_RESHAPE_T: /* a transposed view: reshape copies */
+  case K_CONTIGUOUS_T:
+    if ((s = clt_transpose(x[0], 0, 1, &t)) == CLT_OK)
+      s = c->kind == K_RESHAPE_T ? clt_reshape(t, 1, (int64_t[]){-1}, out) : clt_contiguous(t, out);
+    clt_tensor_release(t);
+    return s;
+  case K_CLONE:
+    return clt_clone(x[0], out);
+  case K_CAST: /* f64 -> f64 and to f32 and back would lose the digits the check needs */
+    return clt_cast(x[0], CLT_F64, out);
+  }
+  return CLT_ERR_INTERNAL;
+}
+
+static const struct {
+  const char *what;
+  call c;
+  int n;
+  gc_in in[3];
+} calls[] = {
+    {"clt_sum", {K_SUM, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_mean", {K_MEAN, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_sum of a 0-d tensor", {K_SUM, {0}}, 1, {{0, {0}}}},
+    {"clt_sum_dim(1)", {K_SUM_DIM, {1, 0}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_sum_dim(0, keepdim)", {K_SUM_DIM, {0, 1}}, 1, {{2, {2, 3}}}},
+    {"clt_mean_dim(-1)", {K_MEAN_DIM, {-1, 0}}, 1, {{2, {2, 3}}}},
+    {"clt_mean_dim(1, keepdim)", {K_MEAN_DIM, {1, 1}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_matmul 2-D", {K_MATMUL, {0}}, 2, {{2, {2, 3}}, {2, {3, 4}}}},
+    {"clt_matmul batched", {K_MATMUL, {0}}, 2, {{3, {2, 2, 3}}, {3, {2, 3, 4}}}},
+    {"clt_matmul 3-D by 2-D", {K_MATMUL, {0}}, 2, {{3, {2, 2, 3}}, {2, {3, 4}}}},
+    {"clt_matmul 2-D by 3-D", {K_MATMUL, {0}}, 2, {{2, {2, 3}}, {3, {2, 3, 4}}}},
+    {"clt_linear", {K_LINEAR, {0}}, 3, {{2, {4, 3}}, {2, {2, 3}}, {1, {2}}}},
+    {"clt_linear 3-D", {K_LINEAR, {0}}, 3, {{3, {2, 2, 3}}, {2, {2, 3}}, {1, {2}}}},
+    {"clt_linear without bias", {K_LINEAR_NOBIAS, {0}}, 2, {{2, {4, 3}}, {2, {2, 3}}}},
+    {"clt_narrow", {K_NARROW, {1, 1, 2}}, 1, {{2, {2, 4}}}},
+    {"clt_select", {K_SELECT, {-1, 2}}, 1, {{2, {2, 4}}}},
+    {"clt_slice", {K_SLICE, {1, 1, 5, 2}}, 1, {{2, {2, 5}}}},
+    {"clt_permute", {K_PERMUTE, {0}}, 1, {{3, {2, 3, 4}}}},
+    {"clt_transpose", {K_TRANSPOSE, {0, -1}}, 1, {{3, {2, 3, 4}}}},
+    {"clt_expand", {K_EXPAND, {0}}, 1, {{2, {3, 1}}}},
+    {"clt_unsqueeze", {K_UNSQUEEZE, {1}}, 1, {{2, {2, 3}}}},
+    {"clt_squeeze", {K_SQUEEZE, {1}}, 1, {{3, {2, 1, 3}}}},
+    {"clt_squeeze of a dimension > 1", {K_SQUEEZE, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_view", {K_VIEW, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_reshape of a transposed view", {K_RESHAPE_T, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_contiguous of a transposed view", {K_CONTIGUOUS_T, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_clone", {K_CLONE, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_cast", {K_CAST, {0}}, 1, {{2, {2, 3}}}},
+};
+
+START_TEST(test_other_gradcheck) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = f64_devices("other_gradcheck", devs);
+  for (int d = 0; d < nd; d++)
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+      gradcheck(devs[d], calls[i].what, calls[i].n, calls[i].in, run_call, &calls[i].c, -1, 1);
+}
+END_TEST
+
+/* ---- known values ---------------------------------------------------------------------------- */
+
+static void assert_values(const clt_tensor *t, const double *want, int64_t n, const char *what,
+                          clt_device *dev) {
+  ck_assert_msg(t, "%s on %s: no gradient", what, cu_dev_name(dev));
+  ck_assert_int_eq(clt_tensor_numel(t), n);
+  double *got = cu_read_double(t);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(fabs(got[i] - want[i]) <= 1e-5 * (1 + fabs(want[i])),
+                  "%s on %s: [%lld] is %g, expected %g", what, cu_dev_name(dev), (long long)i,
+                  got[i], want[i]);
+  free(got);
+}
+
+START_TEST(test_known_values) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    /* d/dx sum(x^2 + 3x) = 2x + 3, in f32 */
+    clt_tensor *x = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev);
+    clt_tensor *x2, *x3, *y, *s;
+    CU_OK(clt_requires_grad_(x, 1));
+    CU_OK(clt_mul(x, x, &x2));
+    CU_OK(clt_mul_scalar(x, 3, &x3));
+    CU_OK(clt_add(x2, x3, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){5, 7, 9}, 3, "sum(x^2 + 3x)", dev);
+    ck_assert_int_eq(clt_tensor_dtype(clt_tensor_grad(x)), CLT_F32);
+    ck_assert_ptr_eq(clt_tensor_device(clt_tensor_grad(x)), dev);
+    ck_assert_ptr_null(clt_tensor_grad(y)); /* not a leaf */
+    RELEASE(x, x2, x3, y, s);
+
+    /* sum(A @ B): dA = 1 B^T, dB = A^T 1 */
+    clt_tensor *a = cu_tensor((float[]){1, 2, 3, 4}, CLT_F32, 2, (int64_t[]){2, 2}, dev);
+    clt_tensor *b = cu_tensor((float[]){5, 6, 7, 8}, CLT_F32, 2, (int64_t[]){2, 2}, dev), *m;
+    CU_OK(clt_requires_grad_(a, 1));
+    CU_OK(clt_requires_grad_(b, 1));
+    CU_OK(clt_matmul(a, b, &m));
+    CU_OK(clt_sum(m, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(a), (double[]){11, 15, 11, 15}, 4, "sum(A @ B) / dA", dev);
+    assert_values(clt_tensor_grad(b), (double[]){4, 4, 6, 6}, 4, "sum(A @ B) / dB", dev);
+    RELEASE(a, b, m, s);
+
+    /* broadcasting: a [2, 3] + b [3] * c [2, 1]; d/db sums over rows, d/dc over columns */
+    a = cu_tensor((float[]){1, 2, 3, 4, 5, 6}, CLT_F32, 2, (int64_t[]){2, 3}, dev);
+    b = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev);
+    clt_tensor *c = cu_tensor((float[]){2, 5}, CLT_F32, 2, (int64_t[]){2, 1}, dev), *bc, *r;
+    CU_OK(clt_requires_grad_(a, 1));
+    CU_OK(clt_requires_grad_(b, 1));
+    CU_OK(clt_requires_grad_(c, 1));
+    CU_OK(clt_mul(b, c, &bc));
+    CU_OK(clt_add(a, bc, &r));
+    CU_OK(clt_sum(r, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(a), (double[]){1, 1, 1, 1, 1, 1}, 6, "broadcast a", dev);
+    assert_values(clt_tensor_grad(b), (double[]){7, 7, 7}, 3, "broadcast b", dev);
+    assert_values(clt_tensor_grad(c), (double[]){6, 6}, 2, "broadcast c", dev);
+    RELEASE(a, b, c, bc, r, s);
+
+    /* a cast from f32 to f64 and a mean: the gradient comes back as f32 */
+    x = cu_tensor((float[]){1, -2, 4, 8}, CLT_F32, 1, (int64_t[]){4}, dev);
+    clt_tensor *x64, *i32;
+    CU_OK(clt_requires_grad_(x, 1));
+    CU_OK(clt_cast(x, CLT_F64, &x64));
+    CU_OK(clt_mul(x64, x64, &x2));
+    CU_OK(clt_mean(x2, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){0.5, -1, 2, 4}, 4, "mean(cast(x)^2)", dev);
+    ck_assert_int_eq(clt_tensor_dtype(clt_tensor_grad(x)), CLT_F32);
+    CU_OK(clt_cast(x, CLT_I32, &i32)); /* to an integer dtype: no history */
+    ck_assert(!clt_tensor_requires_grad(i32));
+    RELEASE(x, x64, x2, s, i32);
+  }
+}
+END_TEST
+
+/* ---- accumulation, retain, the graph's freeing ------------------------------------------------
+ */
+
+START_TEST(test_accumulate_and_free) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *x = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev), *y, *z, *s;
+    CU_OK(clt_requires_grad_(x, 1));
+    CU_OK(clt_mul_scalar(x, 2, &y));
+    CU_OK(clt_retain_grad(y));
+    CU_OK(clt_mul(y, y, &z)); /* z = 4 x^2: dz/dx = 8x, dz/dy = 2y */
+    CU_OK(clt_sum(z, &s));
+    CU_OK(clt_backward_retain(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){8, 16, 24}, 3, "first backward", dev);
+    assert_values(clt_tensor_grad(y), (double[]){4, 8, 12}, 3, "retained grad", dev);
+    CU_OK(clt_backward(s, NULL)); /* accumulates, then frees the graph */
+    assert_values(clt_tensor_grad(x), (double[]){16, 32, 48}, 3, "second backward", dev);
+    CU_FAILS(clt_backward(s, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_backward");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "freed"));
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "clt_backward_retain"));
+    assert_values(clt_tensor_grad(x), (double[]){16, 32, 48}, 3, "after the refusal", dev);
+    CU_OK(clt_zero_grad(x));
+    ck_assert_ptr_null(clt_tensor_grad(x));
+    RELEASE(y, z, s);
+    /* a new graph from the same leaf starts afresh */
+    CU_OK(clt_mul_scalar(x, 5, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){5, 5, 5}, 3, "after zero_grad", dev);
+    /* a leaf as root: its own gradient */
+    clt_tensor *g = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev);
+    CU_OK(clt_backward(x, g));
+    assert_values(clt_tensor_grad(x), (double[]){6, 7, 8}, 3, "a leaf as root", dev);
+    RELEASE(x, y, s, g);
+  }
+}
+END_TEST
+
+/* A graph deeper than the stack could hold in recursive calls: backward and the release of the
+ * graph go one node after another. */
+START_TEST(test_deep_graph) {
+  clt_tensor *x = cu_tensor((float[]){1, 2}, CLT_F32, 1, (int64_t[]){2}, clt_cpu()), *t, *u, *s;
+  CU_OK(clt_requires_grad_(x, 1));
+  t = clt_tensor_retain(x);
+  for (int i = 0; i < 100000; i++) {
+    CU_OK(clt_mul_scalar(t, 1.0, &u));
+    clt_tensor_release(t);
+    t = u;
+  }
+  CU_OK(clt_sum(t, &s));
+  RELEASE(t);
+  CU_OK(clt_backward_retain(s, NULL));
+  assert_values(clt_tensor_grad(x), (double[]){1, 1}, 2, "a deep graph", clt_cpu());
+  RELEASE(s, x); /* the whole graph goes here */
+}
+END_TEST
+
+/* ---- guards -----------------------------------------------------------------------------------
+ */
+
+START_TEST(test_guards) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *x = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev);
+    clt_tensor *c = cu_tensor((float[]){4, 5, 6}, CLT_F32, 1, (int64_t[]){3}, dev), *y, *s, *o;
+    CU_OK(clt_requires_grad_(x, 1));
+    /* in place on a leaf that requires grad: refused while grad mode is on */
+    CU_FAILS(clt_add_(x, c), CLT_ERR_INVALID_ARGUMENT, "clt_add_");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "leaf"));
+    CU_FAILS(clt_fill_(x, 1), CLT_ERR_INVALID_ARGUMENT, "clt_fill_");
+    CU_FAILS(clt_copy(x, c), CLT_ERR_INVALID_ARGUMENT, "clt_copy");
+    CU_FAILS(clt_add_(c, x), CLT_ERR_INVALID_ARGUMENT, "clt_add_"); /* not recorded */
+    CU_FAILS(clt_max(x, &o), CLT_ERR_INVALID_ARGUMENT, "clt_max");  /* not differentiable yet */
+    CU_FAILS(clt_cat(1, &x, 0, &o), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
+    assert_values(x, (double[]){1, 2, 3}, 3, "x after the refusals", dev);
+    /* with grad mode off: allowed (an optimizer's step) */
+    ck_assert_int_eq(clt_set_grad_enabled(0), 1);
+    CU_OK(clt_add_(x, c));
+    CU_OK(clt_mul_scalar(x, 2, &y));
+    ck_assert(!clt_tensor_requires_grad(y)); /* nothing records */
+    CU_FAILS(clt_backward(y, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_backward");
+    clt_tensor_release(y);
+    ck_assert_int_eq(clt_set_grad_enabled(1), 0);
+    /* in place on a tensor with history */
+    CU_OK(clt_mul_scalar(x, 2, &y));
+    CU_FAILS(clt_add_(y, c), CLT_ERR_INVALID_ARGUMENT, "clt_add_");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "history"));
+    RELEASE(y);
+    /* the version counter: c saved by clt_mul, written since */
+    CU_OK(clt_mul(x, c, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_fill_(c, 2));
+    CU_FAILS(clt_backward(s, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_backward");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "clt_mul"));
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "modified in place"));
+    ck_assert_ptr_null(clt_tensor_grad(x)); /* nothing was accumulated */
+    RELEASE(y, s);
+    /* an operation that saves no values (add) does not mind */
+    CU_OK(clt_add(x, c, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_fill_(c, 3));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){1, 1, 1}, 3, "add after a write", dev);
+    RELEASE(x, c, y, s);
+  }
+}
+END_TEST
+
+START_TEST(test_devices) {
+  if (!cu_need_cl("autograd_devices", 1))
+    return;
+  clt_device *dev = clt_device_at(0);
+  clt_tensor *x = cu_tensor((float[]){1, 2}, CLT_F32, 1, (int64_t[]){2}, dev), *y;
+  clt_tensor *g = cu_tensor((float[]){1, 1}, CLT_F32, 1, (int64_t[]){2}, clt_cpu());
+  CU_OK(clt_requires_grad_(x, 1));
+  CU_OK(clt_exp(x, &y));
+  CU_FAILS(clt_backward(y, g), CLT_ERR_DEVICE_MISMATCH, "clt_backward");
+  ck_assert_ptr_nonnull(strstr(clt_last_error(), clt_device_name(dev)));
+  ck_assert_ptr_nonnull(strstr(clt_last_error(), "cpu"));
+  ck_assert_ptr_null(clt_tensor_grad(x));
+  RELEASE(x, y, g);
+}
+END_TEST
+
+/* clt_params_to keeps a leaf that requires grad one, and moves its gradient */
+START_TEST(test_params_to) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_params *p;
+    clt_tensor *w = cu_tensor((float[]){1, 2}, CLT_F32, 1, (int64_t[]){2}, clt_cpu()), *y, *s;
+    CU_OK(clt_requires_grad_(w, 1));
+    CU_OK(clt_mul(w, w, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_backward(s, NULL));
+    CU_OK(clt_params_create(&p));
+    CU_OK(clt_params_add(p, "w", w));
+    CU_OK(clt_params_to(p, devs[d]));
+    clt_tensor *m = clt_params_get(p, "w");
+    ck_assert(clt_tensor_requires_grad(m));
+    ck_assert_ptr_eq(clt_tensor_device(clt_tensor_grad(m)), devs[d]);
+    assert_values(clt_tensor_grad(m), (double[]){2, 4}, 2, "the moved gradient", devs[d]);
+    RELEASE(w, y, s);
+    /* and it trains there: a new graph on devs[d] accumulates into the moved gradient */
+    CU_OK(clt_mul_scalar(m, 3, &y));
+    CU_OK(clt_sum(y, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(m), (double[]){5, 7}, 2, "accumulated after the move", devs[d]);
+    RELEASE(y, s);
+    clt_params_release(p);
+  }
+}
+END_TEST
+
+/* ---- lazy and eager give the same gradients ---------------------------------------------------
+ */
+
+static double *lazy_grads(clt_device *dev, int lazy) {
+  int was = clt_set_lazy(lazy);
+  float v[12];
+  for (int i = 0; i < 12; i++)
+    v[i] = 0.1f * (float)(i + 1);
+  clt_tensor *x = cu_tensor(v, CLT_F32, 2, (int64_t[]){3, 4}, dev), *t[8], *s;
+  CU_OK(clt_requires_grad_(x, 1));
+  CU_OK(clt_mul_scalar(x, 1.5, &t[0]));
+  CU_OK(clt_exp(t[0], &t[1]));
+  CU_OK(clt_tanh(x, &t[2]));
+  CU_OK(clt_mul(t[1], t[2], &t[3]));
+  CU_OK(clt_sigmoid(t[3], &t[4]));
+  CU_OK(clt_transpose(t[4], 0, 1, &t[5]));
+  CU_OK(clt_sqrt(t[5], &t[6]));
+  CU_OK(clt_sum_dim(t[6], 0, 0, &t[7]));
+  CU_OK(clt_sum(t[7], &s));
+  CU_OK(clt_backward(s, NULL));
+  double *g = cu_read_double(clt_tensor_grad(x));
+  release_all(t, 8);
+  RELEASE(x, s);
+  clt_set_lazy(was);
+  return g;
+}
+
+START_TEST(test_lazy_eager) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    double *e = lazy_grads(devs[d], 0), *l = lazy_grads(devs[d], 1);
+    for (int i = 0; i < 12; i++)
+      ck_assert_msg(e[i] == l[i], "on %s, [%d]: eager %.9g, lazy %.9g", cu_dev_name(devs[d]), i,
+                    e[i], l[i]);
+    free(e);
+    free(l);
+  }
+}
+END_TEST
+
+/* ---- detach and bad input ---------------------------------------------------------------------
+ */
+
+START_TEST(test_detach_and_bad_input) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *x = cu_tensor((float[]){1, 2, 3, 4}, CLT_F32, 1, (int64_t[]){4}, dev), *dx, *y;
+    CU_OK(clt_requires_grad_(x, 1));
+    CU_OK(clt_detach(x, &dx));
+    ck_assert(!clt_tensor_requires_grad(dx));
+    CU_OK(clt_fill_(dx, 7)); /* shares x's memory */
+    assert_values(x, (double[]){7, 7, 7, 7}, 4, "x after writing its detached alias", dev);
+    CU_OK(clt_mul(dx, dx, &y));
+    ck_assert(!clt_tensor_requires_grad(y));
+    RELEASE(dx, y);
+
+    clt_tensor *i = cu_tensor((int32_t[]){1, 2}, CLT_I32, 1, (int64_t[]){2}, dev),
+               *out = CU_SENTINEL;
+    CU_FAILS(clt_requires_grad_(i, 1), CLT_ERR_DTYPE, "clt_requires_grad_");
+    CU_OK(clt_requires_grad_(i, 0));
+    CU_FAILS(clt_requires_grad_(NULL, 1), CLT_ERR_INVALID_ARGUMENT, "clt_requires_grad_");
+    ck_assert(!clt_tensor_requires_grad(NULL));
+    ck_assert_ptr_null(clt_tensor_grad(NULL));
+    CU_FAILS(clt_detach(x, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_detach");
+    CU_FAILS(clt_detach(NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_detach");
+    ck_assert_ptr_eq(out, CU_SENTINEL);
+    CU_FAILS(clt_zero_grad(NULL), CLT_ERR_INVALID_ARGUMENT, "clt_zero_grad");
+    CU_FAILS(clt_retain_grad(i), CLT_ERR_INVALID_ARGUMENT, "clt_retain_grad");
+    CU_FAILS(clt_backward(NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_backward");
+    CU_FAILS(clt_backward(i, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_backward");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "does not require grad"));
+
+    CU_OK(clt_exp(x, &y));
+    CU_FAILS(clt_requires_grad_(y, 0), CLT_ERR_INVALID_ARGUMENT, "clt_requires_grad_");
+    CU_OK(clt_requires_grad_(y, 1));
+    CU_FAILS(clt_backward(y, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_backward"); /* 4 elements */
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "one element"));
+    clt_tensor *g3 = cu_tensor((float[]){1, 1, 1}, CLT_F32, 1, (int64_t[]){3}, dev);
+    clt_tensor *g64 = cu_tensor((double[]){1, 1, 1, 1}, CLT_F64, 1, (int64_t[]){4}, dev);
+    CU_FAILS(clt_backward(y, g3), CLT_ERR_SHAPE_MISMATCH, "clt_backward");
+    CU_FAILS(clt_backward_retain(y, g64), CLT_ERR_DTYPE, "clt_backward_retain");
+    ck_assert_ptr_null(clt_tensor_grad(x));
+    RELEASE(x, i, y, g3, g64);
+  }
+}
+END_TEST
+
+Suite *autograd_suite(void) {
+  Suite *s = suite_create("autograd");
+  TCase *tc = cu_tcase("autograd");
+  tcase_add_test(tc, test_elementwise_gradcheck);
+  tcase_add_test(tc, test_other_gradcheck);
+  tcase_add_test(tc, test_known_values);
+  tcase_add_test(tc, test_accumulate_and_free);
+  tcase_add_test(tc, test_deep_graph);
+  tcase_add_test(tc, test_guards);
+  tcase_add_test(tc, test_devices);
+  tcase_add_test(tc, test_params_to);
+  tcase_add_test(tc, test_lazy_eager);
+  tcase_add_test(tc, test_detach_and_bad_input);
+  suite_add_tcase(s, tc);
+  return s;
+}
