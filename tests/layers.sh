@@ -69,7 +69,7 @@ fi
 # build leaves out (lib/mpi/ without MPI) has no object, and nothing to check.
 awk '$1 != "except" { print $2 }' "$tmp/table" | while read -r pat; do
   # shellcheck disable=SC2086 # the pattern's * is for the shell
-  found=$(cd "$srcdir" && ls $pat 2>/dev/null; cd "$top_builddir" && ls $pat 2>/dev/null)
+  found=$( (cd "$srcdir" && ls $pat) 2>/dev/null; (cd "$top_builddir" && ls $pat) 2>/dev/null)
   [ -n "$found" ] || echo "docs/architecture.md names $pat, which is no source file of the library"
 done >"$tmp/missing"
 
