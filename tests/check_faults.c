@@ -589,10 +589,12 @@ static void walk(const walk_config *c, const char *test) {
                     r.site, clt_status_name(r.status), r.message);
       errors++;
     } else {
-      /* Recovered: the workload checked its results. A sticky fault leaves nothing to recover
-       * with. */
-      ck_assert_msg(!sticky, "%s: %s calls from %ld on (%s first) failing gave no error", test,
-                    kind, n, r.site);
+      /* Recovered: the workload checked its results. A sticky fault that failed more than one
+       * call leaves nothing to recover with; one that failed only the last call is a fault once
+       * (a best-effort allocation, such as lib/lazy.c's memo of an evaluation, may be that). */
+      ck_assert_msg(!sticky || r.injected == 1,
+                    "%s: %s calls from %ld on (%s first) failing gave no error", test, kind, n,
+                    r.site);
       recovered++;
     }
   }
