@@ -467,6 +467,9 @@ int clt__program_count(clt_device *dev);
 /* Whether dev builds kernels in the background where it can (lib/opencl/program.c): an OpenCL
  * device of a thread-safe runtime (not Oclgrind), unless CLT_BACKGROUND_BUILDS=0. */
 bool clt__background_builds(const clt_device *dev);
+/* How many launches this process has deferred behind their program's build
+ * (lib/opencl/deferred.c): for tests. */
+long clt__deferred_launches(void);
 /* The directory of the on-disk program cache ($CLT_CACHE_DIR, else $XDG_CACHE_HOME/clt, else
  * $HOME/.cache/clt, else $TMPDIR/clt-<uid>), or NULL when it is off (CLT_CACHE=0) or no directory
  * is usable. Read from the environment once; the string is static. */

@@ -8,6 +8,14 @@
 #include <string.h>
 
 #include "check_util.h"
+#include "clt-internal.h" /* clt__deferred_launches, clt__background_builds */
+
+static void release_all(clt_tensor **t, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    clt_tensor_release(t[i]);
+}
+#define RELEASE(...)                                                                               \
+  release_all((clt_tensor *[]){__VA_ARGS__}, sizeof((clt_tensor *[]){__VA_ARGS__}) / sizeof(clt_tensor *))
 
 static clt_dtype sum_dtype(clt_dtype dt) { return cu_is_float(dt) ? dt : CLT_I64; }
 
@@ -505,6 +513,126 @@ START_TEST(test_reduce_errors) {
 }
 END_TEST
 
+/* The first reduction of a kind in a process does not wait for its program's build: it is
+ * launched behind the build (lib/opencl/deferred.c), the device's queue held until the build is
+ * done. The results are the bits of the same reductions once the program is built; a write to the
+ * input enqueued right after waits for the deferred reduction; the host's values agree. Needs a
+ * process that built nothing yet (CK_FORK); on devices that build in the caller's thread
+ * (Oclgrind, CLT_BACKGROUND_BUILDS=0) nothing is deferred, and the rest still holds. */
+START_TEST(test_reduce_deferred_first_use) {
+  if (!cu_forked) {
+    cu_skip("test_reduce_deferred_first_use", "needs CK_FORK (a process that built nothing yet)");
+    return;
+  }
+  unsetenv("CLT_BACKGROUND_BUILDS");
+  enum { R = 37, C = 301 };
+  int64_t shape[2] = {R, C}, n = R * C;
+  float *buf = cu_malloc(sizeof(float) * (size_t)n);
+  cu_rng r;
+  cu_rng_seed(&r, 977);
+  cu_fill(buf, CLT_F32, n, &r, 0, 1, 0);
+  clt_tensor *hx = cu_tensor(buf, CLT_F32, 2, shape, clt_cpu()), *hmax;
+  CU_OK(clt_max_dim(hx, 1, 0, &hmax));
+  float *want_max = cu_read(hmax);
+  double want_sum = 0;
+  for (int64_t k = 0; k < n; k++)
+    want_sum += buf[k];
+  for (int v = 0; v < cu_cl_count(); v++) {
+    clt_device *d = clt_device_at(v);
+    bool background = clt__background_builds(d);
+    clt_tensor *x = cu_tensor(buf, CLT_F32, 2, shape, d), *out[4][2];
+    for (int round = 0; round < 2; round++) {
+      long before = clt__deferred_launches();
+      CU_OK(clt_sum(x, &out[0][round]));
+      CU_OK(clt_max_dim(x, 1, 0, &out[1][round]));
+      CU_OK(clt_argmax_dim(x, 0, 1, &out[2][round]));
+      CU_OK(clt_mean_dim(x, 0, 0, &out[3][round]));
+      long deferred = clt__deferred_launches() - before;
+      ck_assert_msg(deferred == (round == 0 && background ? 4 : 0),
+                    "%s: round %d deferred %ld launches (background builds %s)", cu_dev_name(d),
+                    round, deferred, background ? "on" : "off");
+      CU_OK(clt_device_synchronize(d)); /* the builds are done: the next round launches */
+    }
+    /* a write enqueued after the deferred launches: they read the values before it */
+    clt_tensor *y;
+    CU_OK(clt_from_host(buf, CLT_F32, 2, shape, d, &y));
+    clt_tensor *s2, *m2;
+    CU_OK(clt_sum(y, &s2));
+    CU_OK(clt_max(y, &m2));
+    CU_OK(clt_fill_(y, -1000.0));
+    for (int k = 0; k < 4; k++) {
+      size_t bytes = (size_t)clt_tensor_numel(out[k][0]) * clt_dtype_size(clt_tensor_dtype(out[k][0]));
+      void *a = cu_read(out[k][0]), *b = cu_read(out[k][1]);
+      ck_assert_msg(memcmp(a, b, bytes) == 0, "%s: reduction %d: deferred and built bits differ",
+                    cu_dev_name(d), k);
+      free(a);
+      free(b);
+    }
+    double got, got2, mx;
+    CU_OK(clt_item(out[0][0], &got));
+    CU_OK(clt_item(s2, &got2));
+    CU_OK(clt_item(m2, &mx));
+    ck_assert_msg(fabs(got - want_sum) <= 1e-4 * fabs(want_sum) && got2 == got,
+                  "%s: sum %.9g, after a later write %.9g, want %.9g", cu_dev_name(d), got, got2,
+                  want_sum);
+    ck_assert_msg(mx > -1000.0, "%s: max %g: the later fill overtook the reduction",
+                  cu_dev_name(d), mx);
+    float *gm = cu_read(out[1][0]);
+    ck_assert_msg(memcmp(gm, want_max, sizeof(float) * R) == 0, "%s: max_dim differs from cpu",
+                  cu_dev_name(d));
+    free(gm);
+    for (int k = 0; k < 4; k++)
+      RELEASE(out[k][0], out[k][1]);
+    RELEASE(x, y, s2, m2);
+  }
+  RELEASE(hx, hmax);
+  free(want_max);
+  free(buf);
+}
+END_TEST
+
+/* A deferred launch whose program fails to build: the call returns, the read that needs the
+ * value fails with CLT_ERR_BUILD naming the launch, the function and the build log. */
+START_TEST(test_reduce_deferred_build_error) {
+  if (!cu_forked) {
+    cu_skip("test_reduce_deferred_build_error", "needs CK_FORK (sets CLT_KERNEL_PATH)");
+    return;
+  }
+  if (!cu_need_cl("test_reduce_deferred_build_error", 1))
+    return;
+  clt_device *d = clt_device_at(0);
+  if (!clt__background_builds(d)) {
+    cu_skip("test_reduce_deferred_build_error", "cl:0 builds in the caller's thread");
+    return;
+  }
+  char dir[256], path[512];
+  cu_temp_dir(dir, sizeof dir, "deferred");
+  snprintf(path, sizeof path, "%s/reduce.cl", dir);
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  fputs("__kernel void sum_f32_partial(void) { this is not C }\n", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/common.cl", dir);
+  f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  fputs("/* empty */\n", f);
+  fclose(f);
+  setenv("CLT_KERNEL_PATH", dir, 1);
+  setenv("CLT_CACHE", "0", 1);
+  clt_tensor *x, *s = CU_SENTINEL;
+  CU_OK(clt_ones(CLT_F32, 1, (int64_t[]){1000}, d, &x));
+  long before = clt__deferred_launches();
+  CU_OK(clt_sum(x, &s));
+  ck_assert_msg(clt__deferred_launches() == before + 1, "the sum was not deferred");
+  float v = 0;
+  CU_FAILS(clt_tensor_read(s, &v, sizeof v), CLT_ERR_BUILD, "clt_tensor_read");
+  const char *msg = clt_last_error();
+  ck_assert_msg(strstr(msg, "sum_f32_partial of clt_sum on cl:0") && strstr(msg, "build log"),
+                "the message lacks the launch or the log: %s", msg);
+  RELEASE(x, s);
+}
+END_TEST
+
 Suite *reduce_suite(void) {
   Suite *s = suite_create("reduce");
   TCase *tc = cu_tcase("sum");
@@ -519,6 +647,8 @@ Suite *reduce_suite(void) {
   tcase_add_test(tc, test_reduce_dims);
   tcase_add_test(tc, test_reduce_whole_extremes);
   tcase_add_test(tc, test_reduce_errors);
+  tcase_add_test(tc, test_reduce_deferred_first_use);
+  tcase_add_test(tc, test_reduce_deferred_build_error);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -177,6 +177,18 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
 clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char *defines,
                                  const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
+/* Whether the program (family, defines) is built for dev and in memory (no wait, no build). */
+bool clt__program_built(clt_device *dev, const char *family, const char *defines);
+/* The program (family, defines) for dev, built here if no thread has (as clt__get_kernel). The
+ * program is the cache's: create kernels of your own from it. */
+clt_status clt__get_program(clt_device *dev, const char *family, const char *defines,
+                            const char *fn, cl_program *out);
+/* Starts run(arg) on a detached thread that exit() waits for, where dev may build in the
+ * background (clt__background_builds) and fewer than max such threads run; false otherwise (the
+ * caller does the work itself). The thread calls clt__cl_thread_end() last. */
+bool clt__cl_thread_start(clt_device *dev, void *(*run)(void *), void *arg, int max);
+void clt__cl_thread_end(void);
+
 /* The program of a user's OpenCL C source (clt_kernel_create) built for dev with options (the
  * user's; $CLT_BUILD_OPTIONS is appended), cached per (device, source, options) beside clt's own
  * programs, in memory and on disk; `what` names it in a build error ("kernel heat (from
@@ -258,6 +270,44 @@ typedef struct clt_cl_arg {
 clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const clt_cl_arg *args,
                        int nargs, clt_storage *const *reads, int nreads, clt_storage *const *writes,
                        int nwrites, const char *fn);
+
+/* ---- kernels launched before their program is built (deferred.c) ------------------------- */
+
+#define CLT__DEFERRED_MAX_KERNELS 2
+#define CLT__DEFERRED_MAX_ARGS 8
+/* One kernel of a deferred launch: its name, launch and arguments, copied by value. */
+typedef struct clt_cl_deferred_kernel {
+  char name[80];
+  clt_launch launch;
+  int nargs;
+  struct {
+    size_t size;      /* bytes of value, or of local memory */
+    bool local, mem;  /* local memory (no value); a buffer (retained until the launch) */
+    unsigned char value[sizeof(cl_ulong)];
+  } args[CLT__DEFERRED_MAX_ARGS];
+} clt_cl_deferred_kernel;
+/* Appends an argument to k: a value of size <= 8 bytes, a buffer, or local memory. */
+void clt__deferred_value(clt_cl_deferred_kernel *k, size_t size, const void *value);
+void clt__deferred_mem(clt_cl_deferred_kernel *k, cl_mem m);
+void clt__deferred_local(clt_cl_deferred_kernel *k, size_t size);
+/* The last deferred launch that failed in this process, as "<what> (the launch of <kernel> by
+ * <fn> on <device>) failed: <error>", into buf; false if none failed. */
+bool clt__deferred_failure(char *buf, size_t size);
+/* Whether a launch of program (family, defines) on d should be deferred: its program is not in
+ * memory (a build or a disk-cache load is due) and d builds in the background. */
+bool clt__deferred_wanted(clt_device *d, const char *family, const char *defines);
+/* Enqueues on d's queue a barrier that holds every later command until the nk kernels of
+ * program (family, defines) have run in order, after every command before on d's queue and
+ * the storages' earlier commands: the program is built (or loaded) on a thread of its own,
+ * which then launches the kernels on a queue of its own and opens the barrier; the calling
+ * thread does not wait for the build. The barrier's event stands for the kernels in the notes
+ * of reads and writes (list scratch storages among the writes). A failed build or launch fails
+ * the barrier's event, whose waits report it. The rest as clt__cl_submit (keep included). */
+clt_status clt__cl_run_deferred(clt_device *d, const char *family, const char *defines,
+                                const clt_cl_deferred_kernel *k, int nk,
+                                clt_storage *const *reads, int nreads,
+                                clt_storage *const *writes, int nwrites, const char *fn,
+                                cl_event *keep);
 
 /* ---- host code as a command (native.c) ------------------------------------------------------ */
 

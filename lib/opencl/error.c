@@ -82,6 +82,11 @@ clt_status clt__cl_error(cl_int err, const char *fn, const char *what, const clt
   if (err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_HOST_MEMORY ||
       err == CL_INVALID_BUFFER_SIZE)
     s = CLT_ERR_OUT_OF_MEMORY;
+  char cause[1536];
+  if ((err == CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST || err == CL_BUILD_PROGRAM_FAILURE) &&
+      clt__deferred_failure(cause, sizeof cause))
+    return clt__error(CLT_ERR_BUILD, fn, "%s failed on %s: %s (%d), since %s", what,
+                      dev ? dev->name : "?", clt__cl_error_name(err), (int)err, cause);
   return clt__error(s, fn, "%s failed on %s: %s (%d)", what, dev ? dev->name : "?",
                     clt__cl_error_name(err), (int)err);
 }

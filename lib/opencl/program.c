@@ -342,10 +342,7 @@ static void *bg_build(void *arg) {
   pthread_cond_broadcast(&c->programs_built);
   pthread_mutex_unlock(&c->programs_lock);
   free(j);
-  pthread_mutex_lock(&bg_lock);
-  bg_running--;
-  pthread_cond_broadcast(&bg_done);
-  pthread_mutex_unlock(&bg_lock);
+  clt__cl_thread_end();
   return NULL;
 }
 
@@ -360,15 +357,12 @@ bool clt__background_builds(const clt_device *dev) {
   return !(v && strcmp(v, "0") == 0) && !clt__cl_any_serial();
 }
 
-/* Starts e's build on a thread of its own; false where none can start now. programs_lock held,
- * e neither built nor building. */
-static bool bg_start(clt_device *dev, program_entry *e) {
-  bg_job *j = malloc(sizeof *j);
-  if (!j)
-    return false;
-  *j = (bg_job){dev, e};
+/* Starts run(arg) on a detached thread of its own, counted among the threads exit() waits for
+ * (bg_wait_all); false where none can start now (max of them running already, or no thread).
+ * Takes bg_lock: call it without. */
+static bool spawn(void *(*run)(void *), void *arg, int max) {
   pthread_mutex_lock(&bg_lock);
-  bool ok = bg_running < BG_MAX;
+  bool ok = bg_running < max;
   int seen = atomic_load(&compiles_done);
   if (ok && seen != bg_registered_after) {
     ok = atexit(bg_wait_all) == 0;
@@ -379,20 +373,67 @@ static bool bg_start(clt_device *dev, program_entry *e) {
   pthread_t t;
   if (ok && pthread_attr_init(&a) == 0) {
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    e->building = true;
-    ok = pthread_create(&t, &a, bg_build, j) == 0;
+    ok = pthread_create(&t, &a, run, arg) == 0;
     pthread_attr_destroy(&a);
     if (ok)
       bg_running++;
-    else
-      e->building = false;
   } else {
     ok = false;
   }
   pthread_mutex_unlock(&bg_lock);
-  if (!ok)
-    free(j);
   return ok;
+}
+
+/* Starts e's build on a thread of its own; false where none can start now. programs_lock held,
+ * e neither built nor building. */
+static bool bg_start(clt_device *dev, program_entry *e) {
+  bg_job *j = malloc(sizeof *j);
+  if (!j)
+    return false;
+  *j = (bg_job){dev, e};
+  e->building = true; /* bg_build clears it, under programs_lock, which we hold */
+  bool ok = spawn(bg_build, j, BG_MAX);
+  if (!ok) {
+    e->building = false;
+    free(j);
+  }
+  return ok;
+}
+
+bool clt__cl_thread_start(clt_device *dev, void *(*run)(void *), void *arg, int max) {
+  if (!clt__background_builds(dev))
+    return false;
+  if (atomic_load(&compiles_done) == 0)
+    warm_up(dev);
+  return spawn(run, arg, max);
+}
+
+void clt__cl_thread_end(void) {
+  pthread_mutex_lock(&bg_lock);
+  bg_running--;
+  pthread_cond_broadcast(&bg_done);
+  pthread_mutex_unlock(&bg_lock);
+}
+
+bool clt__program_built(clt_device *dev, const char *family, const char *defines) {
+  struct clt_cl_device *c = clt__cl(dev);
+  bool built = false;
+  pthread_mutex_lock(&c->programs_lock);
+  for (program_entry *e = c->programs ? c->programs->head : NULL; e && !built; e = e->next)
+    built = e->program && entry_is(e, family, defines, NULL);
+  pthread_mutex_unlock(&c->programs_lock);
+  return built;
+}
+
+clt_status clt__get_program(clt_device *dev, const char *family, const char *defines,
+                            const char *fn, cl_program *out) {
+  program_entry *e = NULL;
+  pthread_mutex_lock(&clt__cl(dev)->programs_lock);
+  clt_status st = built_entry(dev, family, defines, NULL, NULL, fn, &e);
+  if (st == CLT_OK)
+    *out = e->program;
+  pthread_mutex_unlock(&clt__cl(dev)->programs_lock);
+  return st;
 }
 
 clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char *defines,

@@ -107,13 +107,15 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
   char kp[80], kf[80];
   snprintf(kp, sizeof kp, whole ? "%s_partial" : "%s_axis", name);
   snprintf(kf, sizeof kf, "%s_final", name);
-  cl_kernel kpartial, kfinal = NULL;
+  /* A program not yet built: launched behind its build (deferred.c), the caller not waiting. */
+  bool defer = clt__deferred_wanted(d, "reduce", defines);
+  cl_kernel kpartial = NULL, kfinal = NULL;
   clt_status st;
-  if ((st = clt__get_kernel(d, "reduce", defines, kp, fn, &kpartial)) != CLT_OK ||
-      (whole && (st = clt__get_kernel(d, "reduce", defines, kf, fn, &kfinal)) != CLT_OK))
+  if (!defer && ((st = clt__get_kernel(d, "reduce", defines, kp, fn, &kpartial)) != CLT_OK ||
+                 (whole && (st = clt__get_kernel(d, "reduce", defines, kf, fn, &kfinal)) != CLT_OK)))
     return st;
 
-  clt_storage *reads[1] = {in->storage}, *writes[1] = {out->storage};
+  clt_storage *reads[1] = {in->storage}, *writes[3] = {out->storage, NULL, NULL};
   cl_mem in_mem = in->storage->buf;
 
   if (!whole) {
@@ -126,6 +128,16 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
                     .chunk = 0};
     if (!in_mem) /* nothing to read (r = 0): the output stands in */
       in_mem = out->storage->buf;
+    if (defer) {
+      clt_cl_deferred_kernel k = {.launch = l};
+      snprintf(k.name, sizeof k.name, "%s", kp);
+      clt__deferred_mem(&k, in_mem);
+      clt__deferred_mem(&k, out->storage->buf);
+      clt__deferred_value(&k, sizeof outer, &outer);
+      clt__deferred_value(&k, sizeof r, &r);
+      clt__deferred_value(&k, sizeof inner, &inner);
+      return clt__cl_run_deferred(d, "reduce", defines, &k, 1, reads, 1, writes, 1, fn, NULL);
+    }
     clt_cl_arg args[] = {{sizeof(cl_mem), &in_mem},
                          {sizeof(cl_mem), &out->storage->buf},
                          {sizeof outer, &outer},
@@ -151,6 +163,33 @@ clt_status clt__cl_reduce(const clt_reduce *red, clt_tensor *out, const clt_tens
   clt_storage *partial_idx = NULL; /* the partials' indices (argmax) */
   if ((st = clt__storage_alloc(d, (size_t)groups * 8, fn, &partial_idx)) != CLT_OK) {
     clt__storage_release(partial);
+    return st;
+  }
+  if (defer) {
+    cl_ulong n = (cl_ulong)in->numel, step = l.chunk, count = (cl_ulong)red->r;
+    clt_cl_deferred_kernel k[2] = {{.launch = l}, {.launch = lf}};
+    snprintf(k[0].name, sizeof k[0].name, "%s", kp);
+    clt__deferred_mem(&k[0], in_mem);
+    clt__deferred_value(&k[0], sizeof n, &n);
+    clt__deferred_value(&k[0], sizeof step, &step);
+    clt__deferred_mem(&k[0], partial->buf);
+    clt__deferred_mem(&k[0], partial_idx->buf);
+    clt__deferred_local(&k[0], l.local * acc_size);
+    clt__deferred_local(&k[0], l.local * 8);
+    snprintf(k[1].name, sizeof k[1].name, "%s", kf);
+    clt__deferred_mem(&k[1], partial->buf);
+    clt__deferred_mem(&k[1], partial_idx->buf);
+    clt__deferred_value(&k[1], sizeof groups, &groups);
+    clt__deferred_value(&k[1], sizeof count, &count);
+    clt__deferred_mem(&k[1], out->storage->buf);
+    clt__deferred_local(&k[1], final_local * acc_size);
+    clt__deferred_local(&k[1], final_local * 8);
+    /* the scratch buffers are written too: their reuse waits for the barrier */
+    writes[1] = partial;
+    writes[2] = partial_idx;
+    st = clt__cl_run_deferred(d, "reduce", defines, k, 2, reads, 1, writes, 3, fn, NULL);
+    clt__storage_release(partial);
+    clt__storage_release(partial_idx);
     return st;
   }
   whole_run w = {.kpartial = kpartial,
