@@ -485,6 +485,38 @@ public:
     return *this;
   }
 
+  /** Autograd (docs/autograd.md): marks this tensor as a leaf that requires grad (float dtypes
+   *  only), as t.requires_grad_(on); returns *this. */
+  Tensor &requires_grad_(bool on = true) {
+    detail::check(clt_requires_grad_(t_, on ? 1 : 0));
+    return *this;
+  }
+  bool requires_grad() const noexcept { return clt_tensor_requires_grad(t_) != 0; }
+  /** Backward from this tensor: grad undefined only for a one-element tensor; retain_graph keeps
+   *  the graph for another backward (clt_backward_retain). */
+  void backward(const Tensor &grad, bool retain_graph = false) const {
+    detail::check(retain_graph ? clt_backward_retain(t_, grad.get()) : clt_backward(t_, grad.get()));
+  }
+  /** Backward from a one-element tensor (the gradient 1). */
+  void backward() const { detail::check(clt_backward(t_, nullptr)); }
+  /** The accumulated gradient (another handle to it); undefined before any backward reached
+   *  this tensor, as t.grad is None. */
+  Tensor grad() const { return borrow(clt_tensor_grad(t_)); }
+  /** Drops the gradient: t.grad = None. */
+  Tensor &zero_grad() {
+    detail::check(clt_zero_grad(t_));
+    return *this;
+  }
+  /** The same memory without history (t.detach()). */
+  Tensor detach() const {
+    return detail::make([&](clt_tensor **o) { return clt_detach(t_, o); });
+  }
+  /** Keeps this non-leaf's gradient in grad() during backward passes (t.retain_grad()). */
+  Tensor &retain_grad() {
+    detail::check(clt_retain_grad(t_));
+    return *this;
+  }
+
   Tensor operator-() const { return neg(); }
   Tensor &operator+=(const Tensor &b) { return add_(b); }
   Tensor &operator-=(const Tensor &b) { return sub_(b); }
@@ -738,6 +770,21 @@ template <class T> Tensor from_vector(const std::vector<T> &v, Device dev = cpu(
 
 /** Seeds the default generator of clt_rand and clt_randn. */
 inline void manual_seed(uint64_t seed) { detail::check(clt_manual_seed(seed)); }
+
+/** Sets grad mode for the calling thread (torch.set_grad_enabled); returns the previous one. */
+inline bool set_grad_enabled(bool on) { return clt_set_grad_enabled(on ? 1 : 0) != 0; }
+/** Grad mode off for the calling thread while it lives, as torch.no_grad():
+ *  { clt::NoGradGuard g; w -= lr * w.grad(); } */
+class NoGradGuard {
+public:
+  NoGradGuard() noexcept : prev_(clt_set_grad_enabled(0)) {}
+  NoGradGuard(const NoGradGuard &) = delete;
+  NoGradGuard &operator=(const NoGradGuard &) = delete;
+  ~NoGradGuard() { clt_set_grad_enabled(prev_); }
+
+private:
+  int prev_;
+};
 
 namespace detail {
 /* Sole ownership of a C object that has no retain: moves, does not copy. */

@@ -525,6 +525,42 @@ static void indexing(clt::Device dev) {
   CHECK(same(a.to_vector<float>(), h));
 }
 
+// Autograd: requires_grad_, backward, grad, NoGradGuard, retain_graph, detach, retain_grad.
+static void autograd(clt::Device dev) {
+  auto x = clt::from_vector<double>({1, 2, 3}, dev);
+  CHECK(!x.requires_grad() && &x.requires_grad_() == &x && x.requires_grad());
+  CHECK(!x.grad().defined());
+  auto y = x * x;
+  CHECK(y.requires_grad());
+  auto loss = y.sum();
+  loss.backward(clt::Tensor(), true); // retain_graph: a second backward may follow
+  CHECK((x.grad().to_vector<double>() == std::vector<double>{2, 4, 6}));
+  CHECK(x.grad().device() == dev);
+  loss.backward(); // accumulates
+  CHECK((x.grad().to_vector<double>() == std::vector<double>{4, 8, 12}));
+  CHECK_THROWS(loss.backward(), CLT_ERR_INVALID_ARGUMENT, "clt_backward");
+  x.zero_grad();
+  CHECK(!x.grad().defined());
+  {
+    clt::NoGradGuard g;
+    CHECK(!(x * 2).requires_grad());
+    x -= 0.5; // in place on a leaf: allowed with grad mode off
+  }
+  CHECK((x * 2).requires_grad());
+  CHECK((x.to_vector<double>() == std::vector<double>{0.5, 1.5, 2.5}));
+  CHECK(!x.detach().requires_grad() && x.detach().device() == dev);
+  auto h = x * 3;
+  h.retain_grad();
+  auto z = (h * h).sum();
+  z.backward();
+  CHECK((h.grad().to_vector<double>() == std::vector<double>{3, 9, 15}));
+  CHECK((x.grad().to_vector<double>() == std::vector<double>{9, 27, 45}));
+  bool was = clt::set_grad_enabled(false);
+  CHECK(was && !clt::set_grad_enabled(true));
+  CHECK_THROWS(clt::ones({2}, {dev, clt::dtype::i32}).requires_grad_(), CLT_ERR_DTYPE,
+               "clt_requires_grad_");
+}
+
 int main() {
   std::vector<clt::Device> devs{clt::cpu()};
   if (clt::device_count() > 1)
@@ -541,6 +577,7 @@ int main() {
       params_events(dev);
       views(dev);
       indexing(dev);
+      autograd(dev);
     } catch (const clt::Error &e) {
       std::fprintf(stderr, "cxx_api: unexpected clt::Error on %s: %s\n", dev.name().c_str(),
                    e.what());

@@ -41,6 +41,8 @@ struct clt_cl_device {
    * another runtime's callback parks the host memory it would free (a pinned buffer, events of
    * this runtime) for a thread of the program to release (clt__cl_release_parked). */
   bool serial;
+  /* It runs native kernels (CL_EXEC_NATIVE_KERNEL), asked once at discovery (native.c). */
+  bool native;
   /* Host memory parked by its commands' callbacks is yet to come (order.c: clt__keep_alive). */
   atomic_int parked_pending;
 };

@@ -42,6 +42,10 @@ static void init_cl_device(struct clt_cl_device *c, int index, int platform_inde
   clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof d->platform_name, d->platform_name, NULL);
   d->platform_name[sizeof d->platform_name - 1] = '\0';
   c->serial = strstr(d->platform_name, "Oclgrind") != NULL;
+  cl_device_exec_capabilities caps = 0;
+  c->native = clGetDeviceInfo(id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) ==
+                  CL_SUCCESS &&
+              (caps & CL_EXEC_NATIVE_KERNEL) != 0;
   cl_ulong global_mem = 0, max_alloc = 0;
   clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global_mem, &global_mem, NULL);
   clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);

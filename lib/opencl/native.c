@@ -17,13 +17,7 @@
 
 #include <stdlib.h>
 
-bool clt__cl_native_ok(const clt_device *d) {
-  cl_device_exec_capabilities caps = 0;
-  if (clGetDeviceInfo(clt__cl(d)->id, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof caps, &caps, NULL) !=
-      CL_SUCCESS)
-    return false;
-  return (caps & CL_EXEC_NATIVE_KERNEL) != 0;
-}
+bool clt__cl_native_ok(const clt_device *d) { return clt__cl(d)->native; }
 
 typedef struct probe_args {
   union {
