@@ -185,6 +185,62 @@ START_TEST(test_half_values) {
 }
 END_TEST
 
+/* A parameter that is a view at an offset (which device kernels do not take: the step is composed
+ * from operations there) is updated in place, its neighbours untouched. */
+START_TEST(test_view_param) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int di = 0; di < nd; di++) {
+    clt_device *dev = devs[di];
+    double v[N + 3];
+    for (int i = 0; i < N + 3; i++)
+      v[i] = i < 2 || i >= N + 2 ? 100.0 + i : init_value(i - 2);
+    int64_t shape[1] = {N + 3};
+    clt_tensor *h = cu_tensor(v, CLT_F64, 1, shape, clt_cpu());
+    clt_tensor *big, *w;
+    CU_OK(clt_cast(h, CLT_F32, &big));
+    CU_OK(clt_move(&big, dev));
+    CU_OK(clt_narrow(big, 0, 2, N, &w));
+    CU_OK(clt_requires_grad_(w, 1));
+    clt_params *ps;
+    CU_OK(clt_params_create(&ps));
+    CU_OK(clt_params_add(ps, "w", w));
+    for (size_t c = 0; c < 2; c++) {
+      const hyper *hp = c == 0 ? &sgd_cases[3] : &adamw_cases[1];
+      /* fresh values for each optimizer */
+      clt_tensor *init = make_param(dev, CLT_F32);
+      int was = clt_set_grad_enabled(0);
+      CU_OK(clt_copy(w, init));
+      clt_set_grad_enabled(was);
+      clt_tensor_release(init);
+      clt_optim *o = make_opt(hp, ps);
+      for (int k = 0; k < STEPS; k++) {
+        CU_OK(clt_optim_zero_grad(o));
+        give_grad(w, k);
+        CU_OK(clt_optim_step(o));
+      }
+      double want[N];
+      reference(hp, CLT_F32, STEPS, want);
+      char what[96];
+      snprintf(what, sizeof what, "%s on a view, on %s", hp->adamw ? "adamw" : "sgd",
+               cu_dev_name(dev));
+      check_close(w, want, 2e-6, what);
+      double *all = cu_read_double(big);
+      for (int i = 0; i < N + 3; i++)
+        if (i < 2 || i >= N + 2)
+          ck_assert_msg(all[i] == 100.0 + i, "%s: element %d of the base changed to %g", what, i,
+                        all[i]);
+      free(all);
+      clt_optim_release(o);
+    }
+    clt_params_release(ps);
+    clt_tensor_release(h);
+    clt_tensor_release(big);
+    clt_tensor_release(w);
+  }
+}
+END_TEST
+
 /* Steps on `from`, params_to `to`, more steps: the same numbers as all steps on `to`. */
 static void moved_run(const hyper *h, clt_device *from, clt_device *to, double *out) {
   clt_params *ps;
@@ -460,6 +516,7 @@ Suite *optim_suite(void) {
   tcase_add_test(tc, test_sgd_values);
   tcase_add_test(tc, test_adamw_values);
   tcase_add_test(tc, test_half_values);
+  tcase_add_test(tc, test_view_param);
   tcase_add_test(tc, test_params_to_moves_state);
   tcase_add_test(tc, test_two_optimizers);
   tcase_add_test(tc, test_save_load);
