@@ -5,28 +5,44 @@
  * as kernels/optim.cl does. */
 #include "backend.h"
 
-/* The loops, for a compute type C and element access LD(ptr, i) / ST(ptr, i, x). */
+/* The loops, for a compute type C and element access LD(ptr, i) / ST(ptr, i, x). The SGD loop
+ * is written once per case (weight decay or not; no buffer, the buffer's first step, a later
+ * one), so that no loop branches: each is one straight body the compiler vectorizes. Every
+ * pointer is restrict: a parameter, its gradient and its state are distinct tensors. */
+#define SGD_LOOP(C, LD, ST, WD, BUF, FIRST)                                                        \
+  CLT__SIMD for (int64_t i = lo; i < hi; i++) {                                                    \
+    C pv = LD(p, i), d = LD(g, i);                                                                 \
+    if (WD)                                                                                        \
+      d = d + wd * pv;                                                                             \
+    if (BUF) {                                                                                     \
+      if (!(FIRST))                                                                                \
+        d = mom * (C)LD(buf, i) + d;                                                               \
+      ST(buf, i, d);                                                                               \
+    }                                                                                              \
+    ST(p, i, pv - lr * d);                                                                         \
+  }
+#define SGD_CASES(C, LD, ST, WD)                                                                   \
+  if (!buf)                                                                                        \
+    SGD_LOOP(C, LD, ST, WD, 0, 0)                                                                  \
+  else if (o->first)                                                                               \
+    SGD_LOOP(C, LD, ST, WD, 1, 1)                                                                  \
+  else                                                                                             \
+    SGD_LOOP(C, LD, ST, WD, 1, 0)
 #define OPTIM_LOOPS(sfx, T, C, LD, ST)                                                             \
-  static void sgd_##sfx(const clt_optim_desc *o, T *p, const T *g, T *buf, int64_t lo,             \
-                        int64_t hi) {                                                              \
+  static void sgd_##sfx(const clt_optim_desc *o, T *restrict p, const T *restrict g,               \
+                        T *restrict buf, int64_t lo, int64_t hi) {                                 \
     const C lr = (C)o->lr, wd = (C)o->weight_decay, mom = (C)o->momentum;                          \
-    for (int64_t i = lo; i < hi; i++) {                                                            \
-      C pv = LD(p, i), d = LD(g, i);                                                               \
-      if (wd != 0)                                                                                 \
-        d = d + wd * pv;                                                                           \
-      if (buf) {                                                                                   \
-        if (!o->first)                                                                             \
-          d = mom * (C)LD(buf, i) + d;                                                             \
-        ST(buf, i, d);                                                                             \
-      }                                                                                            \
-      ST(p, i, pv - lr * d);                                                                       \
+    if (wd != 0) {                                                                                 \
+      SGD_CASES(C, LD, ST, 1)                                                                      \
+    } else {                                                                                       \
+      SGD_CASES(C, LD, ST, 0)                                                                      \
     }                                                                                              \
   }                                                                                                \
-  static void adamw_##sfx(const clt_optim_desc *o, T *p, const T *g, T *m, T *v, int64_t lo,       \
-                          int64_t hi) {                                                            \
+  static void adamw_##sfx(const clt_optim_desc *o, T *restrict p, const T *restrict g,             \
+                          T *restrict m, T *restrict v, int64_t lo, int64_t hi) {                  \
     const C decay = (C)o->decay, b1 = (C)o->beta1, b2 = (C)o->beta2, ob1 = (C)(1 - o->beta1),      \
             ob2 = (C)(1 - o->beta2), eps = (C)o->eps, ss = (C)o->step_size, bc2 = (C)o->bc2_sqrt;  \
-    for (int64_t i = lo; i < hi; i++) {                                                            \
+    CLT__SIMD for (int64_t i = lo; i < hi; i++) {                                                  \
       C pv = LD(p, i), gv = LD(g, i);                                                              \
       C mv = b1 * (C)LD(m, i) + ob1 * gv;                                                          \
       C vv = b2 * (C)LD(v, i) + ob2 * gv * gv;                                                     \
