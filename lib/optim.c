@@ -308,8 +308,8 @@ static clt_status step_one(clt_optim *opt, size_t i, const char *fn) {
   /* Everything read is computed, everything written waits for its readers; then the version of
    * each written storage goes up (grad mode is off, so the write check only counts). */
   clt_tensor *dg = NULL;
-  if ((s = clt__dense(g, fn, &dg)) != CLT_OK)
-    return s;
+  if ((s = g->storage == p->storage ? clt_clone(g, &dg) : clt__dense(g, fn, &dg)) != CLT_OK)
+    return s; /* the backends read the gradient while they write the parameter: never one memory */
   clt_tensor *w[3] = {p, s1, s2};
   for (int k = 0; k < 3; k++)
     if (w[k] && (s = clt__write_check(w[k], NULL, 0, fn)) != CLT_OK)
