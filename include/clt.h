@@ -1090,6 +1090,92 @@ CLT_API clt_status clt_save_sharded(const char *dir, const clt_params *p, size_t
 CLT_API clt_status clt_load(const char *path, clt_device *map_location, clt_params **out);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Optimizers                                                                                */
+/*
+ * PyTorch's torch.optim.SGD and torch.optim.AdamW over a parameter set (docs/autograd.md,
+ * "Optimizers"):
+ *
+ *   clt_optim *opt;
+ *   clt_optim_sgd(model, 0.03, 0.9, 0.0, &opt);  // lr, momentum, weight decay
+ *   for (...) {
+ *     clt_optim_zero_grad(opt);                   // every .grad to none
+ *     ... forward, clt_backward(loss, NULL) ...
+ *     clt_optim_step(opt);                        // updates the parameters in place
+ *   }
+ *   clt_optim_save("opt.safetensors", opt);       // the state, beside clt_save(model)
+ *   clt_optim_release(opt);
+ *
+ * A step updates each parameter's memory in place (the handles in the set stay valid), with one
+ * kernel per parameter on OpenCL devices and one loop on the host. The state (momentum buffers,
+ * exp_avg, exp_avg_sq, step counts) lives on each parameter's device and moves with it: the
+ * optimizer registers its state with the set, so clt_params_to(params, dev) moves both at once.
+ */
+/** An optimizer over a parameter set. Opaque; released with clt_optim_release. */
+typedef struct clt_optim clt_optim;
+
+/** Creates a stochastic gradient descent optimizer over params (torch.optim.SGD with dampening 0,
+ *  no Nesterov): per parameter p with gradient g (skipped while its .grad is none),
+ *  d = g + weight_decay * p; with momentum > 0, buf = d on the first step and
+ *  buf = momentum * buf + d after, and d = buf; then p -= lr * d. The optimizer holds a reference
+ *  to params (releasing the set first is safe) and updates the tensors the set holds at each
+ *  step, including tensors added after this call. The caller releases *out with
+ *  clt_optim_release.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL params or out, an empty set, a parameter that is not
+ *  f16, bf16, f32 or f64, lr < 0, momentum < 0, weight_decay < 0, a value that is not finite,
+ *  more than 4 optimizers on one set), CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_optim_sgd(clt_params *params, double lr, double momentum,
+                                 double weight_decay, clt_optim **out);
+
+/** Creates an AdamW optimizer over params (torch.optim.AdamW, amsgrad off; weight_decay 0 is
+ *  Adam): per parameter p with gradient g at step t (its own count, from 1),
+ *  p *= 1 - lr * weight_decay; m = beta1 * m + (1 - beta1) * g; v = beta2 * v + (1 - beta2) * g^2;
+ *  p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps), with m and v zero at first.
+ *  Ownership as clt_optim_sgd.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (as clt_optim_sgd; beta1 or beta2 outside [0, 1), eps <= 0),
+ *  CLT_ERR_OUT_OF_MEMORY. */
+CLT_API clt_status clt_optim_adamw(clt_params *params, double lr, double beta1, double beta2,
+                                   double eps, double weight_decay, clt_optim **out);
+
+/** One step: updates every parameter of the set whose .grad is not none, in place, with grad mode
+ *  off for the step. A parameter and its gradient and state must be on one device
+ *  (clt_params_to keeps them so); the state is created on the parameter's device at its first
+ *  step. Asynchronous on devices, like the operations.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH (a parameter and its gradient
+ *  or state on different devices; the message names both; nothing is copied),
+ *  CLT_ERR_SHAPE_MISMATCH or CLT_ERR_DTYPE (a gradient or state that does not match its
+ *  parameter), and those of the operations. A failure can leave the parameters before it in the
+ *  set updated. */
+CLT_API clt_status clt_optim_step(clt_optim *opt);
+
+/** Sets the gradient of every parameter of the set to none (zero_grad(set_to_none=True)).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL). */
+CLT_API clt_status clt_optim_zero_grad(clt_optim *opt);
+
+/** Releases the optimizer, its state and its reference to the parameter set. NULL-safe. */
+CLT_API void clt_optim_release(clt_optim *opt);
+
+/** Writes opt's state to path as a safetensors file (clt_save's format, atomic write), each
+ *  tensor recording its device: tensors "<param>.momentum_buffer" (SGD with momentum, after the
+ *  parameter's first step), "<param>.exp_avg" and "<param>.exp_avg_sq" (AdamW); metadata
+ *  "optimizer" ("sgd" or "adamw"), the hyperparameters ("lr", "momentum", "weight_decay",
+ *  "beta1", "beta2", "eps") and, for AdamW, "<param>.step" (decimal). The parameters themselves
+ *  are not written: save them with clt_save.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), and those of clt_save. */
+CLT_API clt_status clt_optim_save(const char *path, const clt_optim *opt);
+
+/** Replaces opt's state by the state in path (written by clt_optim_save for an optimizer of the
+ *  same kind), so that stepping continues as the saved optimizer would have. Tensors are loaded
+ *  as clt_load loads them: onto map_location, or where they were saved if NULL; each must then be
+ *  on its parameter's device (nothing is copied behind your back: a mismatch is
+ *  CLT_ERR_DEVICE_MISMATCH naming both devices; pass the parameters' device as map_location).
+ *  All or nothing: on failure opt is unchanged. The hyperparameters in the file are not used;
+ *  opt keeps its own.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL path or opt), CLT_ERR_FORMAT (a file of another
+ *  optimizer kind, a tensor for no parameter of the set or of another shape or dtype, a missing
+ *  or malformed step), CLT_ERR_DEVICE_MISMATCH, and those of clt_load. */
+CLT_API clt_status clt_optim_load(const char *path, clt_optim *opt, clt_device *map_location);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Kernel cache                                                                              */
 /*
  * clt builds its OpenCL kernels at run time, the first time an operation needs them, and keeps

@@ -263,6 +263,20 @@ typedef struct clt_index_desc {
   int64_t outer, size, k, inner;
 } clt_index_desc;
 
+/* One optimizer step on one parameter, prepared by lib/optim.c (its numbers for this step).
+ * SGD: d = g + weight_decay * p (when weight_decay != 0); with buf (momentum != 0),
+ * buf = d when first, else momentum * buf + d, and d = buf; p -= lr * d.
+ * AdamW: p *= decay; m = beta1 * m + (1 - beta1) * g; v = beta2 * v + (1 - beta2) * g * g;
+ * p -= step_size * m / (sqrt(v) / bc2_sqrt + eps).
+ * Computed in f64 for f64 parameters, else in f32 (f16 and bf16 are loaded to f32 and rounded
+ * back when stored), every number converted to that dtype first. */
+typedef struct clt_optim_desc {
+  clt__optim_kind kind;
+  double lr, weight_decay, momentum;                    /* SGD */
+  bool first;                                           /* SGD: the momentum buffer takes d */
+  double beta1, beta2, eps, decay, step_size, bc2_sqrt; /* AdamW */
+} clt_optim_desc;
+
 /* The ways clt_matmul can run on a device (clt_matmul_path names them). */
 typedef enum clt_matmul_kind {
   CLT__MM_BLAS,    /* host CBLAS */
@@ -375,6 +389,12 @@ struct clt_backend {
     /* out = in gathered along its middle dimension at the indices idx, as described (numel > 0). */
     clt_status (*index_select)(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                                const clt_index_desc *g, const char *fn);
+    /* (optional: NULL composes the step from the public operations, lib/optim.c) One
+     * optimizer step as o describes, in place: param, grad and the state s1 and s2 (SGD:
+     * s1 the momentum buffer or NULL, s2 NULL; AdamW: exp_avg and exp_avg_sq) are dense
+     * (clt__is_dense), of one shape, dtype and device; grad is only read. One kernel or loop. */
+    clt_status (*optim_step)(const clt_optim_desc *o, clt_tensor *param, const clt_tensor *grad,
+                             clt_tensor *s1, clt_tensor *s2, const char *fn);
     /* (optional: NULL where ops are never deferred) Runs the fused kernel f on dev, after the
      * commands its leaves and outputs wait for (lib/lazy.c plans it). Or, where the kernel is not
      * built yet and the backend builds it in the background (lib/opencl/program.c), runs nothing
@@ -493,6 +513,8 @@ clt_status clt__host_matmul(clt_tensor *out, const clt_tensor *a, const clt_tens
 clt_status clt__host_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind *out);
 clt_status clt__host_index_select(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                                   const clt_index_desc *g, const char *fn);
+clt_status clt__host_optim_step(const clt_optim_desc *o, clt_tensor *param, const clt_tensor *grad,
+                                clt_tensor *s1, clt_tensor *s2, const char *fn);
 /* Runs the fused chain f on the host (host/fuse.c): its nodes one after the other over blocks of
  * elements that stay in cache, each with the loop of host/elementwise.c that runs it eagerly. */
 clt_status clt__host_fused(clt_device *dev, const clt_fused *f, bool *later);

@@ -506,6 +506,35 @@ clt_status clt__params_add_unique(clt_params *p, const char *name, clt_tensor *t
 /* clt_params_set_metadata without its checks (the loader's: it validated the file's strings). */
 clt_status clt__params_set_metadata(clt_params *p, const char *key, const char *value,
                                     const char *fn);
+/* Takes one more reference to p (an optimizer's); clt_params_release drops one. */
+clt_params *clt__params_retain(clt_params *p);
+/* Makes clt_params_to(p, dev) move f too, in the same all-or-nothing step (an optimizer's state
+ * follows its parameters; at most 4 sets follow one); clt__params_unfollow undoes it. f is
+ * borrowed: its owner unfollows it before releasing it. */
+clt_status clt__params_follow(clt_params *p, clt_params *f, const char *fn);
+void clt__params_unfollow(clt_params *p, clt_params *f);
+/* The tensor named name in p, borrowed, or NULL (no error is set). */
+clt_tensor *clt__params_find(const clt_params *p, const char *name);
+
+/* ---- optimizers (optim.c; io/optim.c saves and loads their state) ------------------------ */
+
+typedef enum clt__optim_kind { CLT__OPTIM_SGD, CLT__OPTIM_ADAMW } clt__optim_kind;
+/* An optimizer: its hyperparameters, its parameter set (one reference) and its state, a set of
+ * its own that follows the parameters (clt__params_follow) and that clt_optim_save writes as it
+ * is: tensors "<param>.momentum_buffer" (SGD with momentum), "<param>.exp_avg" and
+ * "<param>.exp_avg_sq" (AdamW), and metadata "<param>.step" (AdamW: the steps taken, decimal),
+ * "optimizer" ("sgd" or "adamw") and the hyperparameters ("lr", ..., as %.17g). */
+struct clt_optim {
+  clt__optim_kind kind;
+  double lr, momentum, weight_decay, beta1, beta2, eps;
+  clt_params *params;
+  clt_params *state;
+};
+/* The names of kind's state tensors ("exp_avg", ...), NULL-terminated; sgd's has one. */
+const char *const *clt__optim_keys(const clt_optim *o);
+/* Writes o's kind and hyperparameters into the metadata of st (o's state set, or one replacing it). */
+clt_status clt__optim_describe(const clt_optim *o, clt_params *st, const char *fn);
+
 /* The __metadata__ key prefix under which clt_save records a tensor's device. */
 #define CLT__DEVICE_KEY "clt.device."
 

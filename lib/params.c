@@ -22,6 +22,13 @@ struct clt_params {
   size_t n, cap;
   meta_entry *m; /* metadata, in the order set */
   size_t nm, mcap;
+  /* clt_params_release drops the caller's reference; an optimizer holds one more (its set must
+   * outlive it whatever order the caller releases them in). */
+  int refs;
+  /* Sets that clt_params_to moves together with this one (an optimizer's state, lib/optim.c),
+   * borrowed: their owner detaches them before releasing them. */
+  clt_params *follow[4];
+  int nfollow;
 };
 
 clt_status clt_params_create(clt_params **out) {
@@ -31,12 +38,18 @@ clt_status clt_params_create(clt_params **out) {
   clt_params *p = calloc(1, sizeof *p);
   if (!p)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  p->refs = 1;
   *out = p;
   return CLT_OK;
 }
 
+clt_params *clt__params_retain(clt_params *p) {
+  p->refs++;
+  return p;
+}
+
 void clt_params_release(clt_params *p) {
-  if (!p)
+  if (!p || --p->refs > 0)
     return;
   for (size_t i = 0; i < p->n; i++) {
     free(p->e[i].name);
@@ -184,16 +197,13 @@ static clt_status keep_leaf(clt_tensor *old, clt_tensor *moved, clt_device *dev)
   return old->ag->grad ? clt_to(old->ag->grad, dev, &m->grad) : CLT_OK;
 }
 
-clt_status clt_params_to(clt_params *p, clt_device *dev) {
+/* The copies of p's tensors on dev, in *out (NULL for an empty set); nothing is kept on failure. */
+static clt_status copies_on(clt_params *p, clt_device *dev, clt_tensor ***out) {
   static const char fn[] = "clt_params_to";
   clt_status s;
-  if (!p)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "p is NULL");
-  if ((s = clt__check_device(dev, fn, "dev")) != CLT_OK)
-    return s;
+  *out = NULL;
   if (p->n == 0)
     return CLT_OK;
-  /* All copies first, then the swap: on failure the set is unchanged. */
   clt_tensor **moved = calloc(p->n, sizeof *moved);
   if (!moved)
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
@@ -209,12 +219,69 @@ clt_status clt_params_to(clt_params *p, clt_device *dev) {
                         dev->name, why);
     }
   }
-  for (size_t i = 0; i < p->n; i++) {
+  *out = moved;
+  return CLT_OK;
+}
+
+static void drop_copies(clt_params *p, clt_tensor **moved) {
+  for (size_t i = 0; moved && i < p->n; i++)
+    clt_tensor_release(moved[i]);
+  free(moved);
+}
+
+static void swap_in(clt_params *p, clt_tensor **moved) {
+  for (size_t i = 0; moved && i < p->n; i++) {
     clt_tensor_release(p->e[i].t);
     p->e[i].t = moved[i];
   }
   free(moved);
+}
+
+clt_status clt_params_to(clt_params *p, clt_device *dev) {
+  static const char fn[] = "clt_params_to";
+  clt_status s;
+  if (!p)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "p is NULL");
+  if ((s = clt__check_device(dev, fn, "dev")) != CLT_OK)
+    return s;
+  /* All copies first (the set's, then those of the sets that follow it), then the swap: on
+   * failure every set is unchanged. */
+  clt_tensor **moved[1 + sizeof p->follow / sizeof p->follow[0]] = {NULL};
+  clt_params *sets[1 + sizeof p->follow / sizeof p->follow[0]] = {p};
+  int n = 1;
+  for (int k = 0; k < p->nfollow; k++)
+    sets[n++] = p->follow[k];
+  for (int k = 0; k < n; k++)
+    if ((s = copies_on(sets[k], dev, &moved[k])) != CLT_OK) {
+      for (int j = 0; j < k; j++)
+        drop_copies(sets[j], moved[j]);
+      return s;
+    }
+  for (int k = 0; k < n; k++)
+    swap_in(sets[k], moved[k]);
   return CLT_OK;
+}
+
+clt_status clt__params_follow(clt_params *p, clt_params *f, const char *fn) {
+  if (p->nfollow == (int)(sizeof p->follow / sizeof p->follow[0]))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "the parameter set already has %d optimizers; release one first",
+                      p->nfollow);
+  p->follow[p->nfollow++] = f;
+  return CLT_OK;
+}
+
+void clt__params_unfollow(clt_params *p, clt_params *f) {
+  for (int k = 0; k < p->nfollow; k++)
+    if (p->follow[k] == f) {
+      p->follow[k] = p->follow[--p->nfollow];
+      return;
+    }
+}
+
+clt_tensor *clt__params_find(const clt_params *p, const char *name) {
+  entry *e = find(p, name);
+  return e ? e->t : NULL;
 }
 
 clt_status clt_params_device(const clt_params *p, clt_device **out) {

@@ -355,6 +355,25 @@ START_TEST(test_bad_misc) {
   ck_assert_ptr_null(clt_params_tensor_at(p, 99));
   ck_assert_ptr_null(clt_params_name_at(p, 99));
 
+  /* optimizers */
+  clt_optim *op;
+  BAD_OUT(&op, clt_optim_sgd(NULL, 0.1, 0, 0, &op), CLT_ERR_INVALID_ARGUMENT, "clt_optim_sgd");
+  BAD(clt_optim_sgd(p, 0.1, 0, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_optim_sgd");
+  BAD_OUT(&op, clt_optim_sgd(p, -0.1, 0, 0, &op), CLT_ERR_INVALID_ARGUMENT, "clt_optim_sgd");
+  BAD_OUT(&op, clt_optim_sgd(p, 0.1, -1, 0, &op), CLT_ERR_INVALID_ARGUMENT, "clt_optim_sgd");
+  BAD_OUT(&op, clt_optim_sgd(p, NAN, 0, 0, &op), CLT_ERR_INVALID_ARGUMENT, "clt_optim_sgd");
+  BAD_OUT(&op, clt_optim_adamw(NULL, 1e-3, 0.9, 0.999, 1e-8, 0, &op), CLT_ERR_INVALID_ARGUMENT,
+          "clt_optim_adamw");
+  BAD_OUT(&op, clt_optim_adamw(p, 1e-3, 1.0, 0.999, 1e-8, 0, &op), CLT_ERR_INVALID_ARGUMENT,
+          "clt_optim_adamw");
+  BAD_OUT(&op, clt_optim_adamw(p, 1e-3, 0.9, 0.999, 0, 0, &op), CLT_ERR_INVALID_ARGUMENT,
+          "clt_optim_adamw");
+  BAD(clt_optim_step(NULL), CLT_ERR_INVALID_ARGUMENT, "clt_optim_step");
+  BAD(clt_optim_zero_grad(NULL), CLT_ERR_INVALID_ARGUMENT, "clt_optim_zero_grad");
+  BAD(clt_optim_save(NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_optim_save");
+  BAD(clt_optim_load(NULL, NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_optim_load");
+  clt_optim_release(NULL);
+
   /* files: missing, unwritable, directories, NULL */
   BAD(clt_save(NULL, p), CLT_ERR_INVALID_ARGUMENT, "clt_save");
   BAD(clt_save("/proc/clt-cannot-write-here.safetensors", p), CLT_ERR_IO, "clt_save");

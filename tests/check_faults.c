@@ -165,9 +165,10 @@ static clt_status run_workload(workload *w) {
   clt_tensor *ha = NULL, *hb = NULL, *a0 = NULL, *b0 = NULL, *a1 = NULL, *c0 = NULL, *c1 = NULL,
              *m0 = NULL, *s0 = NULL, *sd1 = NULL, *t0 = NULL, *k1 = NULL, *r0 = NULL, *rh = NULL,
              *pin = NULL, *back1 = NULL, *mv = NULL, *npy = NULL, *imported = NULL, *ga = NULL,
-             *gy = NULL, *gs = NULL;
+             *gy = NULL, *gs = NULL, *ow = NULL, *oy = NULL, *os = NULL;
   clt_event *e0 = NULL, *e1 = NULL;
-  clt_params *p = NULL, *loaded = NULL, *on_cpu = NULL;
+  clt_params *p = NULL, *loaded = NULL, *on_cpu = NULL, *op = NULL;
+  clt_optim *opt = NULL;
   char text[512];
 
   MAKE(clt_from_host(A, CLT_F32, 2, sa, cpu, &ha), ha);
@@ -237,6 +238,25 @@ static clt_status run_workload(workload *w) {
   MAKE(clt_mul(ga, ga, &gy), gy);
   MAKE(clt_sum(gy, &gs), gs);
   STEP(clt_backward(gs, NULL));
+  /* optimizers: an SGD step with momentum on cl:0 (one kernel), the state moved to cl:1 with
+   * its set (all or nothing), saved, loaded and stepped again; every value exact in f32 */
+  MAKE(clt_clone(a0, &ow), ow);
+  STEP(clt_requires_grad_(ow, 1));
+  MAKE(clt_mul(ow, ow, &oy), oy);
+  MAKE(clt_sum(oy, &os), os);
+  STEP(clt_backward(os, NULL)); /* ow.grad = 2A */
+  MAKE(clt_params_create(&op), op);
+  STEP(clt_params_add(op, "w", ow));
+  MAKE(clt_optim_sgd(op, 0.25, 0.5, 0, &opt), opt);
+  STEP(clt_optim_step(opt)); /* buf = 2A, w = A - 0.25 * 2A = A / 2 */
+  if ((st = clt_params_to(op, d1)) != CLT_OK) {
+    CHECK(clt_params_get(op, "w") == ow, "clt_params_to failed (%s) but changed the set",
+          clt_status_name(st));
+    goto out;
+  }
+  STEP(clt_optim_save(w->path, opt));
+  STEP(clt_optim_load(w->path, opt, NULL));
+  STEP(clt_optim_step(opt)); /* buf = 0.5 * 2A + 2A = 3A, w = A / 2 - 0.25 * 3A = -A / 4 */
   STEP(clt_device_synchronize(NULL));
 
   /* Everything succeeded: the results must be right. */
@@ -245,6 +265,13 @@ static clt_status run_workload(workload *w) {
     want[i] = 2.0f * A[i];
   if (clt_tensor_grad(ga))
     STEP(check_values(w, "d sum(A*A) / dA (autograd, on cl:0)", clt_tensor_grad(ga), want, WN));
+  for (int i = 0; i < WN; i++)
+    want[i] = -0.25f * A[i];
+  clt_tensor *ow1 = clt_params_get(op, "w");
+  CHECK(ow1 && clt_tensor_device(ow1) == d1, "the optimized 'w' is not on %s",
+        clt_device_name(d1));
+  if (ow1)
+    STEP(check_values(w, "two SGD steps (cl:0, then moved to cl:1)", ow1, want, WN));
   for (int i = 0; i < WN; i++)
     want[i] = 2.0f * A[i];
   STEP(check_values(w, "2A (via pinned memory, on cl:1)", back1, want, WN));
@@ -325,6 +352,11 @@ out:
   clt_params_release(p);
   clt_params_release(loaded);
   clt_params_release(on_cpu);
+  clt_tensor_release(ow);
+  clt_tensor_release(oy);
+  clt_tensor_release(os);
+  clt_optim_release(opt);
+  clt_params_release(op);
   unlink(w->path);
   return st;
 }

@@ -14,6 +14,7 @@ Suite *kernel_suite(void); /* check_kernel.c: user kernels, raw OpenCL handles (
 Suite *lazy_suite(void);   /* check_lazy.c: lazy fusion (issue 15) */
 Suite *compose_suite(void); /* check_compose.c: deferred results through views and consumers (issue 32) */
 Suite *autograd_suite(void); /* check_autograd.c: reverse-mode autograd (issue 26) */
+Suite *optim_suite(void);    /* check_optim.c: SGD and AdamW (issue 26) */
 Suite *diff_suite(void);    /* check_diff.c: random programs, every device and mode (issue 32) */
 
 int main(void) {
@@ -49,6 +50,7 @@ int main(void) {
   srunner_add_suite(sr, ref_suite());
   srunner_add_suite(sr, diff_suite());
   srunner_add_suite(sr, autograd_suite());
+  srunner_add_suite(sr, optim_suite());
 
   cu_forked = srunner_fork_status(sr) != CK_NOFORK;
   srunner_run_all(sr, CK_ENV);

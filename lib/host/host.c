@@ -16,4 +16,5 @@ const struct clt_backend clt__host_backend = {
     .compute.matmul_path = clt__host_matmul_path,
     .compute.index_select = clt__host_index_select,
     .compute.fused = clt__host_fused,
+    .compute.optim_step = clt__host_optim_step,
 };

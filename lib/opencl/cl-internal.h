@@ -214,6 +214,8 @@ clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind 
 clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
 clt_status clt__cl_index_select(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                                 const clt_index_desc *g, const char *fn);
+clt_status clt__cl_optim_step(const clt_optim_desc *o, clt_tensor *param, const clt_tensor *grad,
+                              clt_tensor *s1, clt_tensor *s2, const char *fn);
 clt_status clt__cl_copy(clt_device *q, clt_tensor *dst, const clt_tensor *src, const char *fn);
 clt_status clt__cl_read(const clt_tensor *t, void *dst, const char *fn);
 clt_status clt__cl_event_record(clt_device *dev, const char *fn, void **out);
