@@ -774,6 +774,47 @@ CLT_API clt_status clt_detach(clt_tensor *t, clt_tensor **out);
 CLT_API clt_status clt_retain_grad(clt_tensor *t);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Losses and layers (docs/autograd.md)                                                      */
+/*
+ * Numerically stable softmax family and the usual losses, on every device. Each is made of
+ * clt's public operations (the shift by the maximum along dim is taken from a detached view of
+ * the input), so with grad mode on and an operand that requires grad autograd records their
+ * parts and they are differentiable like any composition. The result lives on the operands'
+ * device and the caller releases it; on failure *out is untouched.
+ */
+
+/** softmax along dim (torch.softmax): exp(t - m) / sum(exp(t - m), dim), m the maximum along
+ *  dim, so inputs of any size give no overflow (a row of 1000s gives 1/n each). dim may be
+ *  negative, counting from the end. t must be a float tensor (f16, bf16, f32, f64).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, dim out of range, an empty dim), CLT_ERR_DTYPE
+ *  (t not float), and those of the operations it is made of. */
+CLT_API clt_status clt_softmax(clt_tensor *t, int dim, clt_tensor **out);
+/** log of softmax along dim (torch.log_softmax), computed as (t - m) - log(sum(exp(t - m))),
+ *  never as the log of a softmax that underflowed. Arguments and errors as clt_softmax. */
+CLT_API clt_status clt_log_softmax(clt_tensor *t, int dim, clt_tensor **out);
+/** log(sum(exp(t), dim)) (torch.logsumexp), as m + log(sum(exp(t - m), dim)); a maximum of
+ *  +-inf along dim is shifted by 0 instead (a row of -inf gives -inf). keepdim nonzero keeps dim
+ *  with size 1. Arguments and errors as clt_softmax. */
+CLT_API clt_status clt_logsumexp(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+/** Mean of the squared differences of pred and target (torch.nn.functional.mse_loss with
+ *  reduction "mean"): a 0-d tensor of their promoted dtype (NaN for empty tensors). pred and
+ *  target must have equal shapes (no broadcasting) and float dtypes, on one device.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_SHAPE_MISMATCH
+ *  (the message names both shapes), CLT_ERR_DTYPE. */
+CLT_API clt_status clt_mse_loss(clt_tensor *pred, clt_tensor *target, clt_tensor **out);
+/** Cross entropy of logits [N, C] (float) against class indices target [N] (i64) on the same
+ *  device (torch.nn.functional.cross_entropy with reduction "mean"): the mean over i of
+ *  -log_softmax(logits, 1)[i, target[i]], a 0-d tensor of logits' dtype (NaN for N = 0).
+ *  The targets are checked before anything else is computed: a count of those outside 0..C-1,
+ *  whose result the call waits for (a host sync, whatever the device: one reduction and one
+ *  number read back, as clt_index_select), and where there is one, target is read back to name
+ *  the first. Errors: CLT_ERR_INVALID_ARGUMENT (NULL, C = 0, a target outside 0..C-1: the
+ *  message gives its index and value), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE (logits not
+ *  float, target not i64), CLT_ERR_SHAPE_MISMATCH (not [N, C] and [N]; the message names both
+ *  shapes). */
+CLT_API clt_status clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_tensor **out);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Random numbers                                                                            */
 /*
  * Philox4x32-10, a counter-based generator: 128 random bits per 128-bit counter under a 64-bit

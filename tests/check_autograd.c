@@ -219,8 +219,16 @@ enum {
   K_RESHAPE_T,
   K_CONTIGUOUS_T,
   K_CLONE,
-  K_CAST
+  K_CAST,
+  K_SOFTMAX,
+  K_LOG_SOFTMAX,
+  K_LOGSUMEXP,
+  K_MSE,
+  K_CROSS_ENTROPY
 };
+
+/* cross_entropy's fixed targets in the gradient checks: 4 rows, classes 0..2 (one repeated) */
+static const int64_t xent_target[4] = {2, 0, 1, 2};
 
 static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **out) {
   const call *c = arg;
@@ -270,6 +278,19 @@ static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **o
     return clt_clone(x[0], out);
   case K_CAST: /* f64 -> f64 and to f32 and back would lose the digits the check needs */
     return clt_cast(x[0], CLT_F64, out);
+  case K_SOFTMAX:
+    return clt_softmax(x[0], (int)p[0], out);
+  case K_LOG_SOFTMAX:
+    return clt_log_softmax(x[0], (int)p[0], out);
+  case K_LOGSUMEXP:
+    return clt_logsumexp(x[0], (int)p[0], (int)p[1], out);
+  case K_MSE:
+    return clt_mse_loss(x[0], x[1], out);
+  case K_CROSS_ENTROPY:
+    t = cu_tensor(xent_target, CLT_I64, 1, (int64_t[]){4}, clt_tensor_device(x[0]));
+    s = clt_cross_entropy(x[0], t, out);
+    clt_tensor_release(t);
+    return s;
   }
   return CLT_ERR_INTERNAL;
 }
@@ -308,6 +329,15 @@ static const struct {
     {"clt_contiguous of a transposed view", {K_CONTIGUOUS_T, {0}}, 1, {{2, {2, 3}}}},
     {"clt_clone", {K_CLONE, {0}}, 1, {{2, {2, 3}}}},
     {"clt_cast", {K_CAST, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_softmax(1)", {K_SOFTMAX, {1}}, 1, {{2, {3, 4}}}},
+    {"clt_softmax(0)", {K_SOFTMAX, {0}}, 1, {{3, {3, 2, 2}}}},
+    {"clt_softmax(-1) of a 1-D tensor", {K_SOFTMAX, {-1}}, 1, {{1, {5}}}},
+    {"clt_log_softmax(-1)", {K_LOG_SOFTMAX, {-1}}, 1, {{2, {3, 4}}}},
+    {"clt_log_softmax(1)", {K_LOG_SOFTMAX, {1}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_logsumexp(1)", {K_LOGSUMEXP, {1, 0}}, 1, {{2, {3, 4}}}},
+    {"clt_logsumexp(-2, keepdim)", {K_LOGSUMEXP, {-2, 1}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_mse_loss", {K_MSE, {0}}, 2, {{2, {2, 3}}, {2, {2, 3}}}},
+    {"clt_cross_entropy", {K_CROSS_ENTROPY, {0}}, 1, {{2, {4, 3}}}},
 };
 
 START_TEST(test_other_gradcheck) {
