@@ -722,14 +722,15 @@ CLT_API clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, cl
  * forward ran, and nothing moves between devices. Differentiable so far: the elementwise
  * operations of clt_ops.h (the comparisons and logical operations give bool results without
  * history; floor, ceil, round, trunc and sign give a zero gradient), their _scalar forms, clt_cast
- * between float dtypes, clt_sum, clt_mean (whole and along a dim), clt_matmul, clt_linear, and
- * the views (narrow, select, slice, permute, transpose, expand, unsqueeze, squeeze, view,
- * reshape) with clt_contiguous and clt_clone. max, min, cat, stack and index_select refuse an
- * operand that requires grad while grad mode is on (their derivatives come next); so do writes
- * into existing tensors (in-place and _out forms, clt_copy, clt_fill_) whose operands or
- * destination require grad. Transfers (clt_to to another device, clt_copy_to) give results
- * without history. The autograd state of a tensor is not thread-safe: one graph, one thread at a
- * time.
+ * between float dtypes, clt_sum, clt_mean, clt_max, clt_min (whole and along a dim; whole: the
+ * gradient split evenly among tied extremes; along a dim: to the index clt_argmax_dim picks, the
+ * first), clt_matmul, clt_linear, the views (narrow, select, slice, permute, transpose, expand,
+ * unsqueeze, squeeze, view, reshape) with clt_contiguous and clt_clone, clt_cat, clt_stack,
+ * clt_index_select (repeated indices add up), and the losses and layers below. Writes into
+ * existing tensors (in-place and _out forms, clt_copy, clt_fill_) whose operands or destination
+ * require grad are refused while grad mode is on. Transfers (clt_to to another device,
+ * clt_copy_to) give results without history. The autograd state of a tensor is not thread-safe:
+ * one graph, one thread at a time.
  */
 
 /** Sets whether t requires grad (on nonzero): a leaf that requires grad is what clt_backward

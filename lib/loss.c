@@ -80,7 +80,7 @@ static clt_tensor *ED(parts *p, opd f, clt_tensor *t, int dim, int keepdim) {
   return p->s != CLT_OK ? NULL : keep(p, f(t, dim, keepdim, &r), &r);
 }
 
-/* ---- checks ------------------------------------------------------------------------------------ */
+/* ---- checks ---------------------------------------------------------------------------------- */
 
 static clt_status check_float(const char *fn, const char *arg, const clt_tensor *t) {
   if (!clt__dtype_is_float(t->dtype))
@@ -102,8 +102,8 @@ static clt_status check_softmax_args(const char *fn, clt_tensor *t, int dim, int
     char sh[256];
     clt__format_shape(sh, sizeof sh, t->ndim, t->shape);
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "dim %d is out of range for t of shape %s: expected a dim in %d..%d", dim,
-                      sh, -n, n - 1);
+                      "dim %d is out of range for t of shape %s: expected a dim in %d..%d", dim, sh,
+                      -n, n - 1);
   }
   *d = dim < 0 ? dim + n : dim;
   if (t->ndim > 0 && t->shape[*d] == 0) {
@@ -117,7 +117,7 @@ static clt_status check_softmax_args(const char *fn, clt_tensor *t, int dim, int
   return CLT_OK;
 }
 
-/* ---- the stable core ---------------------------------------------------------------------------- */
+/* ---- the stable core ------------------------------------------------------------------------- */
 
 /* For t along d (checked): *shifted = t - m and *lse_shift = log(sum(exp(t - m), d)), with m the
  * maximum along d of a detached view of t (0 where that maximum is infinite, so that a row of
@@ -127,10 +127,8 @@ static void stable_core(parts *p, const char *fn, clt_tensor *t, int d, clt_tens
                         clt_tensor **shifted, clt_tensor **e, clt_tensor **sum_e,
                         clt_tensor **lse_shift) {
   clt_tensor *det = NULL;
-  clt_tensor *dt = keep(p,
-                        clt__tensor_view(t, t->ndim, t->shape, t->strides, clt__elem_offset(t), fn,
-                                         &det),
-                        &det);
+  clt_tensor *dt = keep(
+      p, clt__tensor_view(t, t->ndim, t->shape, t->strides, clt__elem_offset(t), fn, &det), &det);
   clt_tensor *mx = ED(p, clt_max_dim, dt, d, 1);
   clt_tensor *inf = ES(p, clt_eq_scalar, E1(p, clt_abs, mx), INFINITY);
   *m = W(p, inf, Z(p, mx), mx);
@@ -187,7 +185,7 @@ clt_status clt_logsumexp(clt_tensor *t, int dim, int keepdim, clt_tensor **out) 
   return finish(&p, r, out);
 }
 
-/* ---- losses ------------------------------------------------------------------------------------- */
+/* ---- losses ---------------------------------------------------------------------------------- */
 
 clt_status clt_mse_loss(clt_tensor *pred, clt_tensor *target, clt_tensor **out) {
   static const char fn[] = "clt_mse_loss";
@@ -249,8 +247,7 @@ clt_status clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_tensor 
   if (!out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if (logits->storage->dev != target->storage->dev)
-    return clt__device_mismatch(fn, logits->storage->dev, "logits", target->storage->dev,
-                                "target");
+    return clt__device_mismatch(fn, logits->storage->dev, "logits", target->storage->dev, "target");
   if ((s = check_float(fn, "logits", logits)) != CLT_OK)
     return s;
   if (target->dtype != CLT_I64)
@@ -262,8 +259,8 @@ clt_status clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_tensor 
   clt__format_shape(b, sizeof b, target->ndim, target->shape);
   if (logits->ndim != 2 || target->ndim != 1 || target->shape[0] != logits->shape[0])
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
-                      "logits has shape %s and target %s: expected logits [N, C] and target [N]",
-                      a, b);
+                      "logits has shape %s and target %s: expected logits [N, C] and target [N]", a,
+                      b);
   int64_t n = logits->shape[0], classes = logits->shape[1];
   if (classes == 0)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "logits of shape %s has no classes", a);
@@ -283,9 +280,9 @@ clt_status clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_tensor 
   clt_tensor *m, *sh, *e, *se, *ls;
   stable_core(&p, fn, logits, 1, &m, &sh, &e, &se, &ls);
   clt_tensor *logp = E2(&p, clt_sub, sh, ls), *ar = NULL, *tu = NULL;
-  ar = p.s != CLT_OK ? NULL
-                     : keep(&p, clt_arange(0, (double)classes, 1, CLT_I64, logits->storage->dev, &ar),
-                            &ar);
+  ar = p.s != CLT_OK
+           ? NULL
+           : keep(&p, clt_arange(0, (double)classes, 1, CLT_I64, logits->storage->dev, &ar), &ar);
   tu = p.s != CLT_OK ? NULL : keep(&p, clt_unsqueeze(target, 1, &tu), &tu);
   clt_tensor *picked = W(&p, E2(&p, clt_eq, tu, ar), logp, Z(&p, logp));
   return finish(&p, ES(&p, clt_div_scalar, E1(&p, clt_sum, picked), -(double)n), out);

@@ -224,7 +224,15 @@ enum {
   K_LOG_SOFTMAX,
   K_LOGSUMEXP,
   K_MSE,
-  K_CROSS_ENTROPY
+  K_CROSS_ENTROPY,
+  K_MAX,
+  K_MIN,
+  K_MAX_DIM,
+  K_MIN_DIM,
+  K_INDEX_SELECT,
+  K_CAT,
+  K_CAT5,
+  K_STACK
 };
 
 /* cross_entropy's fixed targets in the gradient checks: 4 rows, classes 0..2 (one repeated) */
@@ -291,6 +299,26 @@ static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **o
     s = clt_cross_entropy(x[0], t, out);
     clt_tensor_release(t);
     return s;
+  case K_MAX:
+    return clt_max(x[0], out);
+  case K_MIN:
+    return clt_min(x[0], out);
+  case K_MAX_DIM:
+    return clt_max_dim(x[0], (int)p[0], (int)p[1], out);
+  case K_MIN_DIM:
+    return clt_min_dim(x[0], (int)p[0], (int)p[1], out);
+  case K_INDEX_SELECT: /* repeated indices: their gradients add up */
+    t = cu_tensor((int64_t[]){2, 0, 2, 1, 2}, CLT_I64, 1, (int64_t[]){p[1]},
+                  clt_tensor_device(x[0]));
+    s = clt_index_select(x[0], (int)p[0], t, out);
+    clt_tensor_release(t);
+    return s;
+  case K_CAT:
+    return clt_cat(3, x, (int)p[0], out);
+  case K_CAT5: /* more operands than a node keeps inline, one of them three times */
+    return clt_cat(5, (clt_tensor *[]){x[0], x[1], x[0], x[1], x[0]}, (int)p[0], out);
+  case K_STACK:
+    return clt_stack(2, x, (int)p[0], out);
   }
   return CLT_ERR_INTERNAL;
 }
@@ -338,6 +366,20 @@ static const struct {
     {"clt_logsumexp(-2, keepdim)", {K_LOGSUMEXP, {-2, 1}}, 1, {{3, {2, 3, 2}}}},
     {"clt_mse_loss", {K_MSE, {0}}, 2, {{2, {2, 3}}, {2, {2, 3}}}},
     {"clt_cross_entropy", {K_CROSS_ENTROPY, {0}}, 1, {{2, {4, 3}}}},
+    {"clt_max", {K_MAX, {0}}, 1, {{2, {3, 4}}}},
+    {"clt_min", {K_MIN, {0}}, 1, {{2, {3, 4}}}},
+    {"clt_max_dim(1)", {K_MAX_DIM, {1, 0}}, 1, {{2, {3, 4}}}},
+    {"clt_max_dim(0, keepdim)", {K_MAX_DIM, {0, 1}}, 1, {{3, {3, 2, 2}}}},
+    {"clt_min_dim(-1, keepdim)", {K_MIN_DIM, {-1, 1}}, 1, {{2, {3, 4}}}},
+    {"clt_min_dim(1)", {K_MIN_DIM, {1, 0}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_index_select(0)", {K_INDEX_SELECT, {0, 5}}, 1, {{2, {3, 2}}}},
+    {"clt_index_select(1)", {K_INDEX_SELECT, {1, 4}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_index_select(-1) of a 1-D tensor", {K_INDEX_SELECT, {-1, 5}}, 1, {{1, {3}}}},
+    {"clt_cat(0)", {K_CAT, {0}}, 3, {{2, {1, 3}}, {2, {2, 3}}, {2, {3, 3}}}},
+    {"clt_cat(-1)", {K_CAT, {-1}}, 3, {{2, {2, 1}}, {2, {2, 3}}, {2, {2, 2}}}},
+    {"clt_cat of 5", {K_CAT5, {1}}, 2, {{2, {2, 2}}, {2, {2, 1}}}},
+    {"clt_stack(1)", {K_STACK, {1}}, 2, {{2, {2, 3}}, {2, {2, 3}}}},
+    {"clt_stack(-1)", {K_STACK, {-1}}, 2, {{1, {3}}, {1, {3}}}},
 };
 
 START_TEST(test_other_gradcheck) {
@@ -496,7 +538,7 @@ START_TEST(test_guards) {
   for (int d = 0; d < nd; d++) {
     clt_device *dev = devs[d];
     clt_tensor *x = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev);
-    clt_tensor *c = cu_tensor((float[]){4, 5, 6}, CLT_F32, 1, (int64_t[]){3}, dev), *y, *s, *o;
+    clt_tensor *c = cu_tensor((float[]){4, 5, 6}, CLT_F32, 1, (int64_t[]){3}, dev), *y, *s;
     CU_OK(clt_requires_grad_(x, 1));
     /* in place on a leaf that requires grad: refused while grad mode is on */
     CU_FAILS(clt_add_(x, c), CLT_ERR_INVALID_ARGUMENT, "clt_add_");
@@ -504,8 +546,6 @@ START_TEST(test_guards) {
     CU_FAILS(clt_fill_(x, 1), CLT_ERR_INVALID_ARGUMENT, "clt_fill_");
     CU_FAILS(clt_copy(x, c), CLT_ERR_INVALID_ARGUMENT, "clt_copy");
     CU_FAILS(clt_add_(c, x), CLT_ERR_INVALID_ARGUMENT, "clt_add_"); /* not recorded */
-    CU_FAILS(clt_max(x, &o), CLT_ERR_INVALID_ARGUMENT, "clt_max");  /* not differentiable yet */
-    CU_FAILS(clt_cat(1, &x, 0, &o), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
     assert_values(x, (double[]){1, 2, 3}, 3, "x after the refusals", dev);
     /* with grad mode off: allowed (an optimizer's step) */
     ck_assert_int_eq(clt_set_grad_enabled(0), 1);
@@ -676,7 +716,61 @@ START_TEST(test_detach_and_bad_input) {
 }
 END_TEST
 
-/* ---- losses and layers (lib/loss.c) ------------------------------------------------------------ */
+/* Ties: whole-tensor max and min split the gradient evenly among the tied extremes; along a dim,
+ * it goes to the one index argmax_dim picks (the first). */
+START_TEST(test_extremes_ties) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *x = cu_tensor((float[]){3, 1, 3, 2, 1, 3}, CLT_F32, 2, (int64_t[]){2, 3}, dev);
+    clt_tensor *r, *idx;
+    CU_OK(clt_requires_grad_(x, 1));
+    CU_OK(clt_max(x, &r));
+    ck_assert(clt_tensor_requires_grad(r));
+    CU_OK(clt_backward(r, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){1. / 3, 0, 1. / 3, 0, 0, 1. / 3}, 6,
+                  "max with three tied", dev);
+    clt_tensor_release(r);
+    CU_OK(clt_zero_grad(x));
+    CU_OK(clt_min(x, &r));
+    CU_OK(clt_backward(r, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){0, 0.5, 0, 0, 0.5, 0}, 6, "min with two tied",
+                  dev);
+    clt_tensor_release(r);
+    CU_OK(clt_zero_grad(x));
+    clt_tensor *w = cu_tensor((float[]){10, 20}, CLT_F32, 1, (int64_t[]){2}, dev);
+    CU_OK(clt_max_dim(x, 1, 0, &r));
+    CU_OK(clt_argmax_dim(x, 1, 0, &idx));
+    assert_values(idx, (double[]){0, 2}, 2, "argmax_dim's picks", dev);
+    CU_OK(clt_backward(r, w));
+    assert_values(clt_tensor_grad(x), (double[]){10, 0, 0, 0, 0, 20}, 6, "max_dim with ties", dev);
+    RELEASE(r, idx);
+    CU_OK(clt_zero_grad(x));
+    CU_OK(clt_min_dim(x, 1, 0, &r));
+    CU_OK(clt_backward(r, w));
+    assert_values(clt_tensor_grad(x), (double[]){0, 10, 0, 0, 20, 0}, 6, "min_dim", dev);
+    RELEASE(r, w);
+    /* index_select with a repeated index, and cat of the same tensor twice: they add up */
+    CU_OK(clt_zero_grad(x));
+    clt_tensor *i = cu_tensor((int64_t[]){2, 2, 0}, CLT_I64, 1, (int64_t[]){3}, dev), *s;
+    CU_OK(clt_index_select(x, 1, i, &r));
+    CU_OK(clt_sum(r, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){1, 0, 2, 1, 0, 2}, 6, "index_select repeated",
+                  dev);
+    RELEASE(r, s, i);
+    CU_OK(clt_zero_grad(x));
+    CU_OK(clt_cat(2, (clt_tensor *[]){x, x}, 0, &r));
+    CU_OK(clt_sum(r, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){2, 2, 2, 2, 2, 2}, 6, "cat(x, x)", dev);
+    RELEASE(r, s, x);
+  }
+}
+END_TEST
+
+/* ---- losses and layers (lib/loss.c) ---------------------------------------------------------- */
 
 /* softmax of each row of x (rows of n), in double, the textbook way (values small enough) */
 static void ref_softmax(const double *x, int rows, int n, double *y, double *lse) {
@@ -697,8 +791,8 @@ static void assert_close_to(const clt_tensor *t, const double *want, int64_t n, 
   double *got = cu_read_double(t);
   for (int64_t i = 0; i < n; i++)
     ck_assert_msg(isfinite(got[i]) && fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])),
-                  "%s on %s: [%lld] is %.17g, expected %.17g", what, cu_dev_name(dev),
-                  (long long)i, got[i], want[i]);
+                  "%s on %s: [%lld] is %.17g, expected %.17g", what, cu_dev_name(dev), (long long)i,
+                  got[i], want[i]);
   free(got);
 }
 
@@ -792,8 +886,8 @@ START_TEST(test_loss_stability) {
   const double e1 = exp(-1.0);
   for (int d = 0; d < nd; d++) {
     clt_device *dev = devs[d];
-    clt_tensor *x = cu_tensor((float[]){1000, 1000, 999, -1000, 0, 1000}, CLT_F32, 2,
-                              (int64_t[]){2, 3}, dev);
+    clt_tensor *x =
+        cu_tensor((float[]){1000, 1000, 999, -1000, 0, 1000}, CLT_F32, 2, (int64_t[]){2, 3}, dev);
     clt_tensor *t = cu_tensor((int64_t[]){2, 1}, CLT_I64, 1, (int64_t[]){2}, dev), *r;
     CU_OK(clt_requires_grad_(x, 1));
     CU_OK(clt_softmax(x, 1, &r));
@@ -802,8 +896,8 @@ START_TEST(test_loss_stability) {
     clt_tensor_release(r);
     CU_OK(clt_log_softmax(x, 1, &r));
     double l0 = -log(2 + e1);
-    assert_close_to(r, (double[]){l0, l0, l0 - 1, -2000, -1000, 0}, 6, 1e-6,
-                    "log_softmax of 1000s", dev);
+    assert_close_to(r, (double[]){l0, l0, l0 - 1, -2000, -1000, 0}, 6, 1e-6, "log_softmax of 1000s",
+                    dev);
     clt_tensor_release(r);
     CU_OK(clt_logsumexp(x, 1, 0, &r));
     assert_close_to(r, (double[]){1000 + log(2 + e1), 1000}, 2, 1e-6, "logsumexp of 1000s", dev);
@@ -873,8 +967,8 @@ START_TEST(test_loss_bad_input) {
     CU_FAILS(clt_cross_entropy(y, t3, &out), CLT_ERR_SHAPE_MISMATCH, "clt_cross_entropy");
     CU_FAILS(clt_cross_entropy(x, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_cross_entropy");
     if (dev != clt_cpu()) {
-      clt_tensor *hx = cu_tensor((float[]){1, 2, 3, 4, 5, 6}, CLT_F32, 2, (int64_t[]){2, 3},
-                                 clt_cpu());
+      clt_tensor *hx =
+          cu_tensor((float[]){1, 2, 3, 4, 5, 6}, CLT_F32, 2, (int64_t[]){2, 3}, clt_cpu());
       clt_tensor *ht = cu_tensor((int64_t[]){0, 1}, CLT_I64, 1, (int64_t[]){2}, clt_cpu());
       CU_FAILS(clt_cross_entropy(x, ht, &out), CLT_ERR_DEVICE_MISMATCH, "clt_cross_entropy");
       ck_assert_ptr_nonnull(strstr(clt_last_error(), clt_device_name(dev)));
@@ -884,8 +978,9 @@ START_TEST(test_loss_bad_input) {
     }
     ck_assert_ptr_eq(out, CU_SENTINEL);
     ck_assert_ptr_null(clt_tensor_grad(x));
-    ck_assert_msg(allocated(dev) == before, "on %s: %llu bytes allocated before the refusals, %llu after",
-                  cu_dev_name(dev), (unsigned long long)before, (unsigned long long)allocated(dev));
+    ck_assert_msg(allocated(dev) == before,
+                  "on %s: %llu bytes allocated before the refusals, %llu after", cu_dev_name(dev),
+                  (unsigned long long)before, (unsigned long long)allocated(dev));
     RELEASE(x, xi, t, tn, t3, ti, y);
   }
 }
@@ -948,6 +1043,7 @@ Suite *autograd_suite(void) {
   tcase_add_test(tc, test_params_to);
   tcase_add_test(tc, test_lazy_eager);
   tcase_add_test(tc, test_detach_and_bad_input);
+  tcase_add_test(tc, test_extremes_ties);
   tcase_add_test(tc, test_loss_values);
   tcase_add_test(tc, test_loss_stability);
   tcase_add_test(tc, test_loss_bad_input);
