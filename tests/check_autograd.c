@@ -992,10 +992,17 @@ static double *loss_grads(clt_device *dev, int lazy) {
   float v[12];
   for (int i = 0; i < 12; i++)
     v[i] = 0.3f * (float)(i % 5) - 0.2f * (float)(i % 3);
-  clt_tensor *x = cu_tensor(v, CLT_F32, 2, (int64_t[]){4, 3}, dev), *t[6];
+  clt_tensor *x = cu_tensor(v, CLT_F32, 2, (int64_t[]){4, 3}, dev), *t[6], *u[7];
   clt_tensor *tg = cu_tensor((int64_t[]){1, 0, 2, 2}, CLT_I64, 1, (int64_t[]){4}, dev);
   CU_OK(clt_requires_grad_(x, 1));
-  CU_OK(clt_tanh(x, &t[0]));
+  CU_OK(clt_tanh(x, &u[0])); /* tanh(x) through cat, index_select, max_dim and max */
+  CU_OK(clt_cat(2, (clt_tensor *[]){u[0], x}, 0, &u[1]));
+  CU_OK(clt_index_select(u[1], 0, tg, &u[2]));
+  CU_OK(clt_max_dim(u[1], 1, 1, &u[3]));
+  CU_OK(clt_max(u[2], &u[4]));
+  CU_OK(clt_add(u[3], u[4], &u[5]));
+  CU_OK(clt_add(u[1], u[5], &u[6])); /* [8, 3] */
+  CU_OK(clt_narrow(u[6], 0, 2, 4, &t[0]));
   CU_OK(clt_cross_entropy(t[0], tg, &t[1]));
   CU_OK(clt_softmax(x, 0, &t[2]));
   CU_OK(clt_mse_loss(t[2], t[0], &t[3]));
@@ -1011,6 +1018,7 @@ static double *loss_grads(clt_device *dev, int lazy) {
   g[12] = cu_item(b);
   free(gx);
   release_all(t, 6);
+  release_all(u, 7);
   RELEASE(x, tg, a, b);
   clt_set_lazy(was);
   return g;
