@@ -765,7 +765,25 @@ START_TEST(test_extremes_ties) {
     CU_OK(clt_sum(r, &s));
     CU_OK(clt_backward(s, NULL));
     assert_values(clt_tensor_grad(x), (double[]){2, 2, 2, 2, 2, 2}, 6, "cat(x, x)", dev);
-    RELEASE(r, s, x);
+    RELEASE(r, s);
+    /* promoted dtypes: an i32 operand (no gradient) and an f32 one in an f64 stack; the f32
+     * operand's gradient comes back as f32 */
+    if (cu_dtype_ok("extremes_ties", dev, CLT_F64)) {
+      CU_OK(clt_zero_grad(x));
+      clt_tensor *k = cu_tensor((int32_t[]){1, 2, 3, 4, 5, 6}, CLT_I32, 2, (int64_t[]){2, 3}, dev);
+      clt_tensor *x64 = cu_tensor((double[]){1, 1, 1, 1, 1, 1}, CLT_F64, 2, (int64_t[]){2, 3}, dev),
+                 *w6;
+      CU_OK(clt_stack(3, (clt_tensor *[]){k, x, x64}, 0, &r));
+      ck_assert_int_eq(clt_tensor_dtype(r), CLT_F64);
+      CU_OK(clt_mul(r, r, &w6)); /* d/dx = 2x */
+      CU_OK(clt_sum(w6, &s));
+      CU_OK(clt_backward(s, NULL));
+      ck_assert_int_eq(clt_tensor_dtype(clt_tensor_grad(x)), CLT_F32);
+      assert_values(clt_tensor_grad(x), (double[]){6, 2, 6, 4, 2, 6}, 6, "stack of mixed dtypes",
+                    dev);
+      RELEASE(k, x64, r, w6, s);
+    }
+    RELEASE(x);
   }
 }
 END_TEST
