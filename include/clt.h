@@ -786,9 +786,10 @@ CLT_API clt_status clt_retain_grad(clt_tensor *t);
 
 /** softmax along dim (torch.softmax): exp(t - m) / sum(exp(t - m), dim), m the maximum along
  *  dim, so inputs of any size give no overflow (a row of 1000s gives 1/n each). dim may be
- *  negative, counting from the end. t must be a float tensor (f16, bf16, f32, f64).
- *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, dim out of range, an empty dim), CLT_ERR_DTYPE
- *  (t not float), and those of the operations it is made of. */
+ *  negative, counting from the end. t must be a float tensor (f16, bf16, f32, f64). An empty t
+ *  gives an empty result (logsumexp along an empty dim gives -inf).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, dim out of range), CLT_ERR_DTYPE (t not float), and
+ *  those of the operations it is made of. */
 CLT_API clt_status clt_softmax(clt_tensor *t, int dim, clt_tensor **out);
 /** log of softmax along dim (torch.log_softmax), computed as (t - m) - log(sum(exp(t - m))),
  *  never as the log of a softmax that underflowed. Arguments and errors as clt_softmax. */

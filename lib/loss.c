@@ -106,14 +106,6 @@ static clt_status check_softmax_args(const char *fn, clt_tensor *t, int dim, int
                       -n, n - 1);
   }
   *d = dim < 0 ? dim + n : dim;
-  if (t->ndim > 0 && t->shape[*d] == 0) {
-    char sh[256];
-    clt__format_shape(sh, sizeof sh, t->ndim, t->shape);
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                      "t of shape %s has no elements along dim %d: the maximum that makes the "
-                      "result stable is undefined",
-                      sh, dim);
-  }
   return CLT_OK;
 }
 
@@ -129,9 +121,13 @@ static void stable_core(parts *p, const char *fn, clt_tensor *t, int d, clt_tens
   clt_tensor *det = NULL;
   clt_tensor *dt = keep(
       p, clt__tensor_view(t, t->ndim, t->shape, t->strides, clt__elem_offset(t), fn, &det), &det);
-  clt_tensor *mx = ED(p, clt_max_dim, dt, d, 1);
-  clt_tensor *inf = ES(p, clt_eq_scalar, E1(p, clt_abs, mx), INFINITY);
-  *m = W(p, inf, Z(p, mx), mx);
+  if (t->ndim > 0 && t->shape[d] == 0) { /* no maximum: sums of nothing, logsumexp -inf */
+    *m = Z(p, t);
+  } else {
+    clt_tensor *mx = ED(p, clt_max_dim, dt, d, 1);
+    clt_tensor *inf = ES(p, clt_eq_scalar, E1(p, clt_abs, mx), INFINITY);
+    *m = W(p, inf, Z(p, mx), mx);
+  }
   *shifted = E2(p, clt_sub, t, *m);
   *e = E1(p, clt_exp, *shifted);
   *sum_e = ED(p, clt_sum_dim, *e, d, 1);

@@ -935,6 +935,18 @@ START_TEST(test_loss_stability) {
                   cu_dev_name(dev), v[1]);
     free(v);
     RELEASE(x, r);
+    /* empty: an empty softmax; logsumexp along an empty dim is -inf */
+    x = cu_tensor((float[]){0}, CLT_F32, 2, (int64_t[]){2, 0}, dev);
+    CU_OK(clt_softmax(x, 0, &r));
+    cu_assert_meta(r, CLT_F32, dev, 2, (int64_t[]){2, 0}, "empty softmax");
+    clt_tensor_release(r);
+    CU_OK(clt_logsumexp(x, 1, 0, &r));
+    cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){2}, "logsumexp along an empty dim");
+    v = cu_read_double(r);
+    ck_assert_msg(isinf(v[0]) && v[0] < 0 && isinf(v[1]) && v[1] < 0,
+                  "logsumexp along an empty dim on %s: %g %g", cu_dev_name(dev), v[0], v[1]);
+    free(v);
+    RELEASE(x, r);
   }
 }
 END_TEST
