@@ -39,12 +39,15 @@ static void parts_release(parts *p) {
     clt_tensor_release(p->t[i]);
 }
 
-/* Gives *out the part r (one more reference) and releases the parts; returns the status. */
-static clt_status finish(parts *p, clt_tensor *r, clt_tensor **out) {
+/* Gives *out the part r (one more reference) and releases the parts; returns the status, an
+ * error of a part named as fn's. */
+static clt_status finish(parts *p, clt_tensor *r, const char *fn, clt_tensor **out) {
   if (p->s == CLT_OK)
     *out = clt_tensor_retain(r);
   parts_release(p);
-  return p->s;
+  if (p->s != CLT_OK)
+    return clt__error(p->s, fn, "%s", clt_last_error());
+  return CLT_OK;
 }
 
 typedef clt_status (*op1)(clt_tensor *, clt_tensor **);
@@ -145,7 +148,7 @@ clt_status clt_softmax(clt_tensor *t, int dim, clt_tensor **out) {
   parts p = {CLT_OK, 0, {NULL}};
   clt_tensor *m, *sh, *e, *se, *ls;
   stable_core(&p, fn, t, d, &m, &sh, &e, &se, &ls);
-  return finish(&p, E2(&p, clt_div, e, se), out);
+  return finish(&p, E2(&p, clt_div, e, se), fn, out);
 }
 
 clt_status clt_log_softmax(clt_tensor *t, int dim, clt_tensor **out) {
@@ -159,7 +162,7 @@ clt_status clt_log_softmax(clt_tensor *t, int dim, clt_tensor **out) {
   parts p = {CLT_OK, 0, {NULL}};
   clt_tensor *m, *sh, *e, *se, *ls;
   stable_core(&p, fn, t, d, &m, &sh, &e, &se, &ls);
-  return finish(&p, E2(&p, clt_sub, sh, ls), out);
+  return finish(&p, E2(&p, clt_sub, sh, ls), fn, out);
 }
 
 clt_status clt_logsumexp(clt_tensor *t, int dim, int keepdim, clt_tensor **out) {
@@ -178,7 +181,7 @@ clt_status clt_logsumexp(clt_tensor *t, int dim, int keepdim, clt_tensor **out) 
     clt_tensor *q = NULL;
     r = p.s != CLT_OK ? NULL : keep(&p, clt_squeeze(r, d, &q), &q);
   }
-  return finish(&p, r, out);
+  return finish(&p, r, fn, out);
 }
 
 /* ---- losses ---------------------------------------------------------------------------------- */
@@ -208,7 +211,7 @@ clt_status clt_mse_loss(clt_tensor *pred, clt_tensor *target, clt_tensor **out) 
   }
   parts p = {CLT_OK, 0, {NULL}};
   clt_tensor *diff = E2(&p, clt_sub, pred, target);
-  return finish(&p, E1(&p, clt_mean, E2(&p, clt_mul, diff, diff)), out);
+  return finish(&p, E1(&p, clt_mean, E2(&p, clt_mul, diff, diff)), fn, out);
 }
 
 /* The first element of target (i64, 1-D) outside 0..classes-1, read on the host: the message of
@@ -281,5 +284,5 @@ clt_status clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_tensor 
            : keep(&p, clt_arange(0, (double)classes, 1, CLT_I64, logits->storage->dev, &ar), &ar);
   tu = p.s != CLT_OK ? NULL : keep(&p, clt_unsqueeze(target, 1, &tu), &tu);
   clt_tensor *picked = W(&p, E2(&p, clt_eq, tu, ar), logp, Z(&p, logp));
-  return finish(&p, ES(&p, clt_div_scalar, E1(&p, clt_sum, picked), -(double)n), out);
+  return finish(&p, ES(&p, clt_div_scalar, E1(&p, clt_sum, picked), -(double)n), fn, out);
 }
