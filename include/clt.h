@@ -722,14 +722,15 @@ CLT_API clt_status clt_result_dtype(const char *op, clt_dtype a, clt_dtype b, cl
  * forward ran, and nothing moves between devices. Differentiable so far: the elementwise
  * operations of clt_ops.h (the comparisons and logical operations give bool results without
  * history; floor, ceil, round, trunc and sign give a zero gradient), their _scalar forms, clt_cast
- * between float dtypes, clt_sum, clt_mean (whole and along a dim), clt_matmul, clt_linear, and
- * the views (narrow, select, slice, permute, transpose, expand, unsqueeze, squeeze, view,
- * reshape) with clt_contiguous and clt_clone. max, min, cat, stack and index_select refuse an
- * operand that requires grad while grad mode is on (their derivatives come next); so do writes
- * into existing tensors (in-place and _out forms, clt_copy, clt_fill_) whose operands or
- * destination require grad. Transfers (clt_to to another device, clt_copy_to) give results
- * without history. The autograd state of a tensor is not thread-safe: one graph, one thread at a
- * time.
+ * between float dtypes, clt_sum, clt_mean, clt_max, clt_min (whole and along a dim; whole: the
+ * gradient split evenly among tied extremes; along a dim: to the index clt_argmax_dim picks, the
+ * first), clt_matmul, clt_linear, the views (narrow, select, slice, permute, transpose, expand,
+ * unsqueeze, squeeze, view, reshape) with clt_contiguous and clt_clone, clt_cat, clt_stack,
+ * clt_index_select (repeated indices add up), and the losses and layers below. Writes into
+ * existing tensors (in-place and _out forms, clt_copy, clt_fill_) whose operands or destination
+ * require grad are refused while grad mode is on. Transfers (clt_to to another device,
+ * clt_copy_to) give results without history. The autograd state of a tensor is not thread-safe:
+ * one graph, one thread at a time.
  */
 
 /** Sets whether t requires grad (on nonzero): a leaf that requires grad is what clt_backward
@@ -772,6 +773,48 @@ CLT_API clt_status clt_detach(clt_tensor *t, clt_tensor **out);
 /** Makes the non-leaf t keep its gradient in .grad during backward passes (as a leaf does);
  *  nothing to do for a leaf. CLT_ERR_INVALID_ARGUMENT if t does not require grad. */
 CLT_API clt_status clt_retain_grad(clt_tensor *t);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Losses and layers (docs/autograd.md)                                                      */
+/*
+ * Numerically stable softmax family and the usual losses, on every device. Each is made of
+ * clt's public operations (the shift by the maximum along dim is taken from a detached view of
+ * the input), so with grad mode on and an operand that requires grad autograd records their
+ * parts and they are differentiable like any composition. The result lives on the operands'
+ * device and the caller releases it; on failure *out is untouched.
+ */
+
+/** softmax along dim (torch.softmax): exp(t - m) / sum(exp(t - m), dim), m the maximum along
+ *  dim, so inputs of any size give no overflow (a row of 1000s gives 1/n each). dim may be
+ *  negative, counting from the end. t must be a float tensor (f16, bf16, f32, f64). An empty t
+ *  gives an empty result (logsumexp along an empty dim gives -inf).
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, dim out of range), CLT_ERR_DTYPE (t not float), and
+ *  those of the operations it is made of. */
+CLT_API clt_status clt_softmax(clt_tensor *t, int dim, clt_tensor **out);
+/** log of softmax along dim (torch.log_softmax), computed as (t - m) - log(sum(exp(t - m))),
+ *  never as the log of a softmax that underflowed. Arguments and errors as clt_softmax. */
+CLT_API clt_status clt_log_softmax(clt_tensor *t, int dim, clt_tensor **out);
+/** log(sum(exp(t), dim)) (torch.logsumexp), as m + log(sum(exp(t - m), dim)); a maximum of
+ *  +-inf along dim is shifted by 0 instead (a row of -inf gives -inf). keepdim nonzero keeps dim
+ *  with size 1. Arguments and errors as clt_softmax. */
+CLT_API clt_status clt_logsumexp(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
+/** Mean of the squared differences of pred and target (torch.nn.functional.mse_loss with
+ *  reduction "mean"): a 0-d tensor of their promoted dtype (NaN for empty tensors). pred and
+ *  target must have equal shapes (no broadcasting) and float dtypes, on one device.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_SHAPE_MISMATCH
+ *  (the message names both shapes), CLT_ERR_DTYPE. */
+CLT_API clt_status clt_mse_loss(clt_tensor *pred, clt_tensor *target, clt_tensor **out);
+/** Cross entropy of logits [N, C] (float) against class indices target [N] (i64) on the same
+ *  device (torch.nn.functional.cross_entropy with reduction "mean"): the mean over i of
+ *  -log_softmax(logits, 1)[i, target[i]], a 0-d tensor of logits' dtype (NaN for N = 0).
+ *  The targets are checked before anything else is computed: a count of those outside 0..C-1,
+ *  whose result the call waits for (a host sync, whatever the device: one reduction and one
+ *  number read back, as clt_index_select), and where there is one, target is read back to name
+ *  the first. Errors: CLT_ERR_INVALID_ARGUMENT (NULL, C = 0, a target outside 0..C-1: the
+ *  message gives its index and value), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE (logits not
+ *  float, target not i64), CLT_ERR_SHAPE_MISMATCH (not [N, C] and [N]; the message names both
+ *  shapes). */
+CLT_API clt_status clt_cross_entropy(clt_tensor *logits, clt_tensor *target, clt_tensor **out);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Random numbers                                                                            */

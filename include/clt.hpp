@@ -673,6 +673,28 @@ inline Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias =
   return detail::make(
       [&](clt_tensor **o) { return clt_linear(x.get(), weight.get(), bias.get(), o); });
 }
+/** Softmax along dim (clt_softmax). */
+inline Tensor softmax(const Tensor &t, int dim) {
+  return detail::make([&](clt_tensor **o) { return clt_softmax(t.get(), dim, o); });
+}
+/** Log of the softmax along dim, computed stably (clt_log_softmax). */
+inline Tensor log_softmax(const Tensor &t, int dim) {
+  return detail::make([&](clt_tensor **o) { return clt_log_softmax(t.get(), dim, o); });
+}
+/** log(sum(exp(t), dim)), computed stably (clt_logsumexp). */
+inline Tensor logsumexp(const Tensor &t, int dim, bool keepdim = false) {
+  return detail::make([&](clt_tensor **o) { return clt_logsumexp(t.get(), dim, keepdim, o); });
+}
+/** Mean of the squared differences, a 0-d tensor (clt_mse_loss). */
+inline Tensor mse_loss(const Tensor &pred, const Tensor &target) {
+  return detail::make([&](clt_tensor **o) { return clt_mse_loss(pred.get(), target.get(), o); });
+}
+/** Mean cross entropy of logits [N, C] against i64 classes [N] (clt_cross_entropy; waits for the
+ *  device to check the targets). */
+inline Tensor cross_entropy(const Tensor &logits, const Tensor &target) {
+  return detail::make(
+      [&](clt_tensor **o) { return clt_cross_entropy(logits.get(), target.get(), o); });
+}
 
 /* Operators: tensor and number in both orders; comparisons give bool tensors. */
 #define CLT_HPP_OPERATOR_(op, name, reversed)                                                      \

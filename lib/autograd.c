@@ -88,11 +88,10 @@ clt_status clt_retain_grad(clt_tensor *t) {
 
 /* The tensors a derivative makes, released together at its end, and the first error: every
  * step below does nothing once one failed, so a rule is written as one expression. */
-#define MAX_TEMPS 40
 typedef struct ctx {
   clt_status s;
-  int n;
-  clt_tensor *tmp[MAX_TEMPS];
+  int n, cap;
+  clt_tensor **tmp; /* grows: clt_cat's derivative makes one per operand */
 } ctx;
 
 /* keep(c, f(..., &r), &r): r is read after f ran (an argument read in the same call might not
@@ -103,10 +102,16 @@ static clt_tensor *keep(ctx *c, clt_status s, clt_tensor **rp) {
     c->s = s;
     return NULL;
   }
-  if (c->n == MAX_TEMPS) {
-    clt_tensor_release(t);
-    c->s = clt__error(CLT_ERR_INTERNAL, "clt_backward", "a derivative made too many tensors");
-    return NULL;
+  if (c->n == c->cap) {
+    int cap = c->cap ? 2 * c->cap : 32;
+    clt_tensor **v = realloc(c->tmp, sizeof *v * (size_t)cap);
+    if (!v) {
+      clt_tensor_release(t);
+      c->s = clt__error(CLT_ERR_OUT_OF_MEMORY, "clt_backward", "out of host memory");
+      return NULL;
+    }
+    c->tmp = v;
+    c->cap = cap;
   }
   return c->tmp[c->n++] = t;
 }
@@ -409,6 +414,65 @@ static clt_tensor *reshaped(ctx *c, clt_tensor *t, int ndim, const int64_t *shap
   return c->s != CLT_OK ? NULL : keep(c, clt_reshape(t, ndim, shape, &r), &r);
 }
 
+/* max and min of the whole tensor: g split evenly among the elements equal to the result
+ * (PyTorch's amax rule) */
+static clt_tensor *extremum_grad(ctx *c, clt_tensor *g, clt_tensor *x, bool max) {
+  clt_tensor *mask = E2(c, clt_eq, x, E1(c, max ? clt_max : clt_min, x)), *cf = NULL;
+  clt_tensor *count = E1(c, clt_sum, mask);
+  cf = c->s != CLT_OK ? NULL : keep(c, clt_cast(count, g->dtype, &cf), &cf);
+  return W(c, mask, E2(c, clt_div, g, cf), Z(c, g));
+}
+
+/* 1 along dim d of x's shape, x->shape[d] elements 0..n-1 along d: compares with an index */
+static clt_tensor *positions(ctx *c, clt_tensor *x, int d) {
+  clt_tensor *r = NULL;
+  r = c->s != CLT_OK
+          ? NULL
+          : keep(c, clt_arange(0, (double)x->shape[d], 1, CLT_I64, x->storage->dev, &r), &r);
+  int64_t shape[CLT_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++)
+    shape[i] = i == d ? x->shape[d] : 1;
+  return reshaped(c, r, x->ndim, shape);
+}
+
+/* max_dim and min_dim: g to the one index argmax_dim picks (of -x for min: the first minimum) */
+static clt_tensor *extremum_dim_grad(ctx *c, const clt_grad_node *node, clt_tensor *g,
+                                     clt_tensor *x, bool max) {
+  if (x->ndim == 0)
+    return g;
+  int d = norm_dim(node->p[0], x->ndim);
+  clt_tensor *src = max ? x : E1(c, clt_neg, x), *idx = NULL, *u = NULL;
+  idx = c->s != CLT_OK ? NULL : keep(c, clt_argmax_dim(src, d, 1, &idx), &idx);
+  if (!node->p[1])
+    g = c->s != CLT_OK ? NULL : keep(c, clt_unsqueeze(g, d, &u), &u);
+  return W(c, E2(c, clt_eq, positions(c, x, d), idx), g, Z(c, g));
+}
+
+/* index_select: g scatter-added back along dim, as g (moved to the last dim, [rest, k]) times
+ * the one-hot matrix of index ([k, n]), so repeated indices add up */
+static clt_tensor *index_select_grad(ctx *c, const clt_grad_node *node, clt_tensor *g,
+                                     clt_tensor *x, clt_tensor *index) {
+  int d = norm_dim(node->p[0], x->ndim);
+  int64_t k = index->numel, n = x->shape[d];
+  if (k == 0 || x->numel == 0)
+    return ZL(c, x);
+  clt_tensor *ar = NULL, *gt = NULL, *t = NULL, *iu = NULL;
+  ar = c->s != CLT_OK ? NULL
+                      : keep(c, clt_arange(0, (double)n, 1, CLT_I64, x->storage->dev, &ar), &ar);
+  iu = reshaped(c, index, 2, (int64_t[]){k, 1});
+  clt_tensor *oh = E2(c, clt_eq, iu, ar), *m = NULL;
+  m = c->s != CLT_OK ? NULL : keep(c, clt_cast(oh, g->dtype, &m), &m);
+  gt = c->s != CLT_OK ? NULL : keep(c, clt_transpose(g, d, -1, &gt), &gt);
+  if (c->s != CLT_OK)
+    return NULL;
+  int64_t shape[CLT_MAX_DIMS];
+  memcpy(shape, gt->shape, sizeof(int64_t) * (size_t)gt->ndim);
+  shape[gt->ndim - 1] = n;
+  clt_tensor *prod = E2(c, clt_matmul, reshaped(c, gt, 2, (int64_t[]){-1, k}), m);
+  clt_tensor *back = reshaped(c, prod, gt->ndim, shape);
+  return c->s != CLT_OK ? NULL : keep(c, clt_transpose(back, d, -1, &t), &t);
+}
+
 static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const bool *need,
                        clt_tensor **gx) {
   clt_tensor *const *x = node->in;
@@ -467,6 +531,29 @@ static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const b
   case CLT__GRAD_RESHAPE:
     gx[0] = reshaped(c, g, A->ndim, A->shape);
     break;
+  case CLT__GRAD_MAX:
+  case CLT__GRAD_MIN:
+    gx[0] = extremum_grad(c, g, A, node->kind == CLT__GRAD_MAX);
+    break;
+  case CLT__GRAD_MAX_DIM:
+  case CLT__GRAD_MIN_DIM:
+    gx[0] = extremum_dim_grad(c, node, g, A, node->kind == CLT__GRAD_MAX_DIM);
+    break;
+  case CLT__GRAD_INDEX_SELECT:
+    gx[0] = index_select_grad(c, node, g, A, B);
+    break;
+  case CLT__GRAD_CAT: { /* each operand's slice of g along dim */
+    int d = norm_dim(node->p[0], A->ndim);
+    int64_t at = 0;
+    for (int k = 0; k < node->n && c->s == CLT_OK; k++) {
+      clt_tensor *v = NULL;
+      int64_t len = node->in[k]->shape[d];
+      if (need[k])
+        gx[k] = keep(c, clt_narrow(g, d, at, len, &v), &v);
+      at += len;
+    }
+    break;
+  }
   case CLT__GRAD_KIND_END:
     break;
   }
@@ -533,9 +620,18 @@ static clt_status freed_error(const char *fn, const clt_grad_node *node) {
 /* Runs node: its operands' gradients from its result's (node->grad), into the nodes that made
  * them and the leaves' .grad. */
 static clt_status run_node(clt_grad_node *node, const char *fn) {
-  ctx c = {CLT_OK, 0, {NULL}};
-  bool need[3] = {false, false, false};
-  clt_tensor *gx[3] = {NULL, NULL, NULL};
+  ctx c = {CLT_OK, 0, 0, NULL};
+  bool need_3[3] = {false, false, false}, *need = need_3;
+  clt_tensor *gx_3[3] = {NULL, NULL, NULL}, **gx = gx_3;
+  if (node->n > 3) { /* clt_cat of more than three */
+    need = calloc((size_t)node->n, sizeof *need);
+    gx = calloc((size_t)node->n, sizeof *gx);
+    if (!need || !gx) {
+      free(need);
+      free(gx);
+      return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+    }
+  }
   for (int k = 0; k < node->n; k++)
     need[k] = needs_grad(node->in[k]);
   if (node->kind < CLT__OP_COUNT)
@@ -563,6 +659,11 @@ static clt_status run_node(clt_grad_node *node, const char *fn) {
   }
   for (int i = 0; i < c.n; i++)
     clt_tensor_release(c.tmp[i]);
+  free(c.tmp);
+  if (need != need_3) {
+    free(need);
+    free(gx);
+  }
   if (s != CLT_OK)
     return clt__error(s, fn, "computing the gradient of %s: %s", node->fn, clt_last_error());
   return CLT_OK;
@@ -626,9 +727,15 @@ static clt_status collect(clt_grad_node *root, node_list *l, const char *fn) {
 static clt_status check_versions(const node_list *l, const char *fn) {
   for (int i = 0; i < l->n; i++) {
     const clt_grad_node *node = l->v[i];
-    unsigned saved = node->kind < CLT__OP_COUNT ? rules[node->kind].saved
-                     : node->kind == CLT__GRAD_MATMUL || node->kind == CLT__GRAD_LINEAR ? 3u
-                                                                                        : 0u;
+    unsigned saved = 0u;
+    if (node->kind < CLT__OP_COUNT)
+      saved = rules[node->kind].saved;
+    else if (node->kind == CLT__GRAD_MATMUL || node->kind == CLT__GRAD_LINEAR)
+      saved = 3u;
+    else if (node->kind >= CLT__GRAD_MAX && node->kind <= CLT__GRAD_MIN_DIM)
+      saved = 1u; /* the values, to find the extremes */
+    else if (node->kind == CLT__GRAD_INDEX_SELECT)
+      saved = 2u; /* the index */
     for (int k = 0; k < node->n; k++) {
       const clt_tensor *x = node->in[k];
       unsigned now = x ? atomic_load(&x->storage->version) : 0;

@@ -37,6 +37,12 @@ typedef enum clt__grad_kind {
   CLT__GRAD_EXPAND,              /* (the operand's shape is all it needs) */
   CLT__GRAD_RESHAPE,             /* view, reshape, squeeze, unsqueeze: back to the shape */
   CLT__GRAD_COPY,                /* contiguous, clone */
+  CLT__GRAD_MAX,                 /* clt_max: the gradient split among the tied maxima */
+  CLT__GRAD_MIN,                 /* clt_min */
+  CLT__GRAD_MAX_DIM,             /* clt_max_dim: dim, keepdim (to argmax_dim's index) */
+  CLT__GRAD_MIN_DIM,             /* clt_min_dim: dim, keepdim */
+  CLT__GRAD_INDEX_SELECT,        /* t and index: dim */
+  CLT__GRAD_CAT,                 /* the n tensors: dim */
   CLT__GRAD_KIND_END
 } clt__grad_kind;
 

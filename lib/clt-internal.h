@@ -224,8 +224,10 @@ typedef struct clt_grad_node {
   int kind;
   const char *fn;
   int n;
-  clt_tensor *in[3];
-  unsigned version[3];
+  clt_tensor **in;   /* n operands: in_3 for up to three, else allocated (clt_cat) */
+  unsigned *version; /* as in: version_3, else allocated */
+  clt_tensor *in_3[3];
+  unsigned version_3[3];
   int np;
   int64_t p[CLT_MAX_DIMS + 2];
   bool freed;              /* a backward without retain freed the operands */
@@ -269,10 +271,6 @@ static inline bool clt__grad_wanted(clt_tensor *const *in, int n) {
       return s_ != CLT_OK ? s_ : clt__grad_record(kind, fn, in, n, p, np, r_, outp);               \
     }                                                                                              \
   } while (0)
-/* The error of an operation whose derivative clt does not have yet (max, min, cat, ...), for
- * an operand that requires grad while grad mode is on (rather than a silently missing
- * gradient). */
-clt_status clt__grad_refuse(const char *fn);
 /* Before fn writes into the existing tensor dst from in[0..n-1] (in place, _out, clt_copy,
  * fills): refuses, while grad mode is on, a dst that requires grad (a leaf, or a tensor with
  * history: in-place operations are not recorded) and an operand that requires grad (the write

@@ -686,23 +686,20 @@ static clt_status reduce_dense(clt_reduce_kind kind, const char *fn, clt_tensor 
   return CLT_OK;
 }
 
-/* The reductions' public functions; sum and mean record for autograd (G_ the node kinds), max
- * and min refuse an operand that requires grad while grad mode is on (their derivatives are
- * the next step of issue 26), argmax gives integers, which never require grad. */
+/* The reductions' public functions; sum, mean, max and min record for autograd (G_ the node
+ * kinds), argmax gives integers, which never require grad. */
 #define G_SUM CLT__GRAD_SUM
 #define G_MEAN CLT__GRAD_MEAN
 #define G_SUM_dim CLT__GRAD_SUM_DIM
 #define G_MEAN_dim CLT__GRAD_MEAN_DIM
-#define G_MAX -1
-#define G_MIN -1
-#define G_ARGMAX -2
-#define G_MAX_dim -1
-#define G_MIN_dim -1
-#define G_ARGMAX_dim -2
+#define G_MAX CLT__GRAD_MAX
+#define G_MIN CLT__GRAD_MIN
+#define G_ARGMAX -1
+#define G_MAX_dim CLT__GRAD_MAX_DIM
+#define G_MIN_dim CLT__GRAD_MIN_DIM
+#define G_ARGMAX_dim -1
 static clt_status reduce_api(clt_reduce_kind kind, int gk, const char *fn, clt_tensor *t,
                              bool whole, int dim, int keepdim, clt_tensor **out) {
-  if (gk == -1 && clt__grad_wanted(&t, 1))
-    return clt__grad_refuse(fn);
   if (gk >= 0)
     CLT__GRAD_RECORD(gk, fn, &t, 1, ((int64_t[]){dim, keepdim}), 2, out,
                      reduce(kind, fn, t, whole, dim, keepdim, &r_));

@@ -330,6 +330,10 @@ void clt__grad_node_release(clt_grad_node *node) {
     return;
   clt_tensor_release(node->grad);
   clt__grad_node_free(node);
+  if (node->in != node->in_3) {
+    free(node->in);
+    free(node->version);
+  }
   free(node);
 }
 
@@ -348,8 +352,26 @@ clt_status clt__grad_record(int kind, const char *fn, clt_tensor *const *in, int
     r = v;
   }
   clt_grad_node *node = calloc(1, sizeof *node);
+  if (node) {
+    node->in = node->in_3;
+    node->version = node->version_3;
+    if (n > 3) {
+      node->in = calloc((size_t)n, sizeof *node->in);
+      node->version = calloc((size_t)n, sizeof *node->version);
+      if (!node->in || !node->version) {
+        free(node->in);
+        free(node->version);
+        free(node);
+        node = NULL;
+      }
+    }
+  }
   clt_grad_meta *m = node ? clt__grad_meta(r) : NULL;
   if (!m) {
+    if (node && node->in != node->in_3) {
+      free(node->in);
+      free(node->version);
+    }
     free(node);
     clt_tensor_release(r);
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory for autograd's record");
@@ -370,13 +392,6 @@ clt_status clt__grad_record(int kind, const char *fn, clt_tensor *const *in, int
   m->fn = node;
   *out = r;
   return CLT_OK;
-}
-
-clt_status clt__grad_refuse(const char *fn) {
-  return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
-                    "an operand requires grad, and the derivative of this operation is not in "
-                    "clt yet (docs/autograd.md): compute it with grad mode off "
-                    "(clt_set_grad_enabled(0)) or on a clt_detach of the operand");
 }
 
 clt_status clt__write_check(clt_tensor *dst, clt_tensor *const *in, int n, const char *fn) {

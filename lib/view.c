@@ -472,7 +472,7 @@ static clt_status check_list(int n, clt_tensor *const *ts, clt_tensor **out, con
     if (s != CLT_OK)
       return s;
   }
-  return clt__grad_wanted(ts, n) ? clt__grad_refuse(fn) : CLT_OK;
+  return CLT_OK;
 }
 
 /* CLT_ERR_SHAPE_MISMATCH for cat and stack: tensors[i] (t) does not fit tensors[0] (t0). */
@@ -491,6 +491,8 @@ clt_status clt_cat(int n, clt_tensor *const *tensors, int dim, clt_tensor **out)
   clt_status s;
   if ((s = check_list(n, tensors, out, fn, &dt)) != CLT_OK)
     return s;
+  CLT__GRAD_RECORD(CLT__GRAD_CAT, fn, tensors, n, ((int64_t[]){dim}), 1, out,
+                   clt_cat(n, tensors, dim, &r_));
   const clt_tensor *t0 = tensors[0];
   if (t0->ndim == 0)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
@@ -573,8 +575,8 @@ clt_status clt_index_select(clt_tensor *t, int dim, clt_tensor *index, clt_tenso
   clt_status s;
   if ((s = check_args(t, out, fn)) != CLT_OK || (s = clt__check_tensor(index, fn, "index")) != CLT_OK)
     return s;
-  if (clt__grad_wanted(&t, 1))
-    return clt__grad_refuse(fn);
+  CLT__GRAD_RECORD(CLT__GRAD_INDEX_SELECT, fn, ((clt_tensor *[]){t, index}), 2, ((int64_t[]){dim}),
+                   1, out, clt_index_select(t, dim, index, &r_));
   if (index->storage->dev != t->storage->dev)
     return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
                       "expected t and index on the same device, but found %s (t) and %s "

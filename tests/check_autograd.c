@@ -219,8 +219,24 @@ enum {
   K_RESHAPE_T,
   K_CONTIGUOUS_T,
   K_CLONE,
-  K_CAST
+  K_CAST,
+  K_SOFTMAX,
+  K_LOG_SOFTMAX,
+  K_LOGSUMEXP,
+  K_MSE,
+  K_CROSS_ENTROPY,
+  K_MAX,
+  K_MIN,
+  K_MAX_DIM,
+  K_MIN_DIM,
+  K_INDEX_SELECT,
+  K_CAT,
+  K_CAT5,
+  K_STACK
 };
+
+/* cross_entropy's fixed targets in the gradient checks: 4 rows, classes 0..2 (one repeated) */
+static const int64_t xent_target[4] = {2, 0, 1, 2};
 
 static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **out) {
   const call *c = arg;
@@ -270,6 +286,39 @@ static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **o
     return clt_clone(x[0], out);
   case K_CAST: /* f64 -> f64 and to f32 and back would lose the digits the check needs */
     return clt_cast(x[0], CLT_F64, out);
+  case K_SOFTMAX:
+    return clt_softmax(x[0], (int)p[0], out);
+  case K_LOG_SOFTMAX:
+    return clt_log_softmax(x[0], (int)p[0], out);
+  case K_LOGSUMEXP:
+    return clt_logsumexp(x[0], (int)p[0], (int)p[1], out);
+  case K_MSE:
+    return clt_mse_loss(x[0], x[1], out);
+  case K_CROSS_ENTROPY:
+    t = cu_tensor(xent_target, CLT_I64, 1, (int64_t[]){4}, clt_tensor_device(x[0]));
+    s = clt_cross_entropy(x[0], t, out);
+    clt_tensor_release(t);
+    return s;
+  case K_MAX:
+    return clt_max(x[0], out);
+  case K_MIN:
+    return clt_min(x[0], out);
+  case K_MAX_DIM:
+    return clt_max_dim(x[0], (int)p[0], (int)p[1], out);
+  case K_MIN_DIM:
+    return clt_min_dim(x[0], (int)p[0], (int)p[1], out);
+  case K_INDEX_SELECT: /* repeated indices: their gradients add up */
+    t = cu_tensor((int64_t[]){2, 0, 2, 1, 2}, CLT_I64, 1, (int64_t[]){p[1]},
+                  clt_tensor_device(x[0]));
+    s = clt_index_select(x[0], (int)p[0], t, out);
+    clt_tensor_release(t);
+    return s;
+  case K_CAT:
+    return clt_cat(3, x, (int)p[0], out);
+  case K_CAT5: /* more operands than a node keeps inline, one of them three times */
+    return clt_cat(5, (clt_tensor *[]){x[0], x[1], x[0], x[1], x[0]}, (int)p[0], out);
+  case K_STACK:
+    return clt_stack(2, x, (int)p[0], out);
   }
   return CLT_ERR_INTERNAL;
 }
@@ -308,6 +357,29 @@ static const struct {
     {"clt_contiguous of a transposed view", {K_CONTIGUOUS_T, {0}}, 1, {{2, {2, 3}}}},
     {"clt_clone", {K_CLONE, {0}}, 1, {{2, {2, 3}}}},
     {"clt_cast", {K_CAST, {0}}, 1, {{2, {2, 3}}}},
+    {"clt_softmax(1)", {K_SOFTMAX, {1}}, 1, {{2, {3, 4}}}},
+    {"clt_softmax(0)", {K_SOFTMAX, {0}}, 1, {{3, {3, 2, 2}}}},
+    {"clt_softmax(-1) of a 1-D tensor", {K_SOFTMAX, {-1}}, 1, {{1, {5}}}},
+    {"clt_log_softmax(-1)", {K_LOG_SOFTMAX, {-1}}, 1, {{2, {3, 4}}}},
+    {"clt_log_softmax(1)", {K_LOG_SOFTMAX, {1}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_logsumexp(1)", {K_LOGSUMEXP, {1, 0}}, 1, {{2, {3, 4}}}},
+    {"clt_logsumexp(-2, keepdim)", {K_LOGSUMEXP, {-2, 1}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_mse_loss", {K_MSE, {0}}, 2, {{2, {2, 3}}, {2, {2, 3}}}},
+    {"clt_cross_entropy", {K_CROSS_ENTROPY, {0}}, 1, {{2, {4, 3}}}},
+    {"clt_max", {K_MAX, {0}}, 1, {{2, {3, 4}}}},
+    {"clt_min", {K_MIN, {0}}, 1, {{2, {3, 4}}}},
+    {"clt_max_dim(1)", {K_MAX_DIM, {1, 0}}, 1, {{2, {3, 4}}}},
+    {"clt_max_dim(0, keepdim)", {K_MAX_DIM, {0, 1}}, 1, {{3, {3, 2, 2}}}},
+    {"clt_min_dim(-1, keepdim)", {K_MIN_DIM, {-1, 1}}, 1, {{2, {3, 4}}}},
+    {"clt_min_dim(1)", {K_MIN_DIM, {1, 0}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_index_select(0)", {K_INDEX_SELECT, {0, 5}}, 1, {{2, {3, 2}}}},
+    {"clt_index_select(1)", {K_INDEX_SELECT, {1, 4}}, 1, {{3, {2, 3, 2}}}},
+    {"clt_index_select(-1) of a 1-D tensor", {K_INDEX_SELECT, {-1, 5}}, 1, {{1, {3}}}},
+    {"clt_cat(0)", {K_CAT, {0}}, 3, {{2, {1, 3}}, {2, {2, 3}}, {2, {3, 3}}}},
+    {"clt_cat(-1)", {K_CAT, {-1}}, 3, {{2, {2, 1}}, {2, {2, 3}}, {2, {2, 2}}}},
+    {"clt_cat of 5", {K_CAT5, {1}}, 2, {{2, {2, 2}}, {2, {2, 1}}}},
+    {"clt_stack(1)", {K_STACK, {1}}, 2, {{2, {2, 3}}, {2, {2, 3}}}},
+    {"clt_stack(-1)", {K_STACK, {-1}}, 2, {{1, {3}}, {1, {3}}}},
 };
 
 START_TEST(test_other_gradcheck) {
@@ -466,7 +538,7 @@ START_TEST(test_guards) {
   for (int d = 0; d < nd; d++) {
     clt_device *dev = devs[d];
     clt_tensor *x = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev);
-    clt_tensor *c = cu_tensor((float[]){4, 5, 6}, CLT_F32, 1, (int64_t[]){3}, dev), *y, *s, *o;
+    clt_tensor *c = cu_tensor((float[]){4, 5, 6}, CLT_F32, 1, (int64_t[]){3}, dev), *y, *s;
     CU_OK(clt_requires_grad_(x, 1));
     /* in place on a leaf that requires grad: refused while grad mode is on */
     CU_FAILS(clt_add_(x, c), CLT_ERR_INVALID_ARGUMENT, "clt_add_");
@@ -474,8 +546,6 @@ START_TEST(test_guards) {
     CU_FAILS(clt_fill_(x, 1), CLT_ERR_INVALID_ARGUMENT, "clt_fill_");
     CU_FAILS(clt_copy(x, c), CLT_ERR_INVALID_ARGUMENT, "clt_copy");
     CU_FAILS(clt_add_(c, x), CLT_ERR_INVALID_ARGUMENT, "clt_add_"); /* not recorded */
-    CU_FAILS(clt_max(x, &o), CLT_ERR_INVALID_ARGUMENT, "clt_max");  /* not differentiable yet */
-    CU_FAILS(clt_cat(1, &x, 0, &o), CLT_ERR_INVALID_ARGUMENT, "clt_cat");
     assert_values(x, (double[]){1, 2, 3}, 3, "x after the refusals", dev);
     /* with grad mode off: allowed (an optimizer's step) */
     ck_assert_int_eq(clt_set_grad_enabled(0), 1);
@@ -646,6 +716,358 @@ START_TEST(test_detach_and_bad_input) {
 }
 END_TEST
 
+/* Ties: whole-tensor max and min split the gradient evenly among the tied extremes; along a dim,
+ * it goes to the one index argmax_dim picks (the first). */
+START_TEST(test_extremes_ties) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *x = cu_tensor((float[]){3, 1, 3, 2, 1, 3}, CLT_F32, 2, (int64_t[]){2, 3}, dev);
+    clt_tensor *r, *idx;
+    CU_OK(clt_requires_grad_(x, 1));
+    CU_OK(clt_max(x, &r));
+    ck_assert(clt_tensor_requires_grad(r));
+    CU_OK(clt_backward(r, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){1. / 3, 0, 1. / 3, 0, 0, 1. / 3}, 6,
+                  "max with three tied", dev);
+    clt_tensor_release(r);
+    CU_OK(clt_zero_grad(x));
+    CU_OK(clt_min(x, &r));
+    CU_OK(clt_backward(r, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){0, 0.5, 0, 0, 0.5, 0}, 6, "min with two tied",
+                  dev);
+    clt_tensor_release(r);
+    CU_OK(clt_zero_grad(x));
+    clt_tensor *w = cu_tensor((float[]){10, 20}, CLT_F32, 1, (int64_t[]){2}, dev);
+    CU_OK(clt_max_dim(x, 1, 0, &r));
+    CU_OK(clt_argmax_dim(x, 1, 0, &idx));
+    assert_values(idx, (double[]){0, 2}, 2, "argmax_dim's picks", dev);
+    CU_OK(clt_backward(r, w));
+    assert_values(clt_tensor_grad(x), (double[]){10, 0, 0, 0, 0, 20}, 6, "max_dim with ties", dev);
+    RELEASE(r, idx);
+    CU_OK(clt_zero_grad(x));
+    CU_OK(clt_min_dim(x, 1, 0, &r));
+    CU_OK(clt_backward(r, w));
+    assert_values(clt_tensor_grad(x), (double[]){0, 10, 0, 0, 20, 0}, 6, "min_dim", dev);
+    RELEASE(r, w);
+    /* index_select with a repeated index, and cat of the same tensor twice: they add up */
+    CU_OK(clt_zero_grad(x));
+    clt_tensor *i = cu_tensor((int64_t[]){2, 2, 0}, CLT_I64, 1, (int64_t[]){3}, dev), *s;
+    CU_OK(clt_index_select(x, 1, i, &r));
+    CU_OK(clt_sum(r, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){1, 0, 2, 1, 0, 2}, 6, "index_select repeated",
+                  dev);
+    RELEASE(r, s, i);
+    CU_OK(clt_zero_grad(x));
+    CU_OK(clt_cat(2, (clt_tensor *[]){x, x}, 0, &r));
+    CU_OK(clt_sum(r, &s));
+    CU_OK(clt_backward(s, NULL));
+    assert_values(clt_tensor_grad(x), (double[]){2, 2, 2, 2, 2, 2}, 6, "cat(x, x)", dev);
+    RELEASE(r, s);
+    /* promoted dtypes: an i32 operand (no gradient) and an f32 one in an f64 stack; the f32
+     * operand's gradient comes back as f32 */
+    if (cu_dtype_ok("extremes_ties", dev, CLT_F64)) {
+      CU_OK(clt_zero_grad(x));
+      clt_tensor *k = cu_tensor((int32_t[]){1, 2, 3, 4, 5, 6}, CLT_I32, 2, (int64_t[]){2, 3}, dev);
+      clt_tensor *x64 = cu_tensor((double[]){1, 1, 1, 1, 1, 1}, CLT_F64, 2, (int64_t[]){2, 3}, dev),
+                 *w6;
+      CU_OK(clt_stack(3, (clt_tensor *[]){k, x, x64}, 0, &r));
+      ck_assert_int_eq(clt_tensor_dtype(r), CLT_F64);
+      CU_OK(clt_mul(r, r, &w6)); /* d/dx = 2x */
+      CU_OK(clt_sum(w6, &s));
+      CU_OK(clt_backward(s, NULL));
+      ck_assert_int_eq(clt_tensor_dtype(clt_tensor_grad(x)), CLT_F32);
+      assert_values(clt_tensor_grad(x), (double[]){6, 2, 6, 4, 2, 6}, 6, "stack of mixed dtypes",
+                    dev);
+      RELEASE(k, x64, r, w6, s);
+    }
+    RELEASE(x);
+  }
+}
+END_TEST
+
+/* ---- losses and layers (lib/loss.c) ---------------------------------------------------------- */
+
+/* softmax of each row of x (rows of n), in double, the textbook way (values small enough) */
+static void ref_softmax(const double *x, int rows, int n, double *y, double *lse) {
+  for (int r = 0; r < rows; r++) {
+    double sum = 0;
+    for (int j = 0; j < n; j++)
+      sum += exp(x[r * n + j]);
+    for (int j = 0; j < n; j++)
+      y[r * n + j] = exp(x[r * n + j]) / sum;
+    lse[r] = log(sum);
+  }
+}
+
+static void assert_close_to(const clt_tensor *t, const double *want, int64_t n, double tol,
+                            const char *what, clt_device *dev) {
+  ck_assert_msg(t, "%s on %s: no tensor", what, cu_dev_name(dev));
+  ck_assert_int_eq(clt_tensor_numel(t), n);
+  double *got = cu_read_double(t);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(isfinite(got[i]) && fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])),
+                  "%s on %s: [%lld] is %.17g, expected %.17g", what, cu_dev_name(dev), (long long)i,
+                  got[i], want[i]);
+  free(got);
+}
+
+/* Values against numbers computed here, in f64 (tight) and f32 (to f32's precision), with the
+ * gradients of cross_entropy ((softmax - onehot) / N) and of a weighted softmax. */
+START_TEST(test_loss_values) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  const double xv[6] = {1, 2, 3, -1, 0.5, 4};
+  const int64_t tv[2] = {2, 0};
+  double y[6], lse[2], logy[6], lse0[3], xent, gx[6];
+  ref_softmax(xv, 2, 3, y, lse);
+  for (int i = 0; i < 6; i++)
+    logy[i] = xv[i] - lse[i / 3];
+  for (int j = 0; j < 3; j++)
+    lse0[j] = log(exp(xv[j]) + exp(xv[3 + j]));
+  xent = -(logy[0 * 3 + 2] + logy[1 * 3 + 0]) / 2;
+  for (int i = 0; i < 6; i++)
+    gx[i] = (y[i] - (i % 3 == tv[i / 3] ? 1 : 0)) / 2;
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    for (int k = 0; k < 2; k++) {
+      clt_dtype dt = k ? CLT_F64 : CLT_F32;
+      if (!cu_dtype_ok("loss_values", dev, dt))
+        continue;
+      double tol = dt == CLT_F64 ? 1e-13 : 3e-6;
+      float xf[6];
+      for (int i = 0; i < 6; i++)
+        xf[i] = (float)xv[i];
+      clt_tensor *x = cu_tensor(dt == CLT_F64 ? (const void *)xv : (const void *)xf, dt, 2,
+                                (int64_t[]){2, 3}, dev);
+      clt_tensor *t = cu_tensor(tv, CLT_I64, 1, (int64_t[]){2}, dev), *r;
+      CU_OK(clt_softmax(x, 1, &r));
+      cu_assert_meta(r, dt, dev, 2, (int64_t[]){2, 3}, "clt_softmax");
+      assert_close_to(r, y, 6, tol, "clt_softmax", dev);
+      clt_tensor_release(r);
+      CU_OK(clt_log_softmax(x, -1, &r));
+      assert_close_to(r, logy, 6, tol, "clt_log_softmax", dev);
+      clt_tensor_release(r);
+      CU_OK(clt_logsumexp(x, 1, 0, &r));
+      cu_assert_meta(r, dt, dev, 1, (int64_t[]){2}, "clt_logsumexp");
+      assert_close_to(r, lse, 2, tol, "clt_logsumexp", dev);
+      clt_tensor_release(r);
+      CU_OK(clt_logsumexp(x, -2, 1, &r));
+      cu_assert_meta(r, dt, dev, 2, (int64_t[]){1, 3}, "clt_logsumexp keepdim");
+      assert_close_to(r, lse0, 3, tol, "clt_logsumexp(0, keepdim)", dev);
+      clt_tensor_release(r);
+      /* mse: (1 + 0 + 4 + 9 + 0.25 + 1) / 6 */
+      clt_tensor *tg = cu_tensor((double[]){0, 2, 5, 2, 0, 3}, CLT_F64, 2, (int64_t[]){2, 3}, dev),
+                 *tgc;
+      CU_OK(clt_cast(tg, dt, &tgc));
+      CU_OK(clt_mse_loss(x, tgc, &r));
+      cu_assert_meta(r, dt, dev, 0, NULL, "clt_mse_loss");
+      assert_close_to(r, (double[]){15.25 / 6}, 1, tol, "clt_mse_loss", dev);
+      RELEASE(r, tg, tgc);
+      /* cross_entropy and its gradient */
+      CU_OK(clt_requires_grad_(x, 1));
+      CU_OK(clt_cross_entropy(x, t, &r));
+      cu_assert_meta(r, dt, dev, 0, NULL, "clt_cross_entropy");
+      ck_assert(clt_tensor_requires_grad(r));
+      assert_close_to(r, &xent, 1, tol, "clt_cross_entropy", dev);
+      CU_OK(clt_backward(r, NULL));
+      assert_close_to(clt_tensor_grad(x), gx, 6, tol, "d clt_cross_entropy", dev);
+      clt_tensor_release(r);
+      /* sum(softmax(x) * w): y (w - sum(w y)) */
+      const double wv[6] = {0.5, -1, 2, 1, 3, -0.25};
+      double gs[6];
+      for (int row = 0; row < 2; row++) {
+        double dot = 0;
+        for (int j = 0; j < 3; j++)
+          dot += wv[row * 3 + j] * y[row * 3 + j];
+        for (int j = 0; j < 3; j++)
+          gs[row * 3 + j] = y[row * 3 + j] * (wv[row * 3 + j] - dot);
+      }
+      clt_tensor *w64 = cu_tensor(wv, CLT_F64, 2, (int64_t[]){2, 3}, dev), *w, *sm;
+      CU_OK(clt_cast(w64, dt, &w));
+      CU_OK(clt_zero_grad(x));
+      CU_OK(clt_softmax(x, 1, &sm));
+      CU_OK(clt_backward(sm, w));
+      assert_close_to(clt_tensor_grad(x), gs, 6, tol, "d clt_softmax", dev);
+      RELEASE(x, t, w64, w, sm);
+    }
+  }
+}
+END_TEST
+
+/* Inputs of 1000 in f32: no overflow, no NaN, in the values or the gradients; a row of -inf. */
+START_TEST(test_loss_stability) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  const double e1 = exp(-1.0);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *x =
+        cu_tensor((float[]){1000, 1000, 999, -1000, 0, 1000}, CLT_F32, 2, (int64_t[]){2, 3}, dev);
+    clt_tensor *t = cu_tensor((int64_t[]){2, 1}, CLT_I64, 1, (int64_t[]){2}, dev), *r;
+    CU_OK(clt_requires_grad_(x, 1));
+    CU_OK(clt_softmax(x, 1, &r));
+    double s0 = 1 / (2 + e1);
+    assert_close_to(r, (double[]){s0, s0, e1 * s0, 0, 0, 1}, 6, 1e-6, "softmax of 1000s", dev);
+    clt_tensor_release(r);
+    CU_OK(clt_log_softmax(x, 1, &r));
+    double l0 = -log(2 + e1);
+    assert_close_to(r, (double[]){l0, l0, l0 - 1, -2000, -1000, 0}, 6, 1e-6, "log_softmax of 1000s",
+                    dev);
+    clt_tensor_release(r);
+    CU_OK(clt_logsumexp(x, 1, 0, &r));
+    assert_close_to(r, (double[]){1000 + log(2 + e1), 1000}, 2, 1e-6, "logsumexp of 1000s", dev);
+    clt_tensor_release(r);
+    CU_OK(clt_cross_entropy(x, t, &r)); /* (-(l0 - 1) + 1000) / 2 */
+    assert_close_to(r, (double[]){(1 - l0 + 1000) / 2}, 1, 1e-6, "cross_entropy of 1000s", dev);
+    CU_OK(clt_backward(r, NULL));
+    assert_close_to(clt_tensor_grad(x), (double[]){s0 / 2, s0 / 2, (e1 * s0 - 1) / 2, 0, -0.5, 0.5},
+                    6, 1e-6, "d cross_entropy of 1000s", dev);
+    RELEASE(x, t, r);
+    /* a row of -inf: logsumexp -inf (no NaN from -inf - -inf) */
+    x = cu_tensor((float[]){-INFINITY, -INFINITY, 0, 1}, CLT_F32, 2, (int64_t[]){2, 2}, dev);
+    CU_OK(clt_logsumexp(x, 1, 0, &r));
+    double *v = cu_read_double(r);
+    ck_assert_msg(isinf(v[0]) && v[0] < 0, "logsumexp of -inf on %s: %g", cu_dev_name(dev), v[0]);
+    ck_assert_msg(fabs(v[1] - log(1 + exp(1.0))) < 1e-6, "logsumexp(0, 1) on %s: %g",
+                  cu_dev_name(dev), v[1]);
+    free(v);
+    RELEASE(x, r);
+    /* empty: an empty softmax; logsumexp along an empty dim is -inf */
+    x = cu_tensor((float[]){0}, CLT_F32, 2, (int64_t[]){2, 0}, dev);
+    CU_OK(clt_softmax(x, 0, &r));
+    cu_assert_meta(r, CLT_F32, dev, 2, (int64_t[]){2, 0}, "empty softmax");
+    clt_tensor_release(r);
+    CU_OK(clt_logsumexp(x, 1, 0, &r));
+    cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){2}, "logsumexp along an empty dim");
+    v = cu_read_double(r);
+    ck_assert_msg(isinf(v[0]) && v[0] < 0 && isinf(v[1]) && v[1] < 0,
+                  "logsumexp along an empty dim on %s: %g %g", cu_dev_name(dev), v[0], v[1]);
+    free(v);
+    RELEASE(x, r);
+  }
+}
+END_TEST
+
+static uint64_t allocated(clt_device *dev) {
+  clt_memory_stats st;
+  CU_OK(clt_device_synchronize(dev));
+  CU_OK(clt_device_memory_stats(dev, &st));
+  return st.allocated_bytes;
+}
+
+START_TEST(test_loss_bad_input) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *x = cu_tensor((float[]){1, 2, 3, 4, 5, 6}, CLT_F32, 2, (int64_t[]){2, 3}, dev);
+    clt_tensor *xi = cu_tensor((int32_t[]){1, 2, 3, 4, 5, 6}, CLT_I32, 2, (int64_t[]){2, 3}, dev);
+    clt_tensor *t = cu_tensor((int64_t[]){0, 5}, CLT_I64, 1, (int64_t[]){2}, dev);
+    clt_tensor *tn = cu_tensor((int64_t[]){-1, 0}, CLT_I64, 1, (int64_t[]){2}, dev);
+    clt_tensor *t3 = cu_tensor((int64_t[]){0, 1, 2}, CLT_I64, 1, (int64_t[]){3}, dev);
+    clt_tensor *ti = cu_tensor((int32_t[]){0, 1}, CLT_I32, 1, (int64_t[]){2}, dev);
+    clt_tensor *y = cu_tensor((float[]){1, 2, 3}, CLT_F32, 1, (int64_t[]){3}, dev);
+    clt_tensor *out = CU_SENTINEL;
+    CU_OK(clt_requires_grad_(x, 1));
+    uint64_t before = allocated(dev);
+    CU_FAILS(clt_softmax(xi, 1, &out), CLT_ERR_DTYPE, "clt_softmax");
+    CU_FAILS(clt_log_softmax(xi, 1, &out), CLT_ERR_DTYPE, "clt_log_softmax");
+    CU_FAILS(clt_logsumexp(xi, 1, 0, &out), CLT_ERR_DTYPE, "clt_logsumexp");
+    CU_FAILS(clt_softmax(x, 2, &out), CLT_ERR_INVALID_ARGUMENT, "clt_softmax");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "dim 2 is out of range"));
+    CU_FAILS(clt_log_softmax(x, -3, &out), CLT_ERR_INVALID_ARGUMENT, "clt_log_softmax");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "-2..1"));
+    CU_FAILS(clt_logsumexp(x, 7, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_logsumexp");
+    CU_FAILS(clt_softmax(NULL, 0, &out), CLT_ERR_INVALID_ARGUMENT, "clt_softmax");
+    CU_FAILS(clt_softmax(x, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_softmax");
+    CU_FAILS(clt_mse_loss(x, y, &out), CLT_ERR_SHAPE_MISMATCH, "clt_mse_loss");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "[2, 3]"));
+    CU_FAILS(clt_mse_loss(x, xi, &out), CLT_ERR_DTYPE, "clt_mse_loss");
+    CU_FAILS(clt_mse_loss(x, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_mse_loss");
+    CU_FAILS(clt_cross_entropy(x, t, &out), CLT_ERR_INVALID_ARGUMENT, "clt_cross_entropy");
+    ck_assert_msg(strstr(clt_last_error(), "target[1] is 5"), "%s", clt_last_error());
+    CU_FAILS(clt_cross_entropy(x, tn, &out), CLT_ERR_INVALID_ARGUMENT, "clt_cross_entropy");
+    ck_assert_msg(strstr(clt_last_error(), "target[0] is -1"), "%s", clt_last_error());
+    CU_FAILS(clt_cross_entropy(x, ti, &out), CLT_ERR_DTYPE, "clt_cross_entropy");
+    CU_FAILS(clt_cross_entropy(xi, tn, &out), CLT_ERR_DTYPE, "clt_cross_entropy");
+    CU_FAILS(clt_cross_entropy(x, t3, &out), CLT_ERR_SHAPE_MISMATCH, "clt_cross_entropy");
+    CU_FAILS(clt_cross_entropy(y, t3, &out), CLT_ERR_SHAPE_MISMATCH, "clt_cross_entropy");
+    CU_FAILS(clt_cross_entropy(x, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_cross_entropy");
+    if (dev != clt_cpu()) {
+      clt_tensor *hx =
+          cu_tensor((float[]){1, 2, 3, 4, 5, 6}, CLT_F32, 2, (int64_t[]){2, 3}, clt_cpu());
+      clt_tensor *ht = cu_tensor((int64_t[]){0, 1}, CLT_I64, 1, (int64_t[]){2}, clt_cpu());
+      CU_FAILS(clt_cross_entropy(x, ht, &out), CLT_ERR_DEVICE_MISMATCH, "clt_cross_entropy");
+      ck_assert_ptr_nonnull(strstr(clt_last_error(), clt_device_name(dev)));
+      ck_assert_ptr_nonnull(strstr(clt_last_error(), "cpu"));
+      CU_FAILS(clt_mse_loss(hx, x, &out), CLT_ERR_DEVICE_MISMATCH, "clt_mse_loss");
+      RELEASE(hx, ht);
+    }
+    ck_assert_ptr_eq(out, CU_SENTINEL);
+    ck_assert_ptr_null(clt_tensor_grad(x));
+    ck_assert_msg(allocated(dev) == before,
+                  "on %s: %llu bytes allocated before the refusals, %llu after", cu_dev_name(dev),
+                  (unsigned long long)before, (unsigned long long)allocated(dev));
+    RELEASE(x, xi, t, tn, t3, ti, y);
+  }
+}
+END_TEST
+
+/* The loss of a small classifier and its gradient, lazy and eager: the same bits. */
+static double *loss_grads(clt_device *dev, int lazy) {
+  int was = clt_set_lazy(lazy);
+  float v[12];
+  for (int i = 0; i < 12; i++)
+    v[i] = 0.3f * (float)(i % 5) - 0.2f * (float)(i % 3);
+  clt_tensor *x = cu_tensor(v, CLT_F32, 2, (int64_t[]){4, 3}, dev), *t[6], *u[7];
+  clt_tensor *tg = cu_tensor((int64_t[]){1, 0, 2, 2}, CLT_I64, 1, (int64_t[]){4}, dev);
+  CU_OK(clt_requires_grad_(x, 1));
+  CU_OK(clt_tanh(x, &u[0])); /* tanh(x) through cat, index_select, max_dim and max */
+  CU_OK(clt_cat(2, (clt_tensor *[]){u[0], x}, 0, &u[1]));
+  CU_OK(clt_index_select(u[1], 0, tg, &u[2]));
+  CU_OK(clt_max_dim(u[1], 1, 1, &u[3]));
+  CU_OK(clt_max(u[2], &u[4]));
+  CU_OK(clt_add(u[3], u[4], &u[5]));
+  CU_OK(clt_add(u[1], u[5], &u[6])); /* [8, 3] */
+  CU_OK(clt_narrow(u[6], 0, 2, 4, &t[0]));
+  CU_OK(clt_cross_entropy(t[0], tg, &t[1]));
+  CU_OK(clt_softmax(x, 0, &t[2]));
+  CU_OK(clt_mse_loss(t[2], t[0], &t[3]));
+  CU_OK(clt_logsumexp(x, 1, 0, &t[4]));
+  CU_OK(clt_sum(t[4], &t[5]));
+  clt_tensor *a, *b;
+  CU_OK(clt_add(t[1], t[3], &a));
+  CU_OK(clt_add(a, t[5], &b));
+  CU_OK(clt_backward(b, NULL));
+  double *g = cu_malloc(sizeof(double) * 13);
+  double *gx = cu_read_double(clt_tensor_grad(x));
+  memcpy(g, gx, sizeof(double) * 12);
+  g[12] = cu_item(b);
+  free(gx);
+  release_all(t, 6);
+  release_all(u, 7);
+  RELEASE(x, tg, a, b);
+  clt_set_lazy(was);
+  return g;
+}
+
+START_TEST(test_loss_lazy_eager) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs);
+  for (int d = 0; d < nd; d++) {
+    double *e = loss_grads(devs[d], 0), *l = loss_grads(devs[d], 1);
+    for (int i = 0; i < 13; i++)
+      ck_assert_msg(e[i] == l[i] && isfinite(e[i]), "on %s, [%d]: eager %.9g, lazy %.9g",
+                    cu_dev_name(devs[d]), i, e[i], l[i]);
+    free(e);
+    free(l);
+  }
+}
+END_TEST
+
 Suite *autograd_suite(void) {
   Suite *s = suite_create("autograd");
   TCase *tc = cu_tcase("autograd");
@@ -659,6 +1081,11 @@ Suite *autograd_suite(void) {
   tcase_add_test(tc, test_params_to);
   tcase_add_test(tc, test_lazy_eager);
   tcase_add_test(tc, test_detach_and_bad_input);
+  tcase_add_test(tc, test_extremes_ties);
+  tcase_add_test(tc, test_loss_values);
+  tcase_add_test(tc, test_loss_stability);
+  tcase_add_test(tc, test_loss_bad_input);
+  tcase_add_test(tc, test_loss_lazy_eager);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -421,6 +421,20 @@ START_TEST(test_bad_misc) {
   CU_OK(clt_ones(CLT_F32, 2, sw, clt_cpu(), &wt));
   BAD_OUT(&t, clt_linear(x, wt, NULL, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linear");
   BAD_OUT(&t, clt_linear(NULL, wt, NULL, &t), CLT_ERR_INVALID_ARGUMENT, "clt_linear");
+  /* losses and layers: NULLs, dims, dtypes, shapes */
+  BAD_OUT(&t, clt_softmax(NULL, 0, &t), CLT_ERR_INVALID_ARGUMENT, "clt_softmax");
+  BAD(clt_softmax(x, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_softmax");
+  BAD_OUT(&t, clt_softmax(x, 2, &t), CLT_ERR_INVALID_ARGUMENT, "clt_softmax");
+  BAD_OUT(&t, clt_log_softmax(NULL, 0, &t), CLT_ERR_INVALID_ARGUMENT, "clt_log_softmax");
+  BAD_OUT(&t, clt_log_softmax(x, -3, &t), CLT_ERR_INVALID_ARGUMENT, "clt_log_softmax");
+  BAD_OUT(&t, clt_logsumexp(NULL, 0, 0, &t), CLT_ERR_INVALID_ARGUMENT, "clt_logsumexp");
+  BAD(clt_logsumexp(x, 0, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_logsumexp");
+  BAD_OUT(&t, clt_mse_loss(NULL, x, &t), CLT_ERR_INVALID_ARGUMENT, "clt_mse_loss");
+  BAD_OUT(&t, clt_mse_loss(x, wt, &t), CLT_ERR_SHAPE_MISMATCH, "clt_mse_loss");
+  BAD(clt_mse_loss(x, x, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_mse_loss");
+  BAD_OUT(&t, clt_cross_entropy(NULL, x, &t), CLT_ERR_INVALID_ARGUMENT, "clt_cross_entropy");
+  BAD_OUT(&t, clt_cross_entropy(x, x, &t), CLT_ERR_DTYPE, "clt_cross_entropy");
+  BAD(clt_cross_entropy(x, x, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_cross_entropy");
   clt_tensor_release(x);
   clt_tensor_release(wt);
   clt_tensor_release(w);

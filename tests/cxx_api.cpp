@@ -189,6 +189,13 @@ static void compute(clt::Device dev) {
         same(m.matmul(t).to_vector<float>(), {5, 14, 14, 50}));
   clt::Tensor y = clt::linear(m, clt::ones({1, 3}, dev), clt::full({1}, 1, dev));
   CHECK(same(y.to_vector<float>(), {4, 13}));
+  /* losses and layers: uniform logits give log(3) */
+  clt::Tensor z = clt::zeros({2, 3}, dev), cls = clt::arange(0, 4, 2, {dev, clt::dtype::i64});
+  CHECK(std::fabs(clt::cross_entropy(z, cls).item() - std::log(3.0)) < 1e-6);
+  CHECK(std::fabs(clt::logsumexp(z, 1).to_vector<float>()[1] - std::log(3.0)) < 1e-6);
+  CHECK(std::fabs(clt::log_softmax(z, -1).to_vector<float>()[0] + std::log(3.0)) < 1e-6);
+  CHECK(std::fabs(clt::softmax(m.to(clt::dtype::f32), 1).sum().item() - 2) < 1e-6);
+  CHECK(std::fabs(clt::mse_loss(m.to(clt::dtype::f32), z).item() - 55.0 / 6) < 1e-5);
   CHECK(clt::reshape(m, {6}).dim() == 1 && m.to(clt::dtype::f64).dtype() == clt::dtype::f64);
 }
 
