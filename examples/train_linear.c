@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* train_linear.c - linear regression by gradient descent, with hand-written gradients.
+/* train_linear.c - linear regression by gradient descent: autograd and clt_optim_sgd.
  *
  *   $ POCL_DEVICES="pthread pthread" CLT_DEVICE=cl:0 ./examples/train_linear [--weights]
  *
@@ -7,8 +7,9 @@
  * x ~ N(0, 1)^2 and labels y = x w^T + b + noise with w = [2, -3.4], b = 4.2. The model (a
  * clt_params holding "weight" and "bias") is moved to the default device once, with
  * clt_params_to; each batch is moved in the loop with clt_to (an explicit copy per step, as a
- * data loader would). The loss is summed on the device into a 0-d tensor and one number per
- * epoch comes home, with clt_item. --weights prints the final weight and bias alone on stdout,
+ * data loader would). Each step is PyTorch's: the mean squared error (clt_mse_loss), the
+ * optimizer's zero_grad, clt_backward, an SGD step (clt_optim_sgd, lr 0.1). The loss is summed on
+ * the device into a 0-d tensor and one number per epoch comes home, with clt_item. --weights prints the final weight and bias alone on stdout,
  * one number a line (%.9g), the rest going to stderr, for comparing with examples/mpi_linear.
  */
 #include <clt.h>
@@ -43,43 +44,40 @@ int main(int argc, char **argv) {
   clt_tensor *xs[BATCHES], *ys[BATCHES];
   check(linear_data(xs, ys), "linear_data");
 
-  /* The model, born on the host with zeros, moved once: in place, the same handle. */
+  /* The model, born on the host with zeros, requiring grad, moved once: in place, the same
+   * handle (and still leaves that require grad). */
   clt_params *model;
   clt_tensor *w0, *b0;
   check(clt_params_create(&model), "clt_params_create");
   check(clt_zeros(CLT_F32, 2, sw, clt_cpu(), &w0), "clt_zeros(weight)");
   check(clt_zeros(CLT_F32, 1, sb, clt_cpu(), &b0), "clt_zeros(bias)");
+  check(clt_requires_grad_(w0, 1), "clt_requires_grad_(weight)");
+  check(clt_requires_grad_(b0, 1), "clt_requires_grad_(bias)");
   check(clt_params_add(model, "weight", w0), "clt_params_add(weight)");
   check(clt_params_add(model, "bias", b0), "clt_params_add(bias)");
   clt_tensor_release(w0);
   clt_tensor_release(b0);
   check(clt_params_to(model, dev), "clt_params_to");
+  clt_optim *opt;
+  check(clt_optim_sgd(model, LR, 0.0, 0.0, &opt), "clt_optim_sgd"); /* lr, momentum, decay */
   check(clt_transfer_stats_reset(NULL), "clt_transfer_stats_reset"); /* count the loop only */
   clt_tensor *w = clt_params_get(model, "weight"), *b = clt_params_get(model, "bias");
 
-  const double lr = LR;
   for (int epoch = 0; epoch < EPOCHS; epoch++) {
     clt_tensor *loss_sum; /* lives on the device; the loss never leaves it inside the loop */
     check(clt_zeros(CLT_F32, 0, NULL, dev, &loss_sum), "clt_zeros(loss)");
     for (int i = 0; i < BATCHES; i++) {
-      clt_tensor *x, *y, *pred, *err, *sq, *loss, *errt, *gw, *gb, *step;
+      clt_tensor *x, *y, *pred, *loss, *value;
       check(clt_to(xs[i], dev, &x), "clt_to(x)"); /* the batch goes to the device */
       check(clt_to(ys[i], dev, &y), "clt_to(y)");
-      check(clt_linear(x, w, b, &pred), "clt_linear");
-      check(clt_sub(pred, y, &err), "clt_sub"); /* (B, 1) */
-      check(clt_mul(err, err, &sq), "clt_mul");
-      check(clt_mean(sq, &loss), "clt_mean"); /* 0-d, on the device */
-      check(clt_add_(loss_sum, loss), "clt_add_(loss)");
-      /* d loss / d w = 2/B err^T x; d loss / d b = 2/B sum(err) */
-      check(clt_transpose(err, 0, 1, &errt), "clt_transpose");
-      check(clt_matmul(errt, x, &gw), "clt_matmul"); /* (1, 2) */
-      check(clt_mul_scalar(gw, lr * 2.0 / BATCH, &step), "clt_mul_scalar(w)");
-      check(clt_sub_(w, step), "clt_sub_(w)");
-      clt_tensor_release(step);
-      check(clt_sum_dim(err, 0, 0, &gb), "clt_sum_dim"); /* (1,) */
-      check(clt_mul_scalar(gb, lr * 2.0 / BATCH, &step), "clt_mul_scalar(b)");
-      check(clt_sub_(b, step), "clt_sub_(b)");
-      clt_tensor *objs[] = {x, y, pred, err, sq, loss, errt, gw, gb, step};
+      check(clt_linear(x, w, b, &pred), "clt_linear"); /* (B, 1), recorded for backward */
+      check(clt_mse_loss(pred, y, &loss), "clt_mse_loss"); /* 0-d, on the device */
+      check(clt_optim_zero_grad(opt), "clt_optim_zero_grad");
+      check(clt_backward(loss, NULL), "clt_backward"); /* d loss / d w and d b, on the device */
+      check(clt_optim_step(opt), "clt_optim_step");    /* w -= lr * w.grad, b likewise */
+      check(clt_detach(loss, &value), "clt_detach");
+      check(clt_add_(loss_sum, value), "clt_add_(loss)");
+      clt_tensor *objs[] = {x, y, pred, loss, value};
       for (size_t k = 0; k < sizeof objs / sizeof objs[0]; k++)
         clt_tensor_release(objs[k]);
     }
@@ -108,6 +106,7 @@ int main(int argc, char **argv) {
     clt_tensor_release(xs[i]);
     clt_tensor_release(ys[i]);
   }
+  clt_optim_release(opt);
   clt_params_release(model);
   return ok ? 0 : 1;
 }

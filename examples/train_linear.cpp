@@ -25,8 +25,11 @@ int main(int argc, char **argv) try {
   std::vector<clt::Tensor> xv, yv; // their handles, to release them
   for (int i = 0; i < BATCHES; i++)
     xv.push_back(clt::Tensor::adopt(xs[i])), yv.push_back(clt::Tensor::adopt(ys[i]));
-  clt::Params model; // born on the host with zeros, moved once: in place
-  model.add("weight", clt::zeros({1, 2})).add("bias", clt::zeros({1})).to(dev);
+  clt::Params model; // born on the host with zeros, requiring grad, moved once: in place
+  model.add("weight", clt::zeros({1, 2}).requires_grad_())
+      .add("bias", clt::zeros({1}).requires_grad_())
+      .to(dev);
+  clt::optim::SGD opt(model, LR);                // lr 0.1, no momentum, no weight decay
   clt::check(clt_transfer_stats_reset(nullptr)); // count the loop only
   clt::Tensor w = model["weight"], b = model["bias"];
 
@@ -34,11 +37,11 @@ int main(int argc, char **argv) try {
     clt::Tensor loss_sum = clt::zeros({}, dev); // the loss never leaves the device in the loop
     for (int i = 0; i < BATCHES; i++) {
       clt::Tensor x = xv[i].to(dev), y = yv[i].to(dev); // the batch goes to the device
-      clt::Tensor err = clt::linear(x, w, b) - y;       // (B, 1)
-      loss_sum += (err * err).mean();
-      // d loss / d w = 2/B err^T x; d loss / d b = 2/B sum(err)
-      w -= err.transpose(0, 1).matmul(x) * (LR * 2.0 / BATCH);
-      b -= err.sum(0) * (LR * 2.0 / BATCH);
+      clt::Tensor loss = clt::mse_loss(clt::linear(x, w, b), y);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+      loss_sum += loss.detach();
     }
     std::fprintf(out, "epoch %d: loss %.6f\n", epoch + 1, loss_sum.item() / BATCHES);
   }

@@ -898,6 +898,48 @@ private:
 };
 
 /** A point in a device's queue, for waiting and timing: clt_event. */
+/** Optimizers over a Params set (clt_optim_*, docs/autograd.md "Optimizers"), as torch.optim:
+ *    clt::optim::AdamW opt(model, 1e-3);
+ *    opt.zero_grad(); loss.backward(); opt.step(); */
+namespace optim {
+/** An optimizer: step(), zero_grad(), save(path), load(path[, map_location]). */
+class Optimizer : public detail::Unique<clt_optim, clt_optim_release> {
+public:
+  /** Updates every parameter that has a gradient, in place (optimizer.step()). */
+  void step() { detail::check(clt_optim_step(p_)); }
+  /** Sets every parameter's gradient to none (optimizer.zero_grad()). */
+  void zero_grad() { detail::check(clt_optim_zero_grad(p_)); }
+  /** Writes the state (momentum buffers, moments, steps) as a safetensors file. */
+  void save(const std::string &path) const { detail::check(clt_optim_save(path.c_str(), p_)); }
+  /** Replaces the state by the one in path, loaded onto map_location when given. */
+  void load(const std::string &path, Device map_location = Device()) {
+    detail::check(clt_optim_load(path.c_str(), p_, map_location.get()));
+  }
+
+protected:
+  Optimizer() noexcept = default;
+};
+/** torch.optim.SGD(params, lr, momentum, weight_decay=...) (dampening 0, no Nesterov). */
+class SGD : public Optimizer {
+public:
+  SGD(Params &params, double lr, double momentum = 0, double weight_decay = 0) {
+    clt_optim *o = nullptr;
+    if (detail::check(clt_optim_sgd(params.get(), lr, momentum, weight_decay, &o)))
+      p_ = o;
+  }
+};
+/** torch.optim.AdamW(params, lr, (beta1, beta2), eps, weight_decay); weight_decay 0 is Adam. */
+class AdamW : public Optimizer {
+public:
+  AdamW(Params &params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
+        double eps = 1e-8, double weight_decay = 0.01) {
+    clt_optim *o = nullptr;
+    if (detail::check(clt_optim_adamw(params.get(), lr, beta1, beta2, eps, weight_decay, &o)))
+      p_ = o;
+  }
+};
+} // namespace optim
+
 class Event : public detail::Unique<clt_event, clt_event_release> {
 public:
   Event() noexcept = default;

@@ -562,6 +562,22 @@ static void autograd(clt::Device dev) {
   z.backward();
   CHECK((h.grad().to_vector<double>() == std::vector<double>{3, 9, 15}));
   CHECK((x.grad().to_vector<double>() == std::vector<double>{9, 27, 45}));
+  // an optimizer over a Params set: one SGD step, w -= 0.5 * 2w
+  clt::Params model;
+  auto w = clt::from_vector<float>({1, -2}, dev).requires_grad_();
+  model.add("w", w);
+  clt::optim::SGD sgd(model, 0.5);
+  (w * w).sum().backward();
+  sgd.step();
+  CHECK((w.to_vector<float>() == std::vector<float>{0, 0}));
+  sgd.zero_grad();
+  CHECK(!w.grad().defined());
+  clt::optim::AdamW adam(model, 0.1);
+  (w + 1).sum().backward();
+  adam.step(); // the first Adam step moves each weight by lr against its gradient's sign
+  auto wv = w.to_vector<float>();
+  CHECK(std::fabs(wv[0] + 0.1f) < 1e-6f && std::fabs(wv[1] + 0.1f) < 1e-6f);
+  CHECK_THROWS(clt::optim::SGD(model, -1.0), CLT_ERR_INVALID_ARGUMENT, "clt_optim_sgd");
   bool was = clt::set_grad_enabled(false);
   CHECK(was && !clt::set_grad_enabled(true));
   CHECK_THROWS(clt::ones({2}, {dev, clt::dtype::i32}).requires_grad_(), CLT_ERR_DTYPE,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # cxx_examples.sh - the C++ examples against their C twins (issue 16): examples/portable_cpp prints
-# exactly what examples/portable prints, and examples/train_linear_cpp trains to the same weights,
+# exactly what examples/portable prints, examples/train_linear_cpp trains to the same weights and
+# examples/train_mlp_cpp to the same losses,
 # bit for bit (--weights prints them with %.9g, which tells every f32 apart), printing the same
 # lines on the way (stdout and stderr both compared). On cl:0 when there is one, else on cpu.
 set -u
@@ -35,4 +36,6 @@ same portable
 # --weights: the weights alone on stdout, at %.9g; the rest of the output (epochs, losses,
 # transfers) on stderr, compared too
 same train_linear --weights
+# --losses: the per-epoch losses of the MLP (autograd, cross_entropy, AdamW), at %.9g
+same train_mlp --losses
 exit $fail
