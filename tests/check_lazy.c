@@ -861,6 +861,9 @@ START_TEST(test_lazy_background_build) {
     RELEASE(c1, c2);
     clt_set_lazy(0);
     clt_tensor *keep_e, *e = chain(a, b, row, n, &keep_e);
+    /* the eager ops' programs are built once their kernels have run (a first use is launched
+     * behind its build: lib/opencl/deferred.c) */
+    CU_OK(clt_device_synchronize(d));
     clt_set_lazy(1);
     float *each = NULL, *each_keep = NULL, *fused = NULL, *fused_keep = NULL;
     clt_lazy_stats s0 = stats();

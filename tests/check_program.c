@@ -103,6 +103,9 @@ START_TEST(test_build_failure_reports_log) {
     return;
   }
   clt_set_lazy(0); /* the error at the call; tests/check_lazy.c has it from a deferred op */
+  /* built in the caller's thread, so that the call itself fails (test_build_failure_deferred:
+   * the same failure behind a deferred launch) */
+  setenv("CLT_BACKGROUND_BUILDS", "0", 1);
   const char *dir = kernel_dir("", "__kernel void NAME(__global TO *out { this is not C }\n");
   setenv("CLT_KERNEL_PATH", dir, 1);
   if (!cu_need_cl("test_build_failure_reports_log", 1)) {
@@ -126,12 +129,52 @@ START_TEST(test_build_failure_reports_log) {
 }
 END_TEST
 
+/* Where builds run on a thread of their own (not Oclgrind), an eager op whose program is not
+ * built returns at once, its kernel launched behind the build (lib/opencl/deferred.c); a build
+ * that fails fails the read that needs the result, with the build's message: the file, the
+ * function, the device and the log. The next use fails again (nothing cached as built). */
+START_TEST(test_build_failure_deferred) {
+  if (!cu_forked) {
+    cu_skip("test_build_failure_deferred", "needs CK_FORK (sets CLT_KERNEL_PATH)");
+    return;
+  }
+  clt_set_lazy(0);
+  unsetenv("CLT_BACKGROUND_BUILDS");
+  const char *dir = kernel_dir("", "__kernel void NAME(__global TO *out { this is not C }\n");
+  setenv("CLT_KERNEL_PATH", dir, 1);
+  if (!cu_need_cl("test_build_failure_deferred", 1) || !clt__background_builds(clt_device_at(0))) {
+    if (cu_cl_count() >= 1)
+      cu_skip("test_build_failure_deferred", "cl:0 builds in the caller's thread");
+    remove_dir(dir);
+    return;
+  }
+  int64_t shape[1] = {8};
+  clt_tensor *a, *c, *c2;
+  CU_OK(clt_ones(CLT_F32, 1, shape, clt_device_at(0), &a));
+  CU_OK(clt_add(a, a, &c)); /* returns: the build runs behind it */
+  float out[8] = {0};
+  CU_FAILS(clt_tensor_read(c, out, sizeof out), CLT_ERR_BUILD, "clt_tensor_read");
+  const char *msg = clt_last_error();
+  ck_assert_msg(strstr(msg, "kernels/elementwise.cl") && strstr(msg, "clt_add on cl:0") &&
+                    strstr(msg, "build log"),
+                "message lacks the file, the call, the device or the log: %s", msg);
+  ck_assert_msg(out[0] == 0.0f, "the read wrote its destination");
+  CU_OK(clt_add(a, a, &c2));
+  CU_FAILS(clt_tensor_read(c2, out, sizeof out), CLT_ERR_BUILD, "clt_tensor_read");
+  clt_tensor_release(a);
+  clt_tensor_release(c);
+  clt_tensor_release(c2);
+  remove_dir(dir);
+}
+END_TEST
+
 START_TEST(test_kernel_path_missing_file) {
   if (!cu_forked) {
     cu_skip("test_kernel_path_missing_file", "needs CK_FORK (sets CLT_KERNEL_PATH)");
     return;
   }
   clt_set_lazy(0); /* the error at the call; tests/check_lazy.c has it from a deferred op */
+  setenv("CLT_BACKGROUND_BUILDS", "0", 1); /* built in the caller's thread: fails at the call */
   const char *dir = kernel_dir("", NULL); /* no elementwise.cl */
   setenv("CLT_KERNEL_PATH", dir, 1);
   if (!cu_need_cl("test_kernel_path_missing_file", 1)) {
@@ -496,6 +539,7 @@ Suite *program_suite(void) {
   TCase *tc = cu_tcase("kernel sources");
   tcase_add_test(tc, test_kernel_path_loads_from_disk);
   tcase_add_test(tc, test_build_failure_reports_log);
+  tcase_add_test(tc, test_build_failure_deferred);
   tcase_add_test(tc, test_kernel_path_missing_file);
   suite_add_tcase(s, tc);
   tc = cu_tcase("disk cache");

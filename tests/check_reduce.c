@@ -525,6 +525,7 @@ START_TEST(test_reduce_deferred_first_use) {
     return;
   }
   unsetenv("CLT_BACKGROUND_BUILDS");
+  setenv("CLT_CACHE", "0", 1); /* no disk cache: a program on disk would load at the call */
   enum { R = 37, C = 301 };
   int64_t shape[2] = {R, C}, n = R * C;
   float *buf = cu_malloc(sizeof(float) * (size_t)n);

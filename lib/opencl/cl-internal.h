@@ -181,6 +181,9 @@ clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char
 void clt__program_cache_free(struct clt_program_cache *c);
 /* Whether the program (family, defines) is built for dev and in memory (no wait, no build). */
 bool clt__program_built(clt_device *dev, const char *family, const char *defines);
+/* Whether the program (family, defines) for dev is in the disk cache (its file exists): loading
+ * it takes milliseconds, where a build from source can take a second. */
+bool clt__program_on_disk(clt_device *dev, const char *family, const char *defines);
 /* The program (family, defines) for dev, built here if no thread has (as clt__get_kernel). The
  * program is the cache's: create kernels of your own from it. */
 clt_status clt__get_program(clt_device *dev, const char *family, const char *defines,
@@ -278,17 +281,20 @@ clt_status clt__cl_run(clt_device *d, cl_kernel k, const clt_launch *l, const cl
 /* ---- kernels launched before their program is built (deferred.c) ------------------------- */
 
 #define CLT__DEFERRED_MAX_KERNELS 2
-#define CLT__DEFERRED_MAX_ARGS 8
+#define CLT__DEFERRED_MAX_ARGS 80
+#define CLT__DEFERRED_BLOB 4096
 /* One kernel of a deferred launch: its name, launch and arguments, copied by value. */
 typedef struct clt_cl_deferred_kernel {
   char name[80];
   clt_launch launch;
   int nargs;
   struct {
-    size_t size;      /* bytes of value, or of local memory */
+    size_t size;      /* bytes of the value, or of local memory */
+    size_t at;        /* where the value lies in blob */
     bool local, mem;  /* local memory (no value); a buffer (retained until the launch) */
-    unsigned char value[sizeof(cl_ulong)];
   } args[CLT__DEFERRED_MAX_ARGS];
+  size_t used; /* bytes of blob taken */
+  unsigned char blob[CLT__DEFERRED_BLOB];
 } clt_cl_deferred_kernel;
 /* Appends an argument to k: a value of size <= 8 bytes, a buffer, or local memory. */
 void clt__deferred_value(clt_cl_deferred_kernel *k, size_t size, const void *value);
@@ -297,8 +303,17 @@ void clt__deferred_local(clt_cl_deferred_kernel *k, size_t size);
 /* The last deferred launch that failed in this process, as "<what> (the launch of <kernel> by
  * <fn> on <device>) failed: <error>", into buf; false if none failed. */
 bool clt__deferred_failure(char *buf, size_t size);
-/* Whether a launch of program (family, defines) on d should be deferred: its program is not in
- * memory (a build or a disk-cache load is due) and d builds in the background. */
+/* Runs the 1-d kernel kname of program (family, defines) over l with the nargs arguments args,
+ * as clt__cl_run would with the built kernel, but behind the build (clt__cl_run_deferred); a
+ * buffer argument is one equal to the buffer of a storage among reads and writes. */
+clt_status clt__cl_run_deferred_args(clt_device *d, const char *family, const char *defines,
+                                     const char *kname, const clt_launch *l,
+                                     const clt_cl_arg *args, int nargs,
+                                     clt_storage *const *reads, int nreads,
+                                     clt_storage *const *writes, int nwrites, const char *fn);
+/* Whether a launch of program (family, defines) on d should be deferred: its program is neither
+ * in memory nor in the disk cache (a build from source is due), and d builds in the background.
+ * (A program on disk loads in milliseconds, in the caller's thread, as before.) */
 bool clt__deferred_wanted(clt_device *d, const char *family, const char *defines);
 /* Enqueues on d's queue a barrier that holds every later command until the nk kernels of
  * program (family, defines) have run in order, after every command before on d's queue and

@@ -137,17 +137,22 @@ static void memo_put(const clt_device *d, uint64_t key, cl_kernel k) {
   pthread_mutex_unlock(&memo_lock);
 }
 
-/* The kernel of op for these dtypes on d, from the program cache (building it if needed). */
-/* ready: only a program built already (clt__get_kernel_ready: else its build starts in the
- * background and *kern is NULL) */
-static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
-                              clt_tensor *const *in, clt_dtype compute, variant v, bool ready,
-                              cl_kernel *kern) {
+/* A kernel to be launched behind its build (deferred.c): its program's defines and its name. */
+typedef struct pending {
+  bool defer;
+  char defines[1536], kname[80];
+} pending;
+
+/* The program (defines) and kernel name (kname) of op's variant v for these dtypes (indt: the
+ * operands', by position) on d. */
+static clt_status kernel_source(const clt_op *op, clt_device *d, clt_dtype outdt,
+                                const clt_dtype *indt, clt_dtype compute, variant v,
+                                char *defines, size_t dsize, char *kname, size_t ksize) {
   const char *fn = op->fn;
   int n = op->arity;
-  bool fp64 = out->dtype == CLT_F64 || compute == CLT_F64;
+  bool fp64 = outdt == CLT_F64 || compute == CLT_F64;
   for (int k = 0; k < n; k++)
-    fp64 = fp64 || in[k]->dtype == CLT_F64;
+    fp64 = fp64 || indt[k] == CLT_F64;
   bool is_float = clt__dtype_is_float(compute);
   bool wraps = op->wraps && !is_float;
   /* f16 and bf16 compute in float */
@@ -158,39 +163,64 @@ static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
     return clt__error(CLT_ERR_INTERNAL, fn, "%s has no expression for %s", op->name,
                       clt_dtype_name(compute));
   /* a ternary's operands are k, a, b: TK, TA, TB */
-  const clt_tensor *ta = n == 3 ? in[1] : in[0], *tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]);
-  char name[64], store[64], defines[1536], raw[128] = "";
+  clt_dtype ta = n == 3 ? indt[1] : indt[0], tb = n == 3 ? indt[2] : (n == 2 ? indt[1] : indt[0]);
+  char name[64], store[64], raw[128] = "";
   if (v == TILED && d->chunked) {
     /* CLT_RAWp: operand p is stored as the tiled kernel stages it (plain loads, no conversion),
      * so that it can be staged through vload4 */
     int len = 0;
     for (int k = 0; k < n; k++) {
       const char *staged = op->cond && k == 0 ? "uchar" : tc;
-      bool plain = strcmp(op->cond && k == 0 ? "((p)[i])" : load_expr(in[k]->dtype, compute),
+      bool plain = strcmp(op->cond && k == 0 ? "((p)[i])" : load_expr(indt[k], compute),
                           "((p)[i])") == 0 &&
-                   strcmp(clt__dtype_cl_type(in[k]->dtype), staged) == 0;
+                   strcmp(clt__dtype_cl_type(indt[k]), staged) == 0;
       len += snprintf(raw + len, sizeof raw - (size_t)len, "#define CLT_RAW%d %d\n", k, plain);
     }
     if (clt__cl_can_prefetch(d))
       snprintf(raw + len, sizeof raw - (size_t)len, "#define CLT_PREFETCH 1\n");
   }
-  snprintf(name, sizeof name, "%s_%s", op->name, clt_dtype_name(out->dtype));
-  clt__cl_store_conv(compute, out->dtype, "x", store, sizeof store);
-  snprintf(defines, sizeof defines,
+  snprintf(name, sizeof name, "%s_%s", op->name, clt_dtype_name(outdt));
+  clt__cl_store_conv(compute, outdt, "x", store, sizeof store);
+  snprintf(defines, dsize,
            "%s#define NAME %s\n#define ARITY %d\n#define TA %s\n#define TB %s\n#define TK %s\n"
            "#define TP %s\n#define TC %s\n#define UTC %s\n#define TKP %s\n#define TKC %s\n"
            "#define CLT_FLOAT %d\n#define TO %s\n#define STORE(x) %s\n#define OP(a,b,c) (%s)\n"
            "#define LOAD_A(p,i) %s\n#define LOAD_B(p,i) %s\n#define LOAD_K(p,i) %s\n"
            "#define STORE_AT(p,i,x) %s\n#define CLT_TILED %d\n%s",
-           clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta->dtype),
-           clt__dtype_cl_type(tb->dtype), clt__dtype_cl_type(in[0]->dtype), tp, tc,
+           clt__cl_base_options(d, fp64), name, n, clt__dtype_cl_type(ta),
+           clt__dtype_cl_type(tb), clt__dtype_cl_type(indt[0]), tp, tc,
            clt__cl_unsigned_twin(compute), op->cond ? "uchar" : tp, op->cond ? "uchar" : tc,
-           is_float ? 1 : 0, clt__dtype_cl_type(out->dtype), store, expr,
-           load_expr(ta->dtype, compute), load_expr(tb->dtype, compute),
-           op->cond ? "((p)[i])" : load_expr(in[0]->dtype, compute), store_expr(out->dtype),
+           is_float ? 1 : 0, clt__dtype_cl_type(outdt), store, expr,
+           load_expr(ta, compute), load_expr(tb, compute),
+           op->cond ? "((p)[i])" : load_expr(indt[0], compute), store_expr(outdt),
            v == TILED ? 1 : 0, raw);
-  char kname[80];
-  snprintf(kname, sizeof kname, "%s%s", name, variant_suffix[v]);
+  snprintf(kname, ksize, "%s%s", name, variant_suffix[v]);
+  return CLT_OK;
+}
+
+/* The kernel of op for these dtypes on d, from the program cache (building it if needed).
+ * ready: only a program built already (clt__get_kernel_ready: else its build starts in the
+ * background and *kern is NULL). pend (or NULL): where the program is not built and d builds in
+ * the background, *kern is NULL and pend says what to launch behind the build. */
+static clt_status find_kernel(const clt_op *op, clt_device *d, clt_tensor *out,
+                              clt_tensor *const *in, clt_dtype compute, variant v, bool ready,
+                              pending *pend, cl_kernel *kern) {
+  const char *fn = op->fn;
+  clt_dtype indt[3] = {CLT_BOOL, CLT_BOOL, CLT_BOOL};
+  for (int k = 0; k < op->arity; k++)
+    indt[k] = in[k]->dtype;
+  char defines[1536], kname[80];
+  clt_status st = kernel_source(op, d, out->dtype, indt, compute, v, defines, sizeof defines,
+                                kname, sizeof kname);
+  if (st != CLT_OK)
+    return st;
+  if (pend && clt__deferred_wanted(d, "elementwise", defines)) {
+    pend->defer = true;
+    snprintf(pend->defines, sizeof pend->defines, "%s", defines);
+    snprintf(pend->kname, sizeof pend->kname, "%s", kname);
+    *kern = NULL;
+    return CLT_OK;
+  }
   return ready ? clt__get_kernel_ready(d, "elementwise", defines, kname, fn, kern)
                : clt__get_kernel(d, "elementwise", defines, kname, fn, kern);
 }
@@ -210,7 +240,8 @@ static int across_operands(const clt_bcast *c, int n) {
 /* The kernel of this variant, from the memo or the program cache (ready: as find_kernel's;
  * *kern may then be NULL). */
 static clt_status variant_kernel(const clt_op *op, clt_tensor *out, clt_tensor *const *in,
-                                 clt_dtype compute, variant v, bool ready, cl_kernel *kern) {
+                                 clt_dtype compute, variant v, bool ready, pending *pend,
+                                 cl_kernel *kern) {
   clt_device *d = out->storage->dev;
   int n = op->arity;
   /* a ternary's operands are k, a, b: TK, TA, TB */
@@ -219,7 +250,7 @@ static clt_status variant_kernel(const clt_op *op, clt_tensor *out, clt_tensor *
       memo_key(op, out->dtype, compute, n == 3 ? in[0]->dtype : CLT_BOOL, ta->dtype, tb->dtype, v);
   if ((*kern = memo_get(d, key)) != NULL)
     return CLT_OK;
-  clt_status st = find_kernel(op, d, out, in, compute, v, ready, kern);
+  clt_status st = find_kernel(op, d, out, in, compute, v, ready, pend, kern);
   if (st == CLT_OK && *kern)
     memo_put(d, key, *kern);
   return st;
@@ -231,10 +262,20 @@ bool clt__cl_elementwise_ready(clt_device *d, const clt_op *op, clt_dtype out, c
   clt_dtype ta = n == 3 ? in[1] : in[0], tb = n == 3 ? in[2] : (n == 2 ? in[1] : in[0]),
             tk = n == 3 ? in[0] : CLT_BOOL;
   /* FAST and STRIDED are kernels of one program, TILED of another (which the same operands'
-   * geometry picks again): one in the memo is taken to mean no build */
-  return memo_get(d, memo_key(op, out, compute, tk, ta, tb, FAST)) ||
-         memo_get(d, memo_key(op, out, compute, tk, ta, tb, STRIDED)) ||
-         memo_get(d, memo_key(op, out, compute, tk, ta, tb, TILED));
+   * geometry picks again): one in the memo, or its program built (a launch behind its build
+   * leaves none in the memo), is taken to mean no build */
+  if (memo_get(d, memo_key(op, out, compute, tk, ta, tb, FAST)) ||
+      memo_get(d, memo_key(op, out, compute, tk, ta, tb, STRIDED)) ||
+      memo_get(d, memo_key(op, out, compute, tk, ta, tb, TILED)))
+    return true;
+  char defines[1536], kname[80];
+  const variant programs[2] = {FAST, TILED};
+  for (int i = 0; i < 2; i++)
+    if (kernel_source(op, d, out, in, compute, programs[i], defines, sizeof defines, kname,
+                      sizeof kname) == CLT_OK &&
+        clt__program_built(d, "elementwise", defines))
+      return true;
+  return false;
 }
 
 /* ---- transposed work on CPU devices, by the host's loops ---------------------------------------
@@ -352,13 +393,17 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
        * command only while it builds (in the background), so that the first use does not wait */
       bool big_copy = op->kind == CLT__OP_cast && out->numel >= NATIVE_COPY_MIN;
       if (mode == NATIVE_AUTO && !big_copy &&
-          (st = variant_kernel(op, out, in, compute, TILED, true, &kern)) != CLT_OK)
+          (st = variant_kernel(op, out, in, compute, TILED, true, NULL, &kern)) != CLT_OK)
         return st;
       if (!kern)
         return native_elementwise(op, out, in, compute, bc);
     }
   }
-  if (!kern && (st = variant_kernel(op, out, in, compute, v, false, &kern)) != CLT_OK)
+  /* the tiled kernel's launch depends on what the built kernel can take (below): built here */
+  pending pend = {.defer = false};
+  if (!kern &&
+      (st = variant_kernel(op, out, in, compute, v, false, v == TILED ? NULL : &pend, &kern)) !=
+          CLT_OK)
     return st;
   if (v == TILED) {
     /* what this kernel can take on this device: 256 work-items to a group on GPUs (registers,
@@ -376,7 +421,7 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
                                  wg >= 256;
     if (!fits) {
       v = STRIDED;
-      if ((st = variant_kernel(op, out, in, compute, v, false, &kern)) != CLT_OK)
+      if ((st = variant_kernel(op, out, in, compute, v, false, NULL, &kern)) != CLT_OK)
         return st;
     }
   }
@@ -440,5 +485,8 @@ clt_status clt__cl_elementwise(const clt_op *op, clt_tensor *out, clt_tensor *co
       args[arg++] = (clt_cl_arg){sizeof off[k + 1], &off[k + 1]};
     }
   }
+  if (pend.defer)
+    return clt__cl_run_deferred_args(d, "elementwise", pend.defines, pend.kname, &l, args, arg,
+                                     reads, n, &out->storage, 1, fn);
   return clt__cl_run(d, kern, &l, args, arg, reads, n, &out->storage, 1, fn);
 }

@@ -350,24 +350,31 @@ clt_status clt__cl_fused(clt_device *d, const clt_fused *f, bool *later) {
   uint64_t h = sig_hash(d, &sg);
   cl_kernel kern = memo_find(d, &sg, h);
   clt_status st;
+  char defines[16384];
+  bool defer = false;
   if (!kern) {
-    char defines[16384];
     text t = {defines, sizeof defines, 0, false};
     if ((st = fused_defines(d, f, kinds, slot, nstrided, &t)) != CLT_OK)
       return st;
     /* Where each op's own kernel is built, the chain runs op by op while the fused kernel
      * builds in the background; where one is not, running op by op would build too (and PoCL
      * builds one program at a time), so the fused kernel is built (or loaded from the disk
-     * cache) here and now: one build where eager mode would make one per op. */
-    st = ops_ready(d, f) ? clt__get_kernel_ready(d, "fused", defines, "fused", fn, &kern)
-                         : clt__get_kernel(d, "fused", defines, "fused", fn, &kern);
-    if (st != CLT_OK)
-      return st;
-    if (!kern) { /* being built in the background: lib/lazy.c runs the chain op by op */
-      *later = true;
-      return CLT_OK;
+     * cache) once, where eager mode would make one build per op: on a thread of its own, the
+     * kernel launched behind the build (deferred.c), or here and now where builds stay in the
+     * caller's thread. */
+    bool ready = ops_ready(d, f);
+    defer = !ready && clt__deferred_wanted(d, "fused", defines);
+    if (!defer) {
+      st = ready ? clt__get_kernel_ready(d, "fused", defines, "fused", fn, &kern)
+                 : clt__get_kernel(d, "fused", defines, "fused", fn, &kern);
+      if (st != CLT_OK)
+        return st;
+      if (!kern) { /* being built in the background: lib/lazy.c runs the chain op by op */
+        *later = true;
+        return CLT_OK;
+      }
+      memo_keep(d, &sg, h, kern);
     }
-    memo_keep(d, &sg, h, kern);
   }
 
   clt_launch l = clt__cl_launch_1d(d, f->numel);
@@ -410,5 +417,8 @@ clt_status clt__cl_fused(clt_device *d, const clt_fused *f, bool *later) {
     args[arg++] = (clt_cl_arg){sizeof nd, &nd};
     args[arg++] = (clt_cl_arg){sizeof g, &g};
   }
+  if (defer)
+    return clt__cl_run_deferred_args(d, "fused", defines, "fused", &l, args, arg, reads,
+                                     f->nleaves, writes, f->nouts, fn);
   return clt__cl_run(d, kern, &l, args, arg, reads, f->nleaves, writes, f->nouts, fn);
 }

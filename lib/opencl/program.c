@@ -415,6 +415,26 @@ void clt__cl_thread_end(void) {
   pthread_mutex_unlock(&bg_lock);
 }
 
+bool clt__program_on_disk(clt_device *dev, const char *family, const char *defines) {
+  if (!clt__cl_use_disk_cache(dev) || !clt__cache_dir())
+    return false;
+  char *common = load_source("common", "clt"), *body = common ? load_source(family, "clt") : NULL;
+  const char *extra = getenv("CLT_BUILD_OPTIONS");
+  size_t olen = (extra ? strlen(extra) : 0) + 32;
+  char *opts = body ? malloc(olen) : NULL;
+  bool found = false;
+  if (opts) { /* as build() makes them */
+    snprintf(opts, olen, "-cl-std=CL1.2 %s", extra ? extra : "");
+    const char *srcs[3] = {defines, common, body};
+    clt__cache_key k;
+    found = clt__cl_cache_key(dev, opts, srcs, &k) && access(k.path, R_OK) == 0;
+  }
+  free(opts);
+  free(body);
+  free(common);
+  return found;
+}
+
 bool clt__program_built(clt_device *dev, const char *family, const char *defines) {
   struct clt_cl_device *c = clt__cl(dev);
   bool built = false;
