@@ -324,12 +324,13 @@ static clt_status elementwise(const char *fn, const clt_op *op, clt_tensor *cons
   if (dst) {
     /* in place (clt_add_(a, b), or clt_add_out(a, b, a)): the messages speak of a */
     const char *dst_name = op->kind == CLT__OP_cast ? "dst" : dst == in[0] ? "a" : "out";
-    char want[256], got[256];
-    clt__format_shape(want, sizeof want, bc.ndim, bc.shape);
-    clt__format_shape(got, sizeof got, dst->ndim, dst->shape);
-    if (dst->ndim != bc.ndim || memcmp(dst->shape, bc.shape, sizeof(int64_t) * bc.ndim) != 0)
+    if (dst->ndim != bc.ndim || memcmp(dst->shape, bc.shape, sizeof(int64_t) * bc.ndim) != 0) {
+      char want[256], got[256];
+      clt__format_shape(want, sizeof want, bc.ndim, bc.shape);
+      clt__format_shape(got, sizeof got, dst->ndim, dst->shape);
       return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "%s has shape %s but the result has shape %s",
                         dst_name, got, want);
+    }
     if (dst->dtype != rt)
       return clt__error(CLT_ERR_DTYPE, fn, "%s is %s but the result is %s", dst_name,
                         clt_dtype_name(dst->dtype), clt_dtype_name(rt));
