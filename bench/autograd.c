@@ -23,7 +23,8 @@
  *       bwd   the same, then clt_backward(s) and the gradient done, then x.grad = None.
  *     Per op: (bwd - fwd) / 20 is what autograd adds to the forward (recording and the backward),
  *     bwd / 20 is the forward and backward per op, (rec - fwd) / 20 the recording alone. In lazy
- *     mode (the default) and again eager (clt_set_lazy(0)).
+ *     mode (the default), again eager (clt_set_lazy(0)), and lazy on 4 elements (_tiny): there
+ *     the arithmetic is nearly free and what is left is the cost per op of dispatch and autograd.
  * (c) Memory: clt_device_memory_stats of each device after its warm-up steps, before anything
  *     else ran on it: the peak clt's tensors held (the library keeps a lifetime peak and has no
  *     reset, so the cpu is measured before cl:0's model is made through it), and what is held
@@ -43,6 +44,7 @@
 #include "bench.h"
 
 enum { BATCH = 256, IN = 784, HID = 256, OUT = 10, WARM = 3, CHAIN = 20, CHAIN_N = 1000 };
+enum { CHAIN_TINY = 4 }; /* the chain again on 4 elements: what is left is the per-op cost */
 enum { CHAIN_ITERS = 200 };
 
 static double now_ms(void) { return 1e3 * now_s(); }
@@ -258,12 +260,12 @@ static double ovh_sample(int k, clt_tensor *x_plain, clt_tensor *x_grad) {
   return 1e6 * (now_s() - t0) / CHAIN_ITERS;
 }
 
-/* Medians (us) of the three cases, interleaved round after round, rotating the first. */
-static void measure_overhead(int reps, double *med) {
+/* Medians (us) of the three cases on n elements, interleaved round after round, rotating the
+ * first. */
+static void measure_overhead(int reps, int64_t n, double *med) {
   float v[CHAIN_N];
   for (int i = 0; i < CHAIN_N; i++)
     v[i] = (float)((i * 7919) % 1000) / 1000.0f * 1.6f - 0.8f; /* in [-0.8, 0.8) */
-  int64_t n = CHAIN_N;
   clt_tensor *xp, *xg;
   CLT_CHECK(clt_from_host(v, CLT_F32, 1, &n, clt_cpu(), &xp));
   CLT_CHECK(clt_from_host(v, CLT_F32, 1, &n, clt_cpu(), &xg));
@@ -274,8 +276,8 @@ static void measure_overhead(int reps, double *med) {
   CLT_CHECK(clt_backward(s, NULL));
   clt_tensor_release(s);
   float g[CHAIN_N];
-  CLT_CHECK(clt_tensor_read(clt_tensor_grad(xg), g, sizeof g));
-  for (int i = 0; i < CHAIN_N; i += 37) {
+  CLT_CHECK(clt_tensor_read(clt_tensor_grad(xg), g, sizeof(float) * (size_t)n));
+  for (int i = 0; i < n; i += 37) {
     double d;
     chain_ref(v[i], &d);
     if (fabs(g[i] - d) > 1e-3 * (1 + fabs(d)))
@@ -412,14 +414,15 @@ int main(int argc, char **argv) {
   printf("autograd overhead, %d-op elementwise chain + sum of %d f32 on cpu, medians of %d "
          "samples of %d runs (us per run)\n",
          CHAIN, CHAIN_N, reps, CHAIN_ITERS);
-  printf("%-6s %9s %9s %9s   %14s %14s %14s\n", "mode", "fwd", "fwd+rec", "fwd+bwd",
+  printf("%-16s %9s %9s %9s   %14s %14s %14s\n", "mode", "fwd", "fwd+rec", "fwd+bwd",
          "(bwd-fwd)/op", "bwd/op", "(rec-fwd)/op");
-  for (int lazy = 1; lazy >= 0; lazy--) {
-    clt_set_lazy(lazy);
+  for (int lazy = 1; lazy >= -1; lazy--) {
+    clt_set_lazy(lazy != 0);
     double med[NOVH];
-    measure_overhead(reps, med);
-    const char *mode = lazy ? "lazy" : "eager", *sfx = lazy ? "" : "_eager";
-    printf("%-6s %9.2f %9.2f %9.2f   %14.3f %14.3f %14.3f\n", mode, med[OVH_FWD], med[OVH_REC],
+    measure_overhead(reps, lazy >= 0 ? CHAIN_N : CHAIN_TINY, med);
+    const char *mode = lazy > 0 ? "lazy" : lazy == 0 ? "eager" : "lazy, 4 elements";
+    const char *sfx = lazy > 0 ? "" : lazy == 0 ? "_eager" : "_tiny";
+    printf("%-16s %9.2f %9.2f %9.2f   %14.3f %14.3f %14.3f\n", mode, med[OVH_FWD], med[OVH_REC],
            med[OVH_BWD], (med[OVH_BWD] - med[OVH_FWD]) / CHAIN, med[OVH_BWD] / CHAIN,
            (med[OVH_REC] - med[OVH_FWD]) / CHAIN);
     if (kv) {

@@ -242,7 +242,8 @@ def run_torch_cpu(reps):
     parts (forward, cross_entropy, zero_grad + backward, step) over reps more; (b) the 20-op chain
     (y = y * x, tanh, y + x, exp, five times, then sum) on 1000 f32 elements: forward without grad,
     forward recording the graph, forward + backward (then x.grad = None), each sample the mean of
-    200 runs, medians of reps samples, interleaved. PyTorch on the CPU computes synchronously: a
+    200 runs, medians of reps samples, interleaved; again on 4 elements (_tiny), and both on one
+    thread (_1t). PyTorch on the CPU computes synchronously: a
     call's work is done when it returns. Peak memory: not measured, torch has no allocator
     statistics for the CPU (torch.cuda.max_memory_allocated is CUDA only)."""
     try:
@@ -309,7 +310,20 @@ def run_torch_cpu(reps):
         print("kv autograd_mlp_torch_%s_ms %.4f" % (name, 1e3 * statistics.median(p[i] for p in parts)))
     print("info torch peak memory on the CPU: not measurable (no CPU allocator statistics)")
 
-    vals = [((i * 7919) % 1000) / 1000.0 * 1.6 - 0.8 for i in range(1000)]
+    for n, sfx in ((1000, ""), (4, "_tiny")):
+        torch_chain(torch, reps, n, sfx)
+    # clt's host runs tensors this small on the calling thread; torch may split them among its
+    # threads (on a 2-core machine that made a 1000-element tanh 4-20 times slower): the chain
+    # again on one thread
+    torch.set_num_threads(1)
+    for n, sfx in ((1000, "_1t"), (4, "_tiny_1t")):
+        torch_chain(torch, reps, n, sfx)
+    torch.set_num_threads(nthreads)
+
+
+def torch_chain(torch, reps, n, sfx):
+    """bench/autograd's 20-op chain on n f32 elements: fwd, rec, bwd (us per run) and per op."""
+    vals = [((i * 7919) % 1000) / 1000.0 * 1.6 - 0.8 for i in range(n)]
     xp = torch.tensor(vals, dtype=torch.float32)
     xg = torch.tensor(vals, dtype=torch.float32).requires_grad_()
 
@@ -344,10 +358,10 @@ def run_torch_cpu(reps):
                 samples[name].append(us)
     med = {name: statistics.median(v) for name, v in samples.items()}
     for name in ("fwd", "rec", "bwd"):
-        print("kv autograd_chain_%s_torch_us %.4f" % (name, med[name]))
-    print("kv autograd_overhead_per_op_torch_us %.4f" % ((med["bwd"] - med["fwd"]) / 20))
-    print("kv autograd_fwdbwd_per_op_torch_us %.4f" % (med["bwd"] / 20))
-    print("kv autograd_record_per_op_torch_us %.4f" % ((med["rec"] - med["fwd"]) / 20))
+        print("kv autograd_chain_%s%s_torch_us %.4f" % (name, sfx, med[name]))
+    print("kv autograd_overhead_per_op%s_torch_us %.4f" % (sfx, (med["bwd"] - med["fwd"]) / 20))
+    print("kv autograd_fwdbwd_per_op%s_torch_us %.4f" % (sfx, med["bwd"] / 20))
+    print("kv autograd_record_per_op%s_torch_us %.4f" % (sfx, (med["rec"] - med["fwd"]) / 20))
 
 
 def main(argv):
