@@ -339,8 +339,8 @@ int main(int argc, char **argv) {
   }
   int lazy_was = clt_set_lazy(1);
   clt_set_lazy(lazy_was);
-  printf("clt %s, %d-%d-%d MLP, batch %d, f32, AdamW; lazy mode %s\n", clt_version(), IN, HID,
-         OUT, BATCH, lazy_was ? "on" : "off");
+  printf("clt %s, %d-%d-%d MLP, batch %d, f32, AdamW; lazy mode %s\n", clt_version(), IN, HID, OUT,
+         BATCH, lazy_was ? "on" : "off");
   if (cl)
     printf("clt cl:0: %s\n", clt_device_name(cl));
 
@@ -388,9 +388,8 @@ int main(int argc, char **argv) {
     step_ms[d] = median(st[d], reps);
     for (int p = 0; p < NPARTS; p++)
       sum += pm[p] = median(pt[d][p], reps);
-    printf("%-6s %9.3f   %9.3f %9.3f %9.3f %9.3f %9.3f   %.4f -> %.4f\n",
-           clt_device_name(m[d].dev), step_ms[d], pm[0], pm[1], pm[2], pm[3], sum,
-           m[d].first_loss, m[d].last_loss);
+    printf("%-6s %9.3f   %9.3f %9.3f %9.3f %9.3f %9.3f   %.4f -> %.4f\n", clt_device_name(m[d].dev),
+           step_ms[d], pm[0], pm[1], pm[2], pm[3], sum, m[d].first_loss, m[d].last_loss);
     if (!(m[d].last_loss < m[d].first_loss))
       die("the MLP loss on %s did not fall: %g -> %g", clt_device_name(m[d].dev), m[d].first_loss,
           m[d].last_loss);
@@ -428,8 +427,7 @@ int main(int argc, char **argv) {
     if (kv) {
       for (int k = 0; k < NOVH; k++)
         printf("kv autograd_chain_%s%s_us %.4f\n", ovh_name[k], sfx, med[k]);
-      printf("kv autograd_overhead_per_op%s_us %.4f\n", sfx,
-             (med[OVH_BWD] - med[OVH_FWD]) / CHAIN);
+      printf("kv autograd_overhead_per_op%s_us %.4f\n", sfx, (med[OVH_BWD] - med[OVH_FWD]) / CHAIN);
       printf("kv autograd_fwdbwd_per_op%s_us %.4f\n", sfx, med[OVH_BWD] / CHAIN);
       printf("kv autograd_record_per_op%s_us %.4f\n", sfx, (med[OVH_REC] - med[OVH_FWD]) / CHAIN);
     }
