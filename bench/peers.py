@@ -7,6 +7,7 @@
     python3 bench/peers.py first-op                # one fresh-process first op (run it often)
     python3 bench/peers.py torch     [--reps N]   # PyTorch on its first CUDA GPU (tools/gpu-check)
     python3 bench/peers.py torch-first-op          # the first op, in PyTorch on that GPU
+    python3 bench/peers.py torch-cpu [--reps N]   # bench/autograd's cases in PyTorch on the CPU
 
 Prints "kv key value" lines (milliseconds, or microseconds for the 3-element add) and
 "info ..." lines. Medians of N runs (default 9) after 2 warm-up runs, wall clock
@@ -16,7 +17,11 @@ A missing module prints "peer missing: ..." and exits 0, so that bench/run still
 The torch modes are what tools/gpu-check sets beside clt on a real GPU: the same cases as
 bench/ops, bench/matmul and bench/transfer, each run ending with torch.cuda.synchronize(), f32
 matmul without TF32 (torch.backends.cuda.matmul.allow_tf32 = False, PyTorch's default).
+The torch-cpu mode is bench/autograd's peer (issue 26): the same 784-256-10 MLP training step
+(AdamW, cross entropy), its parts, and the same 20-op autograd chain, in PyTorch on the CPU
+with as many threads as clt's host uses (below); medians of N steps (default 21 there).
 """
+import os
 import statistics
 import sys
 import time
@@ -217,8 +222,150 @@ def run_torch_first_op():
     print("kv first_op_torch_ms %.3f" % (1e3 * (t1 - t0)))
 
 
+def host_threads():
+    """The threads clt's host computes with: OpenMP (large elementwise ops and reductions) and
+    OpenBLAS (matmul) both default to every core the process may run on, OMP_NUM_THREADS (and
+    OPENBLAS_NUM_THREADS for OpenBLAS) overriding; torch gets the same count."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def run_torch_cpu(reps):
+    """bench/autograd in PyTorch on the CPU: (a) one training step of a 784-256-10 MLP, batch 256,
+    f32, AdamW(lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0.01), F.cross_entropy,
+    zero_grad(set_to_none=True), backward, step; 3 warm-up steps, medians of reps steps, then the
+    parts (forward, cross_entropy, zero_grad + backward, step) over reps more; (b) the 20-op chain
+    (y = y * x, tanh, y + x, exp, five times, then sum) on 1000 f32 elements: forward without grad,
+    forward recording the graph, forward + backward (then x.grad = None), each sample the mean of
+    200 runs, medians of reps samples, interleaved; again on 4 elements (_tiny), and both on one
+    thread (_1t). PyTorch on the CPU computes synchronously: a
+    call's work is done when it returns. Peak memory: not measured, torch has no allocator
+    statistics for the CPU (torch.cuda.max_memory_allocated is CUDA only)."""
+    try:
+        import warnings
+
+        # torch warns on stderr when it finds no NumPy, which it does not need here
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        print("peer missing: torch (not importable)")
+        return
+    nthreads = host_threads()
+    torch.set_num_threads(nthreads)
+    torch.manual_seed(1)
+    print("info torch %s on the CPU, %d threads (torch.set_num_threads: the count clt's host uses, "
+          "OpenMP's and OpenBLAS's default of every core)" % (torch.__version__, nthreads))
+    print("kv torch_cpu_threads %d" % nthreads)
+    batch, n_in, n_hid, n_out = 256, 784, 256, 10
+    w1 = (torch.randn(n_hid, n_in) / n_in ** 0.5).requires_grad_()
+    b1 = torch.zeros(n_hid).requires_grad_()
+    w2 = (torch.randn(n_out, n_hid) / n_hid ** 0.5).requires_grad_()
+    b2 = torch.zeros(n_out).requires_grad_()
+    x = torch.randn(batch, n_in)
+    y = torch.randint(0, n_out, (batch,), dtype=torch.int64)
+    opt = torch.optim.AdamW([w1, b1, w2, b2], lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                            weight_decay=0.01)
+    losses = []
+
+    def step():
+        t0 = time.perf_counter()
+        logits = F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
+        loss = F.cross_entropy(logits, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        t1 = time.perf_counter()
+        losses.append(loss.item())
+        return t1 - t0
+
+    def step_parts():
+        t0 = time.perf_counter()
+        logits = F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
+        t1 = time.perf_counter()
+        loss = F.cross_entropy(logits, y)
+        t2 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        t3 = time.perf_counter()
+        opt.step()
+        t4 = time.perf_counter()
+        losses.append(loss.item())
+        return (t1 - t0, t2 - t1, t3 - t2, t4 - t3)
+
+    for _ in range(3):
+        step()
+    steps = [step() for _ in range(reps)]
+    parts = [step_parts() for _ in range(reps)]
+    if not all(l == l for l in losses) or not losses[-1] < losses[0]:
+        sys.exit("peers.py: the torch MLP loss did not fall: %g -> %g" % (losses[0], losses[-1]))
+    print("info torch MLP loss %.4f -> %.4f over %d steps" % (losses[0], losses[-1], len(losses)))
+    print("kv autograd_mlp_torch_ms %.4f" % (1e3 * statistics.median(steps)))
+    for i, name in enumerate(("fwd", "ce", "bwd", "opt")):
+        print("kv autograd_mlp_torch_%s_ms %.4f" % (name, 1e3 * statistics.median(p[i] for p in parts)))
+    print("info torch peak memory on the CPU: not measurable (no CPU allocator statistics)")
+
+    for n, sfx in ((1000, ""), (4, "_tiny")):
+        torch_chain(torch, reps, n, sfx)
+    # clt's host runs tensors this small on the calling thread; torch may split them among its
+    # threads (on a 2-core machine that made a 1000-element tanh 4-20 times slower): the chain
+    # again on one thread
+    torch.set_num_threads(1)
+    for n, sfx in ((1000, "_1t"), (4, "_tiny_1t")):
+        torch_chain(torch, reps, n, sfx)
+    torch.set_num_threads(nthreads)
+
+
+def torch_chain(torch, reps, n, sfx):
+    """bench/autograd's 20-op chain on n f32 elements: fwd, rec, bwd (us per run) and per op."""
+    vals = [((i * 7919) % 1000) / 1000.0 * 1.6 - 0.8 for i in range(n)]
+    xp = torch.tensor(vals, dtype=torch.float32)
+    xg = torch.tensor(vals, dtype=torch.float32).requires_grad_()
+
+    def chain(t):
+        v = t
+        for i in range(20):
+            k = i % 4
+            v = v * t if k == 0 else torch.tanh(v) if k == 1 else v + t if k == 2 else torch.exp(v)
+        return v.sum()
+
+    def fwd():
+        chain(xp)
+
+    def rec():
+        chain(xg)
+
+    def bwd():
+        chain(xg).backward()
+        xg.grad = None
+
+    cases = (("fwd", fwd), ("rec", rec), ("bwd", bwd))
+    iters = 200
+    samples = {name: [] for name, _ in cases}
+    for r in range(-2, reps):
+        for j in range(len(cases)):
+            name, fn = cases[(j + r + 2) % len(cases)]
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            us = 1e6 * (time.perf_counter() - t0) / iters
+            if r >= 0:
+                samples[name].append(us)
+    med = {name: statistics.median(v) for name, v in samples.items()}
+    for name in ("fwd", "rec", "bwd"):
+        print("kv autograd_chain_%s%s_torch_us %.4f" % (name, sfx, med[name]))
+    print("kv autograd_overhead_per_op%s_torch_us %.4f" % (sfx, (med["bwd"] - med["fwd"]) / 20))
+    print("kv autograd_fwdbwd_per_op%s_torch_us %.4f" % (sfx, med["bwd"] / 20))
+    print("kv autograd_record_per_op%s_torch_us %.4f" % (sfx, (med["rec"] - med["fwd"]) / 20))
+
+
 def main(argv):
-    modes = ("numpy", "pyopencl", "first-op", "torch", "torch-first-op")
+    modes = ("numpy", "pyopencl", "first-op", "torch", "torch-first-op", "torch-cpu")
     if len(argv) < 2 or argv[1] not in modes:
         sys.exit("usage: peers.py %s [--reps N]" % "|".join(modes))
     reps = 9
@@ -232,6 +379,8 @@ def main(argv):
         run_torch(reps)
     elif argv[1] == "torch-first-op":
         run_torch_first_op()
+    elif argv[1] == "torch-cpu":
+        run_torch_cpu(reps)
     else:
         run_first_op()
 
