@@ -240,9 +240,10 @@ RULE(d_relu) {
   (void)need;
   gx[0] = masked(c, ES(c, clt_gt_scalar, A, 0), g);
 }
-RULE(d_exp) { /* exp and expm1 */
+/* x[1]: the saved result (exp, tanh, sigmoid: clt_grad_node.out), or NULL */
+RULE(d_exp) { /* exp and expm1 (whose result is not exp's: computed again) */
   (void)need;
-  gx[0] = E2(c, clt_mul, g, E1(c, clt_exp, A));
+  gx[0] = E2(c, clt_mul, g, x[1] ? x[1] : E1(c, clt_exp, A));
 }
 RULE(d_log) {
   (void)need;
@@ -280,12 +281,12 @@ RULE(d_atan) {
 }
 RULE(d_tanh) { /* 1 - tanh^2 */
   (void)need;
-  clt_tensor *t = E1(c, clt_tanh, A);
+  clt_tensor *t = x[1] ? x[1] : E1(c, clt_tanh, A);
   gx[0] = E2(c, clt_mul, g, one_minus(c, E2(c, clt_mul, t, t)));
 }
 RULE(d_sigmoid) { /* s (1 - s) */
   (void)need;
-  clt_tensor *s = E1(c, clt_sigmoid, A);
+  clt_tensor *s = x[1] ? x[1] : E1(c, clt_sigmoid, A);
   gx[0] = E2(c, clt_mul, g, E2(c, clt_mul, s, one_minus(c, s)));
 }
 RULE(d_erf) { /* 2 / sqrt(pi) e^(-a^2) */
@@ -634,8 +635,9 @@ static clt_status run_node(clt_grad_node *node, const char *fn) {
   }
   for (int k = 0; k < node->n; k++)
     need[k] = needs_grad(node->in[k]);
+  clt_tensor *with_out[3] = {node->in[0], node->out, NULL}; /* a unary op's saved result */
   if (node->kind < CLT__OP_COUNT)
-    rules[node->kind].f(&c, node->grad, node->in, need, gx);
+    rules[node->kind].f(&c, node->grad, node->out ? with_out : node->in, need, gx);
   else
     other_rule(&c, node, node->grad, need, gx);
   clt_status s = c.s;
@@ -736,10 +738,17 @@ static clt_status check_versions(const node_list *l, const char *fn) {
       saved = 1u; /* the values, to find the extremes */
     else if (node->kind == CLT__GRAD_INDEX_SELECT)
       saved = 2u; /* the index */
+    unsigned out_now = node->out ? atomic_load(&node->out->storage->version) : 0;
+    if (node->out && out_now != node->out_version)
+      return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                        "the result of %s, which the backward needs, was modified in place "
+                        "after the call (its memory's version is %u, it was %u): recompute "
+                        "the forward pass after the write, or write into a copy",
+                        node->fn, out_now, node->out_version);
     for (int k = 0; k < node->n; k++) {
       const clt_tensor *x = node->in[k];
       unsigned now = x ? atomic_load(&x->storage->version) : 0;
-      if (x && (saved >> k & 1) && now != node->version[k])
+      if (x && (saved >> k & 1) && !node->out && now != node->version[k])
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "argument %d of %s, which the backward needs, was modified in place "
                           "after the call (its memory's version is %u, it was %u): recompute "

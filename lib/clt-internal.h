@@ -230,6 +230,11 @@ typedef struct clt_grad_node {
   unsigned version_3[3];
   int np;
   int64_t p[CLT_MAX_DIMS + 2];
+  /* For exp, tanh and sigmoid, whose derivatives are made of their results (as PyTorch saves
+   * them): a view of the result without history (a reference to its memory, not to the result,
+   * which holds this node: no cycle), and its memory's version at the call; else NULL. */
+  clt_tensor *out;
+  unsigned out_version;
   bool freed;              /* a backward without retain freed the operands */
   clt_grad_meta *retained; /* the result's state where clt_retain_grad asked (not owned) */
   clt_tensor *grad;        /* the backward's scratch: the result's gradient so far */

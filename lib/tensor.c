@@ -323,6 +323,8 @@ void clt__grad_node_free(clt_grad_node *node) {
     clt_tensor_release(node->in[k]);
     node->in[k] = NULL;
   }
+  clt_tensor_release(node->out);
+  node->out = NULL;
 }
 
 void clt__grad_node_release(clt_grad_node *node) {
@@ -388,6 +390,14 @@ clt_status clt__grad_record(int kind, const char *fn, clt_tensor *const *in, int
   node->np = np;
   for (int i = 0; i < np; i++)
     node->p[i] = p[i];
+  /* the derivatives of these are made of the result: keep it rather than compute it again (on
+   * failure the backward computes it again, as it did before) */
+  if ((kind == CLT__OP_exp || kind == CLT__OP_tanh || kind == CLT__OP_sigmoid) &&
+      clt__tensor_view(r, r->ndim, r->shape, r->strides, clt__elem_offset(r), fn, &node->out) ==
+          CLT_OK)
+    node->out_version = atomic_load(&r->storage->version);
+  else
+    node->out = NULL;
   m->requires_grad = true;
   m->fn = node;
   *out = r;

@@ -575,7 +575,35 @@ START_TEST(test_guards) {
     CU_OK(clt_fill_(c, 3));
     CU_OK(clt_backward(s, NULL));
     assert_values(clt_tensor_grad(x), (double[]){1, 1, 1}, 3, "add after a write", dev);
-    RELEASE(x, c, y, s);
+    RELEASE(y, s);
+    CU_OK(clt_zero_grad(x));
+    /* exp, tanh and sigmoid keep their results (as PyTorch): a write into the result fails the
+     * backward, naming the result; a write into the operand does not */
+    clt_tensor *e, *t;
+    CU_OK(clt_exp(x, &e));
+    CU_OK(clt_tanh(x, &t));
+    CU_OK(clt_add(e, t, &y));
+    CU_OK(clt_sum(y, &s));
+    ck_assert_int_eq(clt_set_grad_enabled(0), 1);
+    CU_OK(clt_fill_(x, 0)); /* x: 0, but the gradient is of the values at the call */
+    ck_assert_int_eq(clt_set_grad_enabled(1), 0);
+    CU_OK(clt_backward_retain(s, NULL));
+    float *g = cu_read(clt_tensor_grad(x));
+    float *ev = cu_read(e), *tv = cu_read(t);
+    for (int i = 0; i < 3; i++) {
+      double w = (double)ev[i] + (1.0 - (double)tv[i] * tv[i]);
+      ck_assert_msg(fabs(g[i] - w) <= 1e-5 * fabs(w), "%s: d(exp + tanh)[%d] = %g, want %g",
+                    cu_dev_name(dev), i, g[i], w);
+    }
+    free(g);
+    free(ev);
+    free(tv);
+    ck_assert_int_eq(clt_set_grad_enabled(0), 1);
+    CU_OK(clt_fill_(t, 0.5)); /* the saved result of clt_tanh */
+    ck_assert_int_eq(clt_set_grad_enabled(1), 0);
+    CU_FAILS(clt_backward(s, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_backward");
+    ck_assert_ptr_nonnull(strstr(clt_last_error(), "the result of clt_tanh"));
+    RELEASE(x, c, y, s, e, t);
   }
 }
 END_TEST
