@@ -20,15 +20,18 @@
  * values: a comparison, a cast to an integer, a rounding). Lazy against eager on one device is
  * always bit for bit, and each run must give back every byte it allocated.
  *
- * Autograd (issue 26). A third of the seeds, chosen by a generator of their own (grng) so that
- * the other seeds' programs are unchanged, give programs with grad: half their new float tensors
+ * Autograd (issue 26). 45% of the seeds, chosen by a generator of their own (grng) so that the
+ * other seeds' programs are unchanged, give programs with grad (a third of all programs end up
+ * with grad steps: the others make no float tensor to mark): half their new float tensors
  * are marked as requiring grad (clt_requires_grad_) as soon as they are made, most writes that
  * grad mode refuses (in place, _out, copy, fill into or from a tensor that requires grad) are
  * wrapped in clt_set_grad_enabled(0) and (1), as an optimizer's step is, which also raises the
  * versions that a later backward checks, and backward steps appear: from a slot that requires
  * grad, through clt_sum or with a seeded gradient of its shape (NULL for one element),
  * clt_backward or clt_backward_retain, then each marked leaf's clt_tensor_grad into a slot
- * (retained; NO GRAD where it is NULL). Every run starts in grad mode. Statuses must agree
+ * (retained; NO GRAD where it is NULL), and now and then the leaf minus it in place (an
+ * optimizer's step; a retained graph that saved the leaf then refuses a backward, naming the
+ * operation, alike everywhere). Every run starts in grad mode. Statuses must agree
  * everywhere, and the gradients lazy against eager on one device bit for bit, like any value;
  * against the reference on another device they are unchecked (tol_unchecked_v), as is anything
  * computed from them: a backward is a chain of reductions, matmuls and elementwise ops whose
@@ -1382,7 +1385,7 @@ typedef struct dt_gen {
   clt_dtype palette[3];
   int64_t dims[3];
   int force; /* >= 0: the slot every pick of a live slot gives (gen_compose) */
-  /* autograd: a program with grad (a third of the seeds) marks new float tensors as requiring
+  /* autograd: a program with grad (45% of the seeds) marks new float tensors as requiring
    * grad and has backward steps; every choice about it is drawn from grng, so that the programs
    * of the other seeds are those they always were */
   dt_rng grng;
@@ -2075,7 +2078,7 @@ static void gen_backward(dt_gen *g) {
   clt_tensor *t = g->run.slot[a];
   dt_step s = step_new(K_BACKWARD);
   s.src[0] = a;
-  s.sub = (rng_chance(&g->grng, 50) ? 1 : 0) | (rng_chance(&g->grng, 30) ? 2 : 0);
+  s.sub = (rng_chance(&g->grng, 50) ? 1 : 0) | (rng_chance(&g->grng, 50) ? 2 : 0);
   s.dtype = clt_tensor_dtype(t);
   s.ndim = clt_tensor_ndim(t);
   memcpy(s.shape, clt_tensor_shape(t), sizeof(int64_t) * (size_t)s.ndim);
@@ -2091,6 +2094,15 @@ static void gen_backward(dt_gen *g) {
     r.src[0] = k;
     r.dst = pick_dst(g);
     emit(g, r);
+    if (r.dst == k || g->run.status[g->p->n - 1] != CLT_OK || !rng_chance(&g->grng, 40))
+      continue;
+    dt_step u = step_new(K_EW); /* an optimizer's step: the leaf minus its gradient, in place */
+    for (u.op = 0; u.op < NOPS && strcmp(ops[u.op].name, "sub") != 0; u.op++)
+      ;
+    u.form = F_INPLACE;
+    u.src[0] = u.dst = k;
+    u.src[1] = r.dst;
+    emit(g, u); /* in grad mode off mostly (emit) */
   }
 }
 
@@ -2106,7 +2118,7 @@ static void generate(dt_program *p, uint64_t seed, bool small) {
   }
   g.max_numel = small ? 64 : g.big ? 1 << 16 : 2048;
   g.grng.s = seed ^ 0x6a09e667f3bcc908ull;
-  g.grad = rng_chance(&g.grng, 35);
+  g.grad = rng_chance(&g.grng, 45);
   run_begin(&g.run, clt_cpu(), false, false);
   int target = small ? 6 + rng_below(&g.rng, 12) : 10 + rng_below(&g.rng, 35);
   int first = 1 + rng_below(&g.rng, 3);
