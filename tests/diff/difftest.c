@@ -19,6 +19,24 @@
  * such a bound, with a margin of 8) or unchecked (a discontinuous function of approximate
  * values: a comparison, a cast to an integer, a rounding). Lazy against eager on one device is
  * always bit for bit, and each run must give back every byte it allocated.
+ *
+ * Autograd (issue 26). 45% of the seeds, chosen by a generator of their own (grng) so that the
+ * other seeds' programs are unchanged, give programs with grad (a third of all programs end up
+ * with grad steps: the others make no float tensor to mark): half their new float tensors
+ * are marked as requiring grad (clt_requires_grad_) as soon as they are made, most writes that
+ * grad mode refuses (in place, _out, copy, fill into or from a tensor that requires grad) are
+ * wrapped in clt_set_grad_enabled(0) and (1), as an optimizer's step is, which also raises the
+ * versions that a later backward checks, and backward steps appear: from a slot that requires
+ * grad, through clt_sum or with a seeded gradient of its shape (NULL for one element),
+ * clt_backward or clt_backward_retain, then each marked leaf's clt_tensor_grad into a slot
+ * (retained; NO GRAD where it is NULL), and now and then the leaf minus it in place (an
+ * optimizer's step; a retained graph that saved the leaf then refuses a backward, naming the
+ * operation, alike everywhere). Every run starts in grad mode. Statuses must agree
+ * everywhere, and the gradients lazy against eager on one device bit for bit, like any value;
+ * against the reference on another device they are unchecked (tol_unchecked_v), as is anything
+ * computed from them: a backward is a chain of reductions, matmuls and elementwise ops whose
+ * bound would have to be derived through every node of the graph, which this tester does not
+ * follow. tests/check_autograd.c checks the gradients' values on every device instead.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, strdup */
 #include "difftest.h"
@@ -38,6 +56,7 @@
 #define DT_SLOTS 8
 #define DT_MAX_STEPS 160
 #define DT_SKIP 1 /* a step's status when an operand slot is empty: not run */
+#define DT_NO_GRAD 2 /* K_GRAD's status when clt_tensor_grad gives NULL */
 
 /* ---- the PRNG: splitmix64 ----------------------------------------------------------------- */
 
@@ -459,7 +478,13 @@ enum dt_kind {
   K_PRINT,
   K_EVAL,
   K_SYNC,
-  K_RELEASE
+  K_RELEASE,
+  K_REQUIRES_GRAD, /* clt_requires_grad_(src[0], 1) */
+  K_GRAD_MODE,     /* clt_set_grad_enabled(sub) */
+  K_BACKWARD,      /* from src[0]: sub bit 0: through clt_sum (else with a seeded grad of shape,
+                    * dtype, data and mode; NULL for ndim < 0); bit 1: clt_backward_retain */
+  K_GRAD,          /* dst = clt_tensor_grad(src[0]), retained (DT_NO_GRAD where NULL) */
+  K_COUNT
 };
 enum { F_PLAIN, F_SCALAR, F_OUT, F_INPLACE };
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_ARGMAX };
@@ -686,7 +711,7 @@ typedef struct dt_run {
   dt_snap snap[DT_MAX_STEPS];
   int nsnaps;
   int64_t leaked; /* bytes still allocated on dev after every tensor was released */
-  int old_lazy;
+  int old_lazy, old_grad;
   int64_t old_host_min;
 } dt_run;
 
@@ -698,6 +723,7 @@ static void run_begin(dt_run *r, clt_device *dev, bool lazy, bool track) {
   r->cap = 16;
   r->gtol = xmalloc(sizeof(dt_tol) * (size_t)r->cap);
   r->old_lazy = clt_set_lazy(lazy);
+  r->old_grad = clt_set_grad_enabled(1); /* every run starts in grad mode */
   if (lazy && clt_device_is_host(dev))
     r->old_host_min = clt__lazy_host_min(1); /* every host op deferred, however small */
 }
@@ -714,6 +740,7 @@ static void run_end(dt_run *r) {
   if (r->old_host_min > 0)
     clt__lazy_host_min(r->old_host_min);
   clt_set_lazy(r->old_lazy);
+  clt_set_grad_enabled(r->old_grad);
 }
 
 static void run_free(dt_run *r) {
@@ -880,6 +907,29 @@ static clt_status index_tensor(dt_run *r, const dt_step *s, clt_tensor **out) {
   }
   if (st == CLT_OK)
     *out = i;
+  return st;
+}
+
+/* A backward from slot src[0]: through its sum (sub bit 0), else with a seeded gradient of the
+ * shape and dtype recorded at generation (NULL where ndim < 0); retaining the graph (bit 1). */
+static clt_status exec_backward(dt_run *r, const dt_step *s) {
+  clt_tensor *root = NULL, *grad = NULL;
+  clt_status st = CLT_OK;
+  if (s->sub & 1) {
+    st = clt_sum(S(r, s->src[0]), &root);
+  } else if (s->ndim >= 0) {
+    int64_t n = numel_of(s->ndim, s->shape);
+    void *buf = xmalloc((size_t)n * clt_dtype_size(s->dtype));
+    make_data(buf, s->dtype, n, s->data, s->mode);
+    st = clt_from_host(buf, s->dtype, s->ndim, s->shape, r->dev, &grad);
+    free(buf);
+  }
+  if (st == CLT_OK) {
+    clt_tensor *from = root ? root : S(r, s->src[0]);
+    st = s->sub & 2 ? clt_backward_retain(from, grad) : clt_backward(from, grad);
+  }
+  clt_tensor_release(root);
+  clt_tensor_release(grad);
   return st;
 }
 
@@ -1083,6 +1133,29 @@ static int exec_step(dt_run *r, const dt_step *s, int idx) {
     clt_tensor_release(r->slot[s->dst]);
     r->slot[s->dst] = NULL;
     break;
+  case K_REQUIRES_GRAD:
+    if (!a)
+      return DT_SKIP;
+    st = clt_requires_grad_(a, 1);
+    break;
+  case K_GRAD_MODE:
+    clt_set_grad_enabled(s->sub);
+    break;
+  case K_BACKWARD:
+    if (!a)
+      return DT_SKIP;
+    return exec_backward(r, s);
+  case K_GRAD: {
+    if (!a)
+      return DT_SKIP;
+    clt_tensor *g = clt_tensor_grad(a);
+    if (!g)
+      return DT_NO_GRAD;
+    /* gradients are checked bit for bit lazy against eager, and their statuses everywhere, but
+     * not against the reference's values (see the header comment) */
+    put(r, s->dst, clt_tensor_retain(g), -1, tol_unchecked_v);
+    return CLT_OK;
+  }
   }
   if (st == CLT_OK && t)
     put(r, s->dst, t, new_tensor ? -1 : share, tol);
@@ -1093,7 +1166,7 @@ static void run_step(dt_run *r, const dt_program *p, int idx) {
   clt_clear_error();
   int st = exec_step(r, &p->step[idx], idx);
   r->status[idx] = st;
-  if (st != CLT_OK && st != DT_SKIP)
+  if (st != CLT_OK && st != DT_SKIP && st != DT_NO_GRAD)
     r->error[idx] = strdup(clt_last_error());
 }
 
@@ -1217,6 +1290,10 @@ static bool snaps_agree(const dt_snap *want, const dt_snap *got, bool bitwise, c
   return true;
 }
 
+static const char *status_text(int st) {
+  return st == DT_SKIP ? "SKIPPED" : st == DT_NO_GRAD ? "NO GRAD" : clt_status_name(st);
+}
+
 /* The first difference between run r (mode) and its baseline b, by step. */
 static bool compare_runs(const dt_ctx *c, const dt_program *p, const dt_run *b, const dt_run *r,
                          int mode, dt_failure *f) {
@@ -1229,9 +1306,9 @@ static bool compare_runs(const dt_ctx *c, const dt_program *p, const dt_run *b, 
     if (b->status[i] != r->status[i]) {
       *f = (dt_failure){FAIL_STATUS, i, mode, base_of(mode), ""};
       snprintf(f->why, sizeof f->why, "%s gives %s (%.250s), %s gives %s (%.250s)", mn,
-               r->status[i] == DT_SKIP ? "SKIPPED" : clt_status_name(r->status[i]),
+               status_text(r->status[i]),
                r->error[i] ? r->error[i] : "", bn,
-               b->status[i] == DT_SKIP ? "SKIPPED" : clt_status_name(b->status[i]),
+               status_text(b->status[i]),
                b->error[i] ? b->error[i] : "");
       return false;
     }
@@ -1308,13 +1385,19 @@ typedef struct dt_gen {
   clt_dtype palette[3];
   int64_t dims[3];
   int force; /* >= 0: the slot every pick of a live slot gives (gen_compose) */
+  /* autograd: a program with grad (45% of the seeds) marks new float tensors as requiring
+   * grad and has backward steps; every choice about it is drawn from grng, so that the programs
+   * of the other seeds are those they always were */
+  dt_rng grng;
+  bool grad;
+  const clt_tensor *leaf[DT_SLOTS]; /* the tensor marked in each slot (the host run's) */
 } dt_gen;
 
 static int gen_room(const dt_gen *g) { return DT_MAX_STEPS - DT_SLOTS - 4 - g->p->n; }
 
-static void emit(dt_gen *g, dt_step s) {
+static bool emit_one(dt_gen *g, dt_step s) {
   if (gen_room(g) <= 0)
-    return;
+    return false;
   dt_program *p = g->p;
   p->step[p->n] = s;
   run_step(&g->run, p, p->n);
@@ -1327,6 +1410,60 @@ static void emit(dt_gen *g, dt_step s) {
       p->f64 = true;
   if (s.dst >= 0 && g->run.status[p->n - 1] == CLT_OK)
     g->last = s.dst;
+  for (int k = 0; k < DT_SLOTS; k++) /* a marked tensor replaced: exact, as it was alive */
+    if (g->leaf[k] != g->run.slot[k])
+      g->leaf[k] = NULL;
+  return true;
+}
+
+static bool slot_requires_grad(const dt_gen *g, int k) {
+  return k >= 0 && k < DT_SLOTS && clt_tensor_requires_grad(g->run.slot[k]);
+}
+
+/* Whether s writes into an existing tensor that requires grad, or from an operand that does:
+ * refused while grad mode is on. */
+static bool guarded_write(const dt_gen *g, const dt_step *s) {
+  bool write = s->kind == K_COPY || s->kind == K_FILL ||
+               (s->kind == K_EW && (s->form == F_OUT || s->form == F_INPLACE));
+  if (!write)
+    return false;
+  bool any = slot_requires_grad(g, s->dst);
+  for (int i = 0; i < 4; i++)
+    any = any || slot_requires_grad(g, s->src[i]);
+  return any;
+}
+
+static void emit_grad_mode(dt_gen *g, int on) {
+  dt_step m = step_new(K_GRAD_MODE);
+  m.sub = on;
+  emit_one(g, m);
+}
+
+/* Appends s to the program, running it on the host. In a program with grad, a write that grad
+ * mode would refuse is mostly wrapped in grad mode off and on again (as an optimizer's step),
+ * and a new tensor is half the time marked as requiring grad (a float one; now and then an
+ * integer or bool one, refused alike everywhere). */
+static void emit(dt_gen *g, dt_step s) {
+  if (!g->grad) {
+    emit_one(g, s);
+    return;
+  }
+  bool wrap = guarded_write(g, &s) && rng_chance(&g->grng, 70);
+  if (wrap)
+    emit_grad_mode(g, 0);
+  bool done = emit_one(g, s);
+  if (wrap)
+    emit_grad_mode(g, 1);
+  bool created = s.kind == K_FROM_HOST || s.kind == K_FULL || s.kind == K_ARANGE;
+  if (!done || !created || g->run.status[g->p->n - 1 - wrap] != CLT_OK || !g->run.slot[s.dst])
+    return;
+  bool fl = is_float(clt_tensor_dtype(g->run.slot[s.dst]));
+  if (rng_chance(&g->grng, fl ? 50 : 4)) {
+    dt_step m = step_new(K_REQUIRES_GRAD);
+    m.src[0] = s.dst;
+    if (emit_one(g, m) && g->run.status[g->p->n - 1] == CLT_OK)
+      g->leaf[s.dst] = g->run.slot[s.dst];
+  }
 }
 
 static clt_tensor *slot(const dt_gen *g, int k) { return k >= 0 ? g->run.slot[k] : NULL; }
@@ -1923,6 +2060,52 @@ static void gen_compose(dt_gen *g) {
   }
 }
 
+/* A backward from a slot that requires grad (one with history mostly), through its sum or with a
+ * seeded gradient of its shape (NULL for one element, now and then), perhaps keeping the graph;
+ * then the gradients of the leaves into slots, where the end's reads compare them. */
+static void gen_backward(dt_gen *g) {
+  int cand[DT_SLOTS], n = 0, inner[DT_SLOTS], ni = 0;
+  for (int k = 0; k < DT_SLOTS; k++)
+    if (slot_requires_grad(g, k)) {
+      cand[n++] = k;
+      if (g->leaf[k] != g->run.slot[k])
+        inner[ni++] = k;
+    }
+  if (n == 0)
+    return;
+  int a = ni && rng_chance(&g->grng, 80) ? inner[rng_below(&g->grng, ni)]
+                                          : cand[rng_below(&g->grng, n)];
+  clt_tensor *t = g->run.slot[a];
+  dt_step s = step_new(K_BACKWARD);
+  s.src[0] = a;
+  s.sub = (rng_chance(&g->grng, 50) ? 1 : 0) | (rng_chance(&g->grng, 50) ? 2 : 0);
+  s.dtype = clt_tensor_dtype(t);
+  s.ndim = clt_tensor_ndim(t);
+  memcpy(s.shape, clt_tensor_shape(t), sizeof(int64_t) * (size_t)s.ndim);
+  s.data = rng_next(&g->grng);
+  s.mode = rng_chance(&g->grng, 70) ? D_UNIFORM : D_SMALLINT;
+  if (!(s.sub & 1) && clt_tensor_numel(t) == 1 && rng_chance(&g->grng, 40))
+    s.ndim = -1; /* grad NULL */
+  emit(g, s);
+  for (int k = 0; k < DT_SLOTS; k++) {
+    if (!g->leaf[k] || g->leaf[k] != g->run.slot[k] || !rng_chance(&g->grng, 80))
+      continue;
+    dt_step r = step_new(K_GRAD);
+    r.src[0] = k;
+    r.dst = pick_dst(g);
+    emit(g, r);
+    if (r.dst == k || g->run.status[g->p->n - 1] != CLT_OK || !rng_chance(&g->grng, 40))
+      continue;
+    dt_step u = step_new(K_EW); /* an optimizer's step: the leaf minus its gradient, in place */
+    for (u.op = 0; u.op < NOPS && strcmp(ops[u.op].name, "sub") != 0; u.op++)
+      ;
+    u.form = F_INPLACE;
+    u.src[0] = u.dst = k;
+    u.src[1] = r.dst;
+    emit(g, u); /* in grad mode off mostly (emit) */
+  }
+}
+
 static void generate(dt_program *p, uint64_t seed, bool small) {
   memset(p, 0, sizeof *p);
   p->seed = seed;
@@ -1934,6 +2117,8 @@ static void generate(dt_program *p, uint64_t seed, bool small) {
     g.dims[i] = i == 0 ? 1 : any_dim(&g);
   }
   g.max_numel = small ? 64 : g.big ? 1 << 16 : 2048;
+  g.grng.s = seed ^ 0x6a09e667f3bcc908ull;
+  g.grad = rng_chance(&g.grng, 45);
   run_begin(&g.run, clt_cpu(), false, false);
   int target = small ? 6 + rng_below(&g.rng, 12) : 10 + rng_below(&g.rng, 35);
   int first = 1 + rng_below(&g.rng, 3);
@@ -1975,7 +2160,11 @@ static void generate(dt_program *p, uint64_t seed, bool small) {
     }
     if (!g.run.slot[0] && !g.run.slot[1] && rng_chance(&g.rng, 50))
       gen_create(&g);
+    if (g.grad && rng_chance(&g.grng, 10))
+      gen_backward(&g);
   }
+  if (g.grad)
+    gen_backward(&g);
   for (int k = 0; k < DT_SLOTS; k++) /* the end: every live slot is compared */
     if (g.run.slot[k]) {
       dt_step s = step_new(K_READ);
@@ -2151,6 +2340,20 @@ static void call_text(const dt_step *s, int i, char *buf, size_t n) {
   case K_RELEASE:
     snprintf(buf, n, "clt_tensor_release(s[%d])", d);
     break;
+  case K_REQUIRES_GRAD:
+    snprintf(buf, n, "clt_requires_grad_(s[%d], 1)", a);
+    break;
+  case K_GRAD_MODE:
+    snprintf(buf, n, "clt_set_grad_enabled(%d)", s->sub);
+    break;
+  case K_BACKWARD:
+    snprintf(buf, n, "clt_backward%s(%s%d%s, %s)", s->sub & 2 ? "_retain" : "",
+             s->sub & 1 ? "sum(s[" : "s[", a, s->sub & 1 ? "])" : "]",
+             s->sub & 1 ? "NULL" : s->ndim >= 0 ? "g" : "NULL");
+    break;
+  case K_GRAD:
+    snprintf(buf, n, "clt_tensor_grad(s[%d])", a);
+    break;
   }
 }
 
@@ -2163,6 +2366,9 @@ static bool writes_new(const dt_step *s) {
   case K_EVAL:
   case K_SYNC:
   case K_RELEASE:
+  case K_REQUIRES_GRAD:
+  case K_GRAD_MODE:
+  case K_BACKWARD:
     return false;
   case K_EW:
     return s->form != F_OUT && s->form != F_INPLACE;
@@ -2205,7 +2411,7 @@ static void print_repro(FILE *f, const dt_ctx *c, const dt_program *p, const dt_
       "    printf(\"  step %%d: %%s: %%s\\n\", step, clt_status_name(st), clt_last_error());\n}\n\n"
       "/* The program on dev; returns the probed step's status. */\n"
       "static clt_status run(clt_device *dev) {\n  clt_status st = CLT_OK, probe_st = CLT_OK;\n"
-      "  char text[4096];\n  (void)text;\n",
+      "  char text[4096];\n  (void)text;\n  clt_set_grad_enabled(1);\n",
       DT_SLOTS);
   int end = fail->step >= 0 ? fail->step : p->n - 1; /* a leak: the whole program */
   for (int i = 0; i <= end; i++) {
@@ -2255,6 +2461,39 @@ static void print_repro(FILE *f, const dt_ctx *c, const dt_program *p, const dt_
                    "    probe_len = strlen(text);\n");
     } else if (s->kind == K_RELEASE) {
       fprintf(f, "    clt_tensor_release(s[%d]);\n    s[%d] = NULL;\n", s->dst, s->dst);
+    } else if (s->kind == K_GRAD_MODE) {
+      fprintf(f, "    clt_set_grad_enabled(%d);\n    st = CLT_OK;\n", s->sub);
+    } else if (s->kind == K_GRAD) {
+      fprintf(f,
+              "    clt_tensor *t = clt_tensor_grad(s[%d]); /* borrowed */\n    st = CLT_OK;\n"
+              "    if (!t)\n      printf(\"  step %d: no grad\\n\");\n"
+              "    put(%d, t ? clt_tensor_retain(t) : NULL);\n",
+              s->src[0], i, s->dst);
+    } else if (s->kind == K_BACKWARD) {
+      char sh[256];
+      fmt_shape(s->shape, s->ndim, sh, sizeof sh);
+      bool seeded = !(s->sub & 1) && s->ndim >= 0;
+      if (seeded) {
+        int64_t n = numel_of(s->ndim, s->shape);
+        void *buf = xmalloc((size_t)n * clt_dtype_size(s->dtype));
+        make_data(buf, s->dtype, n, s->data, s->mode);
+        char name[16];
+        snprintf(name, sizeof name, "d%d", i);
+        print_array(f, name, buf, s->dtype, n);
+        free(buf);
+      }
+      fprintf(f, "    clt_tensor *root = NULL, *g = NULL;\n");
+      if (s->sub & 1)
+        fprintf(f, "    st = clt_sum(s[%d], &root);\n", s->src[0]);
+      else if (seeded)
+        fprintf(f, "    st = clt_from_host(d%d, %s, %d, %s, dev, &g);\n", i, dtype_enum(s->dtype),
+                s->ndim, sh);
+      else
+        fprintf(f, "    st = CLT_OK;\n");
+      fprintf(f,
+              "    if (st == CLT_OK)\n      st = clt_backward%s(root ? root : s[%d], g);\n"
+              "    clt_tensor_release(root);\n    clt_tensor_release(g);\n",
+              s->sub & 2 ? "_retain" : "", s->src[0]);
     } else if (writes_new(s)) {
       bool index = s->kind == K_INDEX_SELECT && s->src[1] < 0;
       fprintf(f, "    clt_tensor *t = NULL;\n    %s%s;\n",
@@ -2629,7 +2868,7 @@ bool dt_selftest(char *why, size_t n) {
    * and every other kind of step appear within a few hundred seeds */
   dt_program *p = xmalloc(sizeof *p), *q = xmalloc(sizeof *q);
   static int seen[NOPS][4];
-  bool kinds[K_RELEASE + 1] = {false};
+  bool kinds[K_COUNT] = {false};
   memset(seen, 0, sizeof seen);
   bool ok = true;
   for (uint64_t seed = 1; seed <= 300 && ok; seed++) {
@@ -2645,7 +2884,7 @@ bool dt_selftest(char *why, size_t n) {
         seen[p->step[i].op][p->step[i].form]++;
     }
   }
-  for (int k = 0; ok && k <= K_RELEASE; k++)
+  for (int k = 0; ok && k < K_COUNT; k++)
     if (!kinds[k]) {
       snprintf(why, n, "no step of kind %d in 300 programs", k);
       ok = false;
@@ -2672,7 +2911,7 @@ static const char *const kind_names[] = {
     "copy",      "fill",      "view",    "reshape",   "narrow",    "select",  "slice",
     "transpose", "permute",   "expand",  "unsqueeze", "squeeze",   "reduce",  "matmul",
     "cat",       "stack",     "index_select", "read", "print",     "eval",    "sync",
-    "release"};
+    "release",   "requires_grad", "grad_mode", "backward", "grad"};
 static const char *const form_names[] = {"plain", "scalar", "out", "inplace"};
 
 /* A double as JSON (Python's json reads NaN, Infinity and -Infinity; -0.0 keeps its sign). */
@@ -2762,6 +3001,8 @@ int dt_export_numpy(uint64_t seed, const dt_options *o, const char *dir) {
             kind_names[s->kind]);
     if (st == DT_SKIP)
       fprintf(f, "\"SKIP\"");
+    else if (st == DT_NO_GRAD)
+      fprintf(f, "\"NO_GRAD\"");
     else
       fprintf(f, "\"%s\"", clt_status_name(st));
     if (r->error[i]) {

@@ -754,6 +754,8 @@ def plain_ew(opname, ins):
 
 # ---- replaying a program ------------------------------------------------------------------------
 
+GRAD_KINDS = ("requires_grad", "grad_mode", "backward", "grad")
+
 VIEWS = ("view", "reshape", "narrow", "select", "slice", "transpose", "permute", "expand",
          "unsqueeze", "squeeze", "contiguous")
 
@@ -805,6 +807,12 @@ class Lane:
                 continue
             got = load(blob, s["result"]) if "result" in s else None
             clt_ok = s["status"] == "OK"
+            if s["kind"] in GRAD_KINDS or (not clt_ok and "grad mode" in s.get("error", "")):
+                # autograd's steps, and the writes its guards refuse: NumPy has no model of them;
+                # a gradient's values are taken as given (the tester compares them across runs)
+                if s["kind"] == "grad" and clt_ok and got is not None:
+                    slots[s["dst"]] = got
+                continue
             try:
                 res = (got[1], got[0]) if clt_ok and got is not None else None
                 ok = self.step(seed, s, slots, res, blob) and ok
