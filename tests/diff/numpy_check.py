@@ -801,6 +801,10 @@ class Lane:
         blob = open(path[:-5] + ".bin", "rb").read()
         seed = prog["seed"]
         slots = [None] * 8
+        # Slots that hold a leaf's .grad (or a view of one): a later backward adds into that
+        # tensor in place (as PyTorch's accumulation does), which NumPy does not see, so after a
+        # backward they are stale, and so are the results computed from them: taken as given.
+        grads, stale = set(), set()
         ok = True
         for s in prog["steps"]:
             if s["status"] == "SKIP":
@@ -812,7 +816,40 @@ class Lane:
                 # a gradient's values are taken as given (the tester compares them across runs)
                 if s["kind"] == "grad" and clt_ok and got is not None:
                     slots[s["dst"]] = got
+                    grads.add(s["dst"])
+                    stale.discard(s["dst"])
+                if s["kind"] == "backward" and clt_ok:
+                    stale |= grads
                 continue
+            srcs = [i for i in s.get("src", []) if i >= 0]
+            if any(i in stale for i in srcs) or (
+                    s["kind"] in ("copy", "fill") or (s["kind"] == "ew" and s.get("form") in (
+                        "out", "inplace"))) and s["dst"] in stale:
+                # computed from (or written into) a gradient NumPy cannot know: as given
+                k = s["dst"] if s["kind"] != "read" else -1
+                if s["kind"] == "ew" and s.get("form") == "inplace":
+                    k = s["src"][0]
+                if s["kind"] == "release":
+                    slots[s["dst"]] = None
+                    grads.discard(s["dst"])
+                    stale.discard(s["dst"])
+                elif k >= 0:
+                    if clt_ok and got is not None:
+                        slots[k] = got
+                    stale.add(k)
+                    if s["kind"] in VIEWS and any(i in grads for i in srcs):
+                        grads.add(k)
+                continue
+            if s["kind"] in VIEWS and any(i in grads for i in srcs) and s["dst"] >= 0:
+                grads.add(s["dst"])  # a view of a gradient: the next backward writes it too
+            elif s["kind"] not in ("read", "print", "eval", "sync") and s.get("dst", -1) >= 0 and \
+                    not (s["kind"] == "ew" and s.get("form") in ("out", "inplace")) and \
+                    s["kind"] not in ("copy", "fill"):
+                grads.discard(s["dst"])
+                stale.discard(s["dst"])
+            if s["kind"] == "release":
+                grads.discard(s["dst"])
+                stale.discard(s["dst"])
             try:
                 res = (got[1], got[0]) if clt_ok and got is not None else None
                 ok = self.step(seed, s, slots, res, blob) and ok
