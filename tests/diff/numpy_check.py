@@ -822,9 +822,14 @@ class Lane:
                     stale |= grads
                 continue
             srcs = [i for i in s.get("src", []) if i >= 0]
-            if any(i in stale for i in srcs) or (
-                    s["kind"] in ("copy", "fill") or (s["kind"] == "ew" and s.get("form") in (
-                        "out", "inplace"))) and s["dst"] in stale:
+            writes = s["kind"] in ("copy", "fill") or (s["kind"] == "ew" and s.get("form") in (
+                "out", "inplace"))
+            target = s["src"][0] if s["kind"] == "ew" and s.get("form") == "inplace" else s["dst"]
+            if writes and target in grads:
+                # a write into a gradient: every slot that holds one may be the same tensor (two
+                # reads of one leaf's .grad), which NumPy holds as separate arrays
+                stale |= grads
+            if any(i in stale for i in srcs) or (writes and target in stale):
                 # computed from (or written into) a gradient NumPy cannot know: as given
                 k = s["dst"] if s["kind"] != "read" else -1
                 if s["kind"] == "ew" and s.get("form") == "inplace":
