@@ -838,14 +838,16 @@ class Lane:
                     slots[s["dst"]] = None
                     grads.discard(s["dst"])
                     stale.discard(s["dst"])
-                elif k >= 0:
-                    if clt_ok and got is not None:
+                elif k >= 0 and clt_ok:
+                    if got is not None:
                         slots[k] = got
                     stale.add(k)
                     if s["kind"] in VIEWS and any(i in grads for i in srcs):
                         grads.add(k)
                 continue
-            if s["kind"] in VIEWS and any(i in grads for i in srcs) and s["dst"] >= 0:
+            if not clt_ok:
+                pass  # a failed step leaves its slot as it was
+            elif s["kind"] in VIEWS and any(i in grads for i in srcs) and s["dst"] >= 0:
                 grads.add(s["dst"])  # a view of a gradient: the next backward writes it too
             elif s["kind"] not in ("read", "print", "eval", "sync") and s.get("dst", -1) >= 0 and \
                     not (s["kind"] == "ew" and s.get("form") in ("out", "inplace")) and \
