@@ -164,6 +164,7 @@ START_TEST(test_build_failure_deferred) {
   clt_tensor_release(a);
   clt_tensor_release(c);
   clt_tensor_release(c2);
+  (void)clt_device_synchronize(clt_device_at(0)); /* nothing in flight at the exit */
   remove_dir(dir);
 }
 END_TEST

@@ -288,6 +288,11 @@ static clt_status enqueue_deferred(clt_device *d, clt_waitlist *wl, void *ctx, c
     return clt__cl_error(err, fn, "clEnqueueBarrierWithWaitList", d);
   }
   atomic_fetch_add(&launches, 1);
+  /* A program that returns from main with this launch still queued: its exit waits for the
+   * job (program.c: bg_wait_all) and then for the queue (device.c: finish_at_exit), so that
+   * neither the job nor the driver's threads running what came after the barrier are still
+   * inside the driver's compiler while exit() tears the process down. */
+  clt__cl_wait_at_exit(d);
   if (hand(d, h->family, h->defines, l)) {
     h->handed = true;
   } else { /* no job: opened at once, failed */

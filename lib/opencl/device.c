@@ -100,8 +100,13 @@ static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 /* A program may return from main with device work still queued (nothing obliges it to
  * synchronize). A native-kernel matmul (lib/opencl/matmul.c) still queued then runs while the
  * process tears down, and its host CBLAS call can find the library already finalized by its
- * destructor: a crash at exit, seen under load in the test suite. So at exit clt waits for the
- * queues of the devices that ran native kernels, up to 10 s in all (a command waiting on an event
+ * destructor: a crash at exit, seen under load in the test suite. Commands queued behind a
+ * deferred launch (deferred.c) are submitted when its job opens the barrier, and PoCL compiles
+ * each kernel's work-group function at submission, in its own threads: a compile in flight at
+ * exit is the likeliest source of the one leak report of LLVM's objects the ASan lane has shown
+ * (not reproduced since). So at exit clt
+ * waits for the queues of the devices that ran native kernels or deferred launches, up to 10 s
+ * in all (a command waiting on an event
  * the program never completes must not hang the exit), polling a marker rather than calling
  * clFinish. The handler is registered at the first native kernel, after the OpenCL runtimes
  * and the CBLAS library set up their own exit work, so it runs before theirs (an earlier
