@@ -588,22 +588,47 @@ CLT_API clt_status clt_argmax(clt_tensor *t, clt_tensor **out);
 CLT_API clt_status clt_argmax_dim(clt_tensor *t, int dim, int keepdim, clt_tensor **out);
 /** @} */
 
-/** Matrix product, as torch.matmul for 2-D and 3-D operands: (m,k) x (k,n) gives (m,n);
- *  (B,m,k) x (B,k,n) gives (B,m,n) (one product per batch entry); (B,m,k) x (k,n) and
- *  (m,k) x (B,k,n) use the 2-D operand for every batch entry. Both operands must have one float
- *  dtype, f16, bf16, f32 or f64 (CLT_ERR_DTYPE otherwise: cast first); the result has their
- *  dtype and lives on their device. k = 0 gives zeros. f32 products accumulate in f32 (BLAS
- *  order), so results differ between devices by rounding only; f16 and bf16 operands are
- *  multiplied as f32 copies and the result rounded once. How it is computed depends on the
- *  device (see clt_matmul_path). Views whose matrices BLAS can address (a row or column slice,
- *  a transpose: one of the last two strides 1) are multiplied in place through leading
- *  dimensions and transpose flags on the blas, native and clblast paths; other views, and every
- *  view on the kernel path, as contiguous copies. The caller releases *out.
+/** Matrix product with torch.matmul's semantics: (m,k) x (k,n) gives (m,n); a 1-D operand is a
+ *  row (on the left) or a column (on the right) whose dimension is dropped from the result, so
+ *  (k) x (k) gives a 0-d dot product, (m,k) x (k) an (m) matrix-vector product and (k) x (k,n) an
+ *  (n) vector; operands of 3 or more dimensions are batches of matrices whose leading (batch)
+ *  dimensions broadcast: (B,m,k) x (B,k,n) gives (B,m,n), (B,m,k) x (k,n) uses the one matrix
+ *  for every batch entry, and [2,1,3,4] x [5,4,2] gives [2,5,3,2]. Both operands must have one
+ *  float dtype, f16, bf16, f32 or f64 (CLT_ERR_DTYPE otherwise: cast first); the result has
+ *  their dtype and lives on their device. k = 0 gives zeros. f32 products accumulate in f32
+ *  (BLAS order), so results differ between devices by rounding only; f16 and bf16 operands are
+ *  multiplied as f32 copies and the result rounded once. A product with one row or one column
+ *  (a matrix-vector product) runs as gemv on the blas, native and clblast paths, never as a
+ *  gemm with n = 1. How it is computed depends on the device (see clt_matmul_path). Views
+ *  whose matrices BLAS can address (a row or column slice, a transpose: one of the last two
+ *  strides 1) are multiplied in place through leading dimensions and transpose flags on the
+ *  blas, native and clblast paths; other views, batches that broadcast, and every view on the
+ *  kernel path, as contiguous copies. The caller releases *out.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE,
- *  CLT_ERR_SHAPE_MISMATCH (not 2-D/3-D, inner dimensions or batch sizes differ; the message
- *  names both shapes), CLT_ERR_UNSUPPORTED (a path forced by CLT_MATMUL that this device or
- *  build lacks), CLT_ERR_OPENCL. */
+ *  CLT_ERR_SHAPE_MISMATCH (a 0-d operand, inner dimensions that differ, batch sizes that
+ *  differ where neither is 1; the message names both shapes), CLT_ERR_UNSUPPORTED (a path
+ *  forced by CLT_MATMUL that this device or build lacks), CLT_ERR_OPENCL. */
 CLT_API clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+/** The dot product of two 1-D tensors of one length and one float dtype: a 0-d tensor
+ *  (torch.dot; clt_matmul's (k) x (k) case). Errors as clt_matmul; CLT_ERR_SHAPE_MISMATCH
+ *  unless both are 1-D of one length. */
+CLT_API clt_status clt_dot(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+/** The product of an (m,k) matrix and a vector of k elements: an (m) vector (torch.mv), run as
+ *  gemv. Errors as clt_matmul; CLT_ERR_SHAPE_MISMATCH for other shapes. */
+CLT_API clt_status clt_mv(clt_tensor *a, clt_tensor *x, clt_tensor **out);
+/** The outer product of two 1-D tensors: out[i][j] = a[i] * b[j], an (m,n) tensor
+ *  (torch.outer), exact (each element one product); dtypes promote as in clt_mul, so any dtype
+ *  is taken. Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_DEVICE_MISMATCH,
+ *  CLT_ERR_SHAPE_MISMATCH (not both 1-D). */
+CLT_API clt_status clt_outer(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+/** beta * c + alpha * (a x b) for an (m,k) matrix a and a (k,n) matrix b, c broadcasting to
+ *  (m,n) (torch.addmm(c, a, b, beta=beta, alpha=alpha)); beta = 0 ignores c's values (NaN in c
+ *  does not propagate), though c is still checked, and c then takes no part in autograd (its
+ *  gradient stays unset where PyTorch's would be zeros). All three of one float dtype, on one
+ *  device. Errors as clt_matmul, and CLT_ERR_SHAPE_MISMATCH where c does not broadcast to
+ *  (m,n). */
+CLT_API clt_status clt_addmm(clt_tensor *c, clt_tensor *a, clt_tensor *b, double beta,
+                             double alpha, clt_tensor **out);
 
 /** Which implementation clt_matmul uses on d: "blas" (the host's CBLAS), "loop" (the host's
  *  own blocked loops, built without CBLAS), "clblast" (CLBlast on the device's queue), "native"

@@ -666,6 +666,21 @@ CLT_ELEMENTWISE_OPS(CLT_HPP_SCALAR_)
 CLT_ELEMENTWISE_OPS(CLT_HPP_FREE_)
 
 inline Tensor matmul(const Tensor &a, const Tensor &b) { return a.matmul(b); }
+/** torch.dot, torch.mv, torch.outer and torch.addmm (clt_dot, clt_mv, clt_outer, clt_addmm). */
+inline Tensor dot(const Tensor &a, const Tensor &b) {
+  return detail::make([&](clt_tensor **o) { return clt_dot(a.get(), b.get(), o); });
+}
+inline Tensor mv(const Tensor &a, const Tensor &x) {
+  return detail::make([&](clt_tensor **o) { return clt_mv(a.get(), x.get(), o); });
+}
+inline Tensor outer(const Tensor &a, const Tensor &b) {
+  return detail::make([&](clt_tensor **o) { return clt_outer(a.get(), b.get(), o); });
+}
+inline Tensor addmm(const Tensor &c, const Tensor &a, const Tensor &b, double beta = 1.0,
+                    double alpha = 1.0) {
+  return detail::make(
+      [&](clt_tensor **o) { return clt_addmm(c.get(), a.get(), b.get(), beta, alpha, o); });
+}
 inline Tensor transpose(const Tensor &t, int dim0, int dim1) { return t.transpose(dim0, dim1); }
 inline Tensor reshape(const Tensor &t, const Shape &s) { return t.reshape(s); }
 /** x W^T + b (clt_linear); bias may be an undefined Tensor. */

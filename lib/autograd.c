@@ -469,7 +469,7 @@ static clt_tensor *index_select_grad(ctx *c, const clt_grad_node *node, clt_tens
   int64_t shape[CLT_MAX_DIMS];
   memcpy(shape, gt->shape, sizeof(int64_t) * (size_t)gt->ndim);
   shape[gt->ndim - 1] = n;
-  clt_tensor *prod = E2(c, clt_matmul, reshaped(c, gt, 2, (int64_t[]){-1, k}), m);
+  clt_tensor *prod = E2(c, clt__matmul, reshaped(c, gt, 2, (int64_t[]){-1, k}), m);
   clt_tensor *back = reshaped(c, prod, gt->ndim, shape);
   return c->s != CLT_OK ? NULL : keep(c, clt_transpose(back, d, -1, &t), &t);
 }
@@ -486,16 +486,16 @@ static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const b
     break;
   case CLT__GRAD_MATMUL: /* summed back over a broadcast batch by the caller */
     if (need[0])
-      gx[0] = E2(c, clt_matmul, g, transposed(c, B));
+      gx[0] = E2(c, clt__matmul, g, transposed(c, B));
     if (need[1])
-      gx[1] = E2(c, clt_matmul, transposed(c, A), g);
+      gx[1] = E2(c, clt__matmul, transposed(c, A), g);
     break;
   case CLT__GRAD_LINEAR: { /* y = x W^T + b */
     int64_t out = B->shape[0], in = B->shape[1];
     if (need[0])
-      gx[0] = E2(c, clt_matmul, g, B);
+      gx[0] = E2(c, clt__matmul, g, B);
     if (need[1])
-      gx[1] = E2(c, clt_matmul, transposed(c, reshaped(c, g, 2, (int64_t[]){-1, out})),
+      gx[1] = E2(c, clt__matmul, transposed(c, reshaped(c, g, 2, (int64_t[]){-1, out})),
                  reshaped(c, A, 2, (int64_t[]){-1, in}));
     if (node->n > 2 && need[2])
       gx[2] = g; /* summed back to (out) by the caller */

@@ -341,6 +341,15 @@ clt_status clt__copy_into(clt_tensor *dst, clt_tensor *src, const char *fn);
 bool clt__has_internal_overlap(const clt_tensor *t);
 clt_status clt__check_dtype(clt_dtype dt, const char *fn, const char *arg);
 clt_status clt__check_tensor(const clt_tensor *t, const char *fn, const char *arg);
+/* The product of two 2-D or 3-D tensors (dispatch.c; the public clt_matmul, lib/linalg.c, takes
+ * every shape torch.matmul takes and reaches this one through views); it records its autograd
+ * node. clt__matmul_check: the checks every product makes first (NULLs, rule 3, float dtypes,
+ * one dtype), with fn's name in the messages; clt__matmul_shape_error: CLT_ERR_SHAPE_MISMATCH
+ * naming both operands' shapes and why. */
+clt_status clt__matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out);
+clt_status clt__matmul_check(clt_tensor *a, clt_tensor *b, clt_tensor **out, const char *fn);
+clt_status clt__matmul_shape_error(const char *fn, const clt_tensor *a, const clt_tensor *b,
+                                   const char *why);
 bool clt__dtype_is_float(clt_dtype dt);
 bool clt__dtype_is_int(clt_dtype dt);  /* i32, i64, u8 (not bool) */
 bool clt__dtype_is_half(clt_dtype dt); /* f16, bf16: stored narrow, computed in f32 */

@@ -784,11 +784,8 @@ static clt_status matmul_operand(clt_tensor *t, int64_t rows, int64_t cols, bool
   return CLT_OK;
 }
 
-clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
-  static const char fn[] = "clt_matmul";
+clt_status clt__matmul_check(clt_tensor *a, clt_tensor *b, clt_tensor **out, const char *fn) {
   clt_status s;
-  CLT__GRAD_RECORD(CLT__GRAD_MATMUL, fn, ((clt_tensor *[]){a, b}), 2, NULL, 0, out,
-                   clt_matmul(a, b, &r_));
   if ((s = clt__check_tensor(a, fn, "a")) != CLT_OK ||
       (s = clt__check_tensor(b, fn, "b")) != CLT_OK)
     return s;
@@ -808,6 +805,21 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
                       "argument 1 is %s and argument 2 is %s; matmul takes two tensors of one "
                       "dtype: cast one with clt_cast first",
                       clt_dtype_name(a->dtype), clt_dtype_name(b->dtype));
+  return CLT_OK;
+}
+
+clt_status clt__matmul_shape_error(const char *fn, const clt_tensor *a, const clt_tensor *b,
+                                   const char *why) {
+  return shape_error(fn, a, b, why);
+}
+
+clt_status clt__matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
+  static const char fn[] = "clt_matmul";
+  clt_status s;
+  CLT__GRAD_RECORD(CLT__GRAD_MATMUL, fn, ((clt_tensor *[]){a, b}), 2, NULL, 0, out,
+                   clt__matmul(a, b, &r_));
+  if ((s = clt__matmul_check(a, b, out, fn)) != CLT_OK)
+    return s;
   if (a->ndim < 2 || a->ndim > 3 || b->ndim < 2 || b->ndim > 3)
     return shape_error(fn, a, b, "both operands must be 2-D or 3-D");
   clt_matmul_desc g;
@@ -836,7 +848,7 @@ clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
     /* f16 and bf16 multiply in f32 (the products and sums), rounded once at the end */
     clt_tensor *fa = NULL, *fb = NULL, *fr = NULL, *r = NULL;
     if ((s = clt_cast(a, CLT_F32, &fa)) == CLT_OK && (s = clt_cast(b, CLT_F32, &fb)) == CLT_OK &&
-        (s = clt_matmul(fa, fb, &fr)) == CLT_OK)
+        (s = clt__matmul(fa, fb, &fr)) == CLT_OK)
       s = clt_cast(fr, a->dtype, &r);
     clt_tensor_release(fa);
     clt_tensor_release(fb);
@@ -913,7 +925,7 @@ clt_status clt_linear(clt_tensor *x, clt_tensor *weight, clt_tensor *bias, clt_t
                             (int64_t[]){weight->strides[1], weight->strides[0]},
                             clt__elem_offset(weight), fn, &wt)) != CLT_OK) /* its transpose */
     return s;
-  s = clt_matmul(x, wt, &r);
+  s = clt__matmul(x, wt, &r);
   clt_tensor_release(wt);
   if (s != CLT_OK)
     return s;

@@ -43,6 +43,17 @@ static clt_status warm_step(warm_state *w, clt_status s, clt_tensor *r) {
       return s_;                                                                                   \
   } while (0)
 
+/* a times its first column: a matrix-vector product (gemv: CLBlast's own kernels on GPUs). */
+static clt_status matvec(clt_tensor *a, clt_tensor **out) {
+  clt_tensor *col;
+  clt_status s = clt_narrow(a, 1, 0, 1, &col);
+  if (s == CLT_OK) {
+    s = clt_matmul(a, col, out);
+    clt_tensor_release(col);
+  }
+  return s;
+}
+
 /* clt_index_select of a's first row, with an index of dtype idt. */
 static clt_status gather(clt_tensor *a, clt_dtype idt, clt_tensor **out) {
   clt_tensor *i;
@@ -85,6 +96,7 @@ static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_ten
     WARM(clt_rand(dt, 2, clt_tensor_shape(a), w->dev, &r_));
     WARM(clt_randn(dt, 2, clt_tensor_shape(a), w->dev, &r_));
     WARM(clt_matmul(a, a, &r_));
+    WARM(matvec(a, &r_));
     if (w->dev->backend->compute.warm)
       WARM(w->dev->backend->compute.warm(w->dev, dt, "clt_kernel_cache_warm"));
   }

@@ -205,6 +205,10 @@ enum {
   K_SUM_DIM,
   K_MEAN_DIM,
   K_MATMUL,
+  K_DOT,
+  K_MV,
+  K_OUTER,
+  K_ADDMM,
   K_LINEAR,
   K_LINEAR_NOBIAS,
   K_NARROW,
@@ -254,6 +258,14 @@ static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **o
     return clt_mean_dim(x[0], (int)p[0], (int)p[1], out);
   case K_MATMUL:
     return clt_matmul(x[0], x[1], out);
+  case K_DOT:
+    return clt_dot(x[0], x[1], out);
+  case K_MV:
+    return clt_mv(x[0], x[1], out);
+  case K_OUTER:
+    return clt_outer(x[0], x[1], out);
+  case K_ADDMM: /* p: beta and alpha in tenths */
+    return clt_addmm(x[0], x[1], x[2], (double)p[0] / 10, (double)p[1] / 10, out);
   case K_LINEAR:
     return clt_linear(x[0], x[1], x[2], out);
   case K_LINEAR_NOBIAS:
@@ -340,6 +352,18 @@ static const struct {
     {"clt_matmul batched", {K_MATMUL, {0}}, 2, {{3, {2, 2, 3}}, {3, {2, 3, 4}}}},
     {"clt_matmul 3-D by 2-D", {K_MATMUL, {0}}, 2, {{3, {2, 2, 3}}, {2, {3, 4}}}},
     {"clt_matmul 2-D by 3-D", {K_MATMUL, {0}}, 2, {{2, {2, 3}}, {3, {2, 3, 4}}}},
+    {"clt_matmul 1-D by 1-D", {K_MATMUL, {0}}, 2, {{1, {3}}, {1, {3}}}},
+    {"clt_matmul 2-D by 1-D", {K_MATMUL, {0}}, 2, {{2, {2, 3}}, {1, {3}}}},
+    {"clt_matmul 1-D by 3-D", {K_MATMUL, {0}}, 2, {{1, {3}}, {3, {2, 3, 4}}}},
+    {"clt_matmul 4-D by 3-D, batches broadcast", {K_MATMUL, {0}}, 2,
+     {{4, {2, 1, 2, 3}}, {3, {3, 3, 2}}}},
+    {"clt_matmul 3-D by 3-D, batch 1 broadcast", {K_MATMUL, {0}}, 2,
+     {{3, {1, 2, 3}}, {3, {2, 3, 2}}}},
+    {"clt_dot", {K_DOT, {0}}, 2, {{1, {4}}, {1, {4}}}},
+    {"clt_mv", {K_MV, {0}}, 2, {{2, {3, 4}}, {1, {4}}}},
+    {"clt_outer", {K_OUTER, {0}}, 2, {{1, {3}}, {1, {2}}}},
+    {"clt_addmm", {K_ADDMM, {5, 20}}, 3, {{2, {2, 4}}, {2, {2, 3}}, {2, {3, 4}}}},
+    {"clt_addmm, c a broadcast row", {K_ADDMM, {-10, 10}}, 3, {{1, {4}}, {2, {2, 3}}, {2, {3, 4}}}},
     {"clt_linear", {K_LINEAR, {0}}, 3, {{2, {4, 3}}, {2, {2, 3}}, {1, {2}}}},
     {"clt_linear 3-D", {K_LINEAR, {0}}, 3, {{3, {2, 2, 3}}, {2, {2, 3}}, {1, {2}}}},
     {"clt_linear without bias", {K_LINEAR_NOBIAS, {0}}, 2, {{2, {4, 3}}, {2, {2, 3}}}},

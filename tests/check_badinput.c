@@ -226,6 +226,23 @@ START_TEST(test_bad_operations) {
     BAD(clt_matmul(x, y, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_matmul");
     if (elsewhere)
       BAD_OUT(&t, clt_matmul(elsewhere, y, &t), CLT_ERR_DEVICE_MISMATCH, "clt_matmul");
+    /* dot, mv, outer, addmm: ranks, lengths, NULLs, devices */
+    BAD_OUT(&t, clt_dot(v, x, &t), CLT_ERR_SHAPE_MISMATCH, "clt_dot");
+    BAD_OUT(&t, clt_dot(NULL, v, &t), CLT_ERR_INVALID_ARGUMENT, "clt_dot");
+    BAD(clt_dot(v, v, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_dot");
+    BAD_OUT(&t, clt_mv(x, v, &t), CLT_ERR_SHAPE_MISMATCH, "clt_mv");
+    BAD_OUT(&t, clt_mv(v, v, &t), CLT_ERR_SHAPE_MISMATCH, "clt_mv");
+    BAD_OUT(&t, clt_mv(x, NULL, &t), CLT_ERR_INVALID_ARGUMENT, "clt_mv");
+    BAD_OUT(&t, clt_outer(x, v, &t), CLT_ERR_SHAPE_MISMATCH, "clt_outer");
+    BAD(clt_outer(v, v, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_outer");
+    BAD_OUT(&t, clt_addmm(v, x, y, 1, 1, &t), CLT_ERR_SHAPE_MISMATCH, "clt_addmm");
+    BAD_OUT(&t, clt_addmm(x, x, x, 1, 1, &t), CLT_ERR_SHAPE_MISMATCH, "clt_addmm");
+    BAD_OUT(&t, clt_addmm(NULL, x, y, 1, 1, &t), CLT_ERR_INVALID_ARGUMENT, "clt_addmm");
+    if (elsewhere) {
+      BAD_OUT(&t, clt_dot(v, elsewhere, &t), CLT_ERR_DEVICE_MISMATCH, "clt_dot");
+      BAD_OUT(&t, clt_outer(elsewhere, v, &t), CLT_ERR_DEVICE_MISMATCH, "clt_outer");
+      BAD_OUT(&t, clt_addmm(elsewhere, x, y, 1, 1, &t), CLT_ERR_DEVICE_MISMATCH, "clt_addmm");
+    }
     /* transpose, reshape, cast, where */
     BAD_OUT(&t, clt_transpose(x, 0, 2, &t), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");
     BAD_OUT(&t, clt_transpose(x, -3, 1, &t), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");

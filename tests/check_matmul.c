@@ -66,8 +66,224 @@ static void check_product(clt_device *dev, clt_dtype dt, int na, int nb, int64_t
   free(hb);
 }
 
+/* ---- torch.matmul's shapes: an oracle for any ranks -------------------------------------- */
+
+static void fmt_shape(char *buf, size_t size, int nd, const int64_t *sh) {
+  int w = snprintf(buf, size, "[");
+  for (int i = 0; i < nd && w > 0 && (size_t)w < size; i++)
+    w += snprintf(buf + w, size - (size_t)w, "%s%lld", i ? ", " : "", (long long)sh[i]);
+  if (w > 0 && (size_t)w < size)
+    snprintf(buf + w, size - (size_t)w, "]");
+}
+
+/* The product of a (na dims, shape sa, contiguous values va) and b as torch.matmul defines it,
+ * in double, into want (the result's elements in C order) and mag (sum of |terms| each; both
+ * skipped where want is NULL); the result's shape into rs, its rank returned. */
+static int oracle_matmul(const double *va, int na, const int64_t *sa, const double *vb, int nb,
+                         const int64_t *sb, double *want, double *mag, int64_t *rs) {
+  int64_t m = na == 1 ? 1 : sa[na - 2], k = sa[na - 1], n = nb == 1 ? 1 : sb[nb - 1];
+  int ba = na > 2 ? na - 2 : 0, bb = nb > 2 ? nb - 2 : 0, bn = ba > bb ? ba : bb;
+  int64_t bs[8], p = 1;
+  for (int i = 0; i < bn; i++) {
+    int64_t da = i - (bn - ba) >= 0 ? sa[i - (bn - ba)] : 1;
+    int64_t db = i - (bn - bb) >= 0 ? sb[i - (bn - bb)] : 1;
+    bs[i] = da == 1 ? db : da;
+    p *= bs[i];
+  }
+  int r = 0;
+  for (int i = 0; i < bn; i++)
+    rs[r++] = bs[i];
+  if (na > 1)
+    rs[r++] = m;
+  if (nb > 1)
+    rs[r++] = n;
+  for (int64_t q = 0; want && q < p; q++) {
+    /* q's batch index, then the offsets of a's and b's matrices (a size-1 dimension repeats) */
+    int64_t idx[8], rem = q, oa = 0, ob = 0, sta = m * k, stb = k * n;
+    for (int i = bn - 1; i >= 0; i--) {
+      idx[i] = rem % bs[i];
+      rem /= bs[i];
+    }
+    for (int i = bn - 1; i >= 0; i--) {
+      int ia = i - (bn - ba), ib = i - (bn - bb);
+      if (ia >= 0) {
+        oa += (sa[ia] == 1 ? 0 : idx[i]) * sta;
+        sta *= sa[ia];
+      }
+      if (ib >= 0) {
+        ob += (sb[ib] == 1 ? 0 : idx[i]) * stb;
+        stb *= sb[ib];
+      }
+    }
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double w = 0, g = 0;
+        for (int64_t t = 0; t < k; t++) {
+          double term = va[oa + i * k + t] * vb[ob + t * n + j];
+          w += term;
+          g += fabs(term);
+        }
+        want[(q * m + i) * n + j] = w;
+        mag[(q * m + i) * n + j] = g;
+      }
+  }
+  return r;
+}
+
+/* a (na, sa) x b (nb, sb) through clt_matmul on dev against the oracle. */
+static void check_any(clt_device *dev, clt_dtype dt, int na, const int64_t *sa, int nb,
+                      const int64_t *sb, uint64_t seed) {
+  int64_t la = cu_numel(na, sa), lb = cu_numel(nb, sb);
+  double *va = cu_malloc(sizeof(double) * (size_t)(la ? la : 1));
+  double *vb = cu_malloc(sizeof(double) * (size_t)(lb ? lb : 1));
+  cu_rng r;
+  cu_rng_seed(&r, seed);
+  for (int64_t i = 0; i < la; i++) /* values exact in f32 */
+    va[i] = (double)(float)(cu_rng_uniform(&r) * 2 - 1);
+  for (int64_t i = 0; i < lb; i++)
+    vb[i] = (double)(float)(cu_rng_uniform(&r) * 2 - 1);
+  clt_tensor *a64 = cu_tensor(va, CLT_F64, na, sa, dev), *b64 = cu_tensor(vb, CLT_F64, nb, sb, dev);
+  clt_tensor *a, *b, *c = CU_SENTINEL;
+  CU_OK(clt_cast(a64, dt, &a));
+  CU_OK(clt_cast(b64, dt, &b));
+  char sha[64], shb[64], what[256];
+  fmt_shape(sha, sizeof sha, na, sa);
+  fmt_shape(shb, sizeof shb, nb, sb);
+  snprintf(what, sizeof what, "%s matmul %s x %s on %s (%s)", cu_dt_name(dt), sha, shb,
+           cu_dev_name(dev), clt_matmul_path(dev));
+  clt_status st = clt_matmul(a, b, &c);
+  ck_assert_msg(st == CLT_OK, "%s: %s: %s", what, clt_status_name(st), clt_last_error());
+  int64_t rs[8];
+  int rank = oracle_matmul(va, na, sa, vb, nb, sb, NULL, NULL, rs);
+  cu_assert_meta(c, dt, dev, rank, rs, what);
+  int64_t lc = clt_tensor_numel(c);
+  double *want = cu_malloc(sizeof(double) * (size_t)(lc ? lc : 1));
+  double *mag = cu_malloc(sizeof(double) * (size_t)(lc ? lc : 1));
+  oracle_matmul(va, na, sa, vb, nb, sb, want, mag, rs);
+  double *got = cu_read_double(c);
+  double rtol = dt == CLT_F32 ? 1e-5 : 1e-13;
+  for (int64_t i = 0; i < lc; i++)
+    ck_assert_msg(fabs(got[i] - want[i]) <= rtol * mag[i],
+                  "%s: element %lld is %.17g, expected %.17g (bound %.3g)", what, (long long)i,
+                  got[i], want[i], rtol * mag[i]);
+  free(got);
+  free(want);
+  free(mag);
+  free(va);
+  free(vb);
+  clt_tensor_release(a64);
+  clt_tensor_release(b64);
+  clt_tensor_release(a);
+  clt_tensor_release(b);
+  clt_tensor_release(c);
+}
+
+/* torch.matmul's cases beyond 2-D/3-D pairs of one batch, and the matrix-vector shapes (gemv on
+ * the blas, native and clblast paths), on dev in dt. */
+static void check_any_shapes(clt_device *dev, clt_dtype dt) {
+  static const struct {
+    int na;
+    int64_t sa[4];
+    int nb;
+    int64_t sb[4];
+  } cases[] = {
+      {1, {7}, 1, {7}},                     /* dot: a 0-d result */
+      {2, {5, 7}, 1, {7}},                  /* matrix-vector */
+      {1, {7}, 2, {7, 4}},                  /* vector-matrix */
+      {1, {7}, 3, {3, 7, 4}},               /* a vector against a batch */
+      {3, {3, 5, 7}, 1, {7}},               /* a batch against a vector */
+      {4, {2, 1, 3, 4}, 3, {5, 4, 2}},      /* batches broadcast: [2, 5, 3, 2] */
+      {4, {2, 3, 5, 4}, 2, {4, 6}},         /* a 4-D batch by one matrix */
+      {2, {5, 4}, 4, {2, 3, 4, 6}},         /* one matrix by a 4-D batch */
+      {3, {1, 3, 4}, 3, {2, 4, 5}},         /* a batch of 1 broadcast */
+      {4, {2, 0, 3, 4}, 2, {4, 2}},         /* no batch entries */
+      {1, {0}, 1, {0}},                     /* an empty dot: 0 */
+      {2, {9, 13}, 2, {13, 1}},             /* gemv: one column */
+      {2, {1, 13}, 2, {13, 6}},             /* gemv: one row */
+      {2, {1, 13}, 2, {13, 1}},             /* one element */
+      {3, {4, 9, 13}, 2, {13, 1}},          /* gemv over a batch folded into rows */
+      {2, {300, 257}, 1, {257}},            /* gemv large enough for blocking */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check_any(dev, dt, cases[i].na, cases[i].sa, cases[i].nb, cases[i].sb, 300 + i);
+}
+
+/* Matrix-vector products of views, whose layout reaches gemv through transpose flags and
+ * leading dimensions: a transposed matrix, a transposed row, a column slice. */
+static void check_gemv_views(clt_device *dev, clt_dtype dt) {
+  cu_rng r;
+  cu_rng_seed(&r, 41);
+  double v[13 * 9], w[6 * 13], x[13 * 5];
+  for (int i = 0; i < 13 * 9; i++)
+    v[i] = (double)(float)(cu_rng_uniform(&r) - 0.5);
+  for (int i = 0; i < 6 * 13; i++)
+    w[i] = (double)(float)(cu_rng_uniform(&r) - 0.5);
+  for (int i = 0; i < 13 * 5; i++)
+    x[i] = (double)(float)(cu_rng_uniform(&r) - 0.5);
+  clt_tensor *v64 = cu_tensor(v, CLT_F64, 2, (int64_t[]){13, 9}, dev);
+  clt_tensor *w64 = cu_tensor(w, CLT_F64, 2, (int64_t[]){6, 13}, dev);
+  clt_tensor *x64 = cu_tensor(x, CLT_F64, 2, (int64_t[]){13, 5}, dev);
+  clt_tensor *vt, *wt, *xt, *at, *col, *row, *p1, *p2, *p3, *p4;
+  CU_OK(clt_cast(v64, dt, &vt));
+  CU_OK(clt_cast(w64, dt, &wt));
+  CU_OK(clt_cast(x64, dt, &xt));
+  CU_OK(clt_transpose(vt, 0, 1, &at));        /* [9, 13], stored transposed */
+  CU_OK(clt_narrow(xt, 1, 2, 1, &col));       /* [13, 1], leading dimension 5 */
+  CU_OK(clt_narrow(wt, 0, 4, 1, &row));       /* [1, 13], a row of w */
+  clt_tensor *wtt;
+  CU_OK(clt_transpose(wt, 0, 1, &wtt));       /* [13, 6], stored transposed */
+  CU_OK(clt_matmul(at, col, &p1));            /* [9, 1]: A^T x a strided column */
+  CU_OK(clt_matmul(row, wtt, &p2));           /* [1, 6]: a row x B^T */
+  clt_tensor *colt, *rowt;
+  CU_OK(clt_transpose(col, 0, 1, &colt));     /* [1, 13] with stride 5 */
+  CU_OK(clt_matmul(colt, xt, &p3));           /* [1, 5]: a strided row x X */
+  CU_OK(clt_transpose(row, 0, 1, &rowt));     /* [13, 1] */
+  CU_OK(clt_matmul(wt, rowt, &p4));           /* [6, 1] */
+  double *g1 = cu_read_double(p1), *g2 = cu_read_double(p2), *g3 = cu_read_double(p3),
+         *g4 = cu_read_double(p4);
+  double tol = dt == CLT_F32 ? 1e-5 : 1e-13;
+  for (int i = 0; i < 9; i++) {
+    double want = 0, mag = 0;
+    for (int p = 0; p < 13; p++) {
+      want += v[p * 9 + i] * x[p * 5 + 2];
+      mag += fabs(v[p * 9 + i] * x[p * 5 + 2]);
+    }
+    ck_assert_msg(fabs(g1[i] - want) <= tol * mag, "%s: A^T x column on %s: [%d] %.17g, want %.17g",
+                  cu_dt_name(dt), cu_dev_name(dev), i, g1[i], want);
+  }
+  for (int j = 0; j < 6; j++) {
+    double want = 0, mag = 0;
+    for (int p = 0; p < 13; p++) {
+      want += w[4 * 13 + p] * w[j * 13 + p];
+      mag += fabs(w[4 * 13 + p] * w[j * 13 + p]);
+    }
+    ck_assert_msg(fabs(g2[j] - want) <= tol * mag, "%s: row x B^T on %s: [%d] %.17g, want %.17g",
+                  cu_dt_name(dt), cu_dev_name(dev), j, g2[j], want);
+    ck_assert_msg(fabs(g4[j] - want) <= tol * mag, "%s: W x row^T on %s: [%d] %.17g, want %.17g",
+                  cu_dt_name(dt), cu_dev_name(dev), j, g4[j], want);
+  }
+  for (int j = 0; j < 5; j++) {
+    double want = 0, mag = 0;
+    for (int p = 0; p < 13; p++) {
+      want += x[p * 5 + 2] * x[p * 5 + j];
+      mag += fabs(x[p * 5 + 2] * x[p * 5 + j]);
+    }
+    ck_assert_msg(fabs(g3[j] - want) <= tol * mag, "%s: strided row x X on %s: [%d] %.17g, "
+                  "want %.17g", cu_dt_name(dt), cu_dev_name(dev), j, g3[j], want);
+  }
+  free(g1);
+  free(g2);
+  free(g3);
+  free(g4);
+  clt_tensor *all[] = {v64, w64, x64, vt, wt, xt, at, col, row, wtt, p1, p2, colt, rowt, p3, p4};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    clt_tensor_release(all[i]);
+}
+
 /* Every shape this suite cares about on dev, in dtype dt. */
 static void check_all_shapes(clt_device *dev, clt_dtype dt) {
+  check_any_shapes(dev, dt);
+  check_gemv_views(dev, dt);
   static const int64_t sizes[][3] = {{1, 1, 1}, {7, 13, 5}, {65, 33, 129}, {16, 256, 8}};
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
     check_product(dev, dt, 2, 2, 1, sizes[s][0], sizes[s][1], sizes[s][2], 100 + s);
@@ -103,7 +319,7 @@ END_TEST
 
 START_TEST(test_matmul_errors) {
   clt_device *cpu = clt_cpu();
-  int64_t s23[2] = {2, 3}, s45[2] = {4, 5}, s34[2] = {3, 4}, s3[1] = {3}, s234[3] = {2, 3, 4};
+  int64_t s23[2] = {2, 3}, s45[2] = {4, 5}, s34[2] = {3, 4}, s3[1] = {4}, s234[3] = {2, 3, 4};
   int64_t s345[3] = {3, 4, 5};
   clt_tensor *a, *b, *out = CU_SENTINEL;
   CU_OK(clt_zeros(CLT_F32, 2, s23, cpu, &a));
@@ -115,13 +331,23 @@ START_TEST(test_matmul_errors) {
   clt_tensor_release(b);
   CU_OK(clt_zeros(CLT_F32, 1, s3, cpu, &b));
   CU_FAILS(clt_matmul(a, b, &out), CLT_ERR_SHAPE_MISMATCH, "clt_matmul");
-  ck_assert_msg(strstr(clt_last_error(), "[3] (argument 2)"), "%s", clt_last_error());
+  ck_assert_msg(strstr(clt_last_error(), "[4] (argument 2)") &&
+                    strstr(clt_last_error(), "inner dimensions differ (3 and 4)"),
+                "%s", clt_last_error());
+  clt_tensor *z0;
+  CU_OK(clt_zeros(CLT_F32, 0, NULL, cpu, &z0)); /* 0-d: torch.matmul refuses it too */
+  CU_FAILS(clt_matmul(a, z0, &out), CLT_ERR_SHAPE_MISMATCH, "clt_matmul");
+  ck_assert_msg(strstr(clt_last_error(), "at least one dimension") &&
+                    strstr(clt_last_error(), "[] (argument 2)"),
+                "%s", clt_last_error());
+  clt_tensor_release(z0);
   clt_tensor_release(b);
   clt_tensor *c, *e;
   CU_OK(clt_zeros(CLT_F32, 3, s234, cpu, &c));
   CU_OK(clt_zeros(CLT_F32, 3, s345, cpu, &e));
   CU_FAILS(clt_matmul(c, e, &out), CLT_ERR_SHAPE_MISMATCH, "clt_matmul");
-  ck_assert_msg(strstr(clt_last_error(), "batch sizes differ (2 and 3)"), "%s", clt_last_error());
+  ck_assert_msg(strstr(clt_last_error(), "batch sizes differ (2 and 3 in batch dimension 0)"),
+                "%s", clt_last_error());
   clt_tensor_release(c);
   clt_tensor_release(e);
 
@@ -362,12 +588,136 @@ START_TEST(test_transpose_errors) {
 }
 END_TEST
 
+/* clt_dot, clt_mv, clt_outer and clt_addmm on every device against values computed here, and
+ * their errors. */
+START_TEST(test_level12_products) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  const double av[3] = {1.5, -2, 0.25}, bv[3] = {4, 0.5, -8};
+  const double mv[6] = {1, 2, 3, -1, 0.5, 4}; /* [2, 3] */
+  const double kv[12] = {1, -1, 2, 0, 0.5, 3, -2, 1, 4, 2, 0, -0.5}; /* [3, 4] */
+  for (int d = 0; d < ndev; d++) {
+    clt_device *dev = devs[d];
+    clt_tensor *a = cu_tensor(av, CLT_F64, 1, (int64_t[]){3}, dev);
+    clt_tensor *b = cu_tensor(bv, CLT_F64, 1, (int64_t[]){3}, dev);
+    clt_tensor *m = cu_tensor(mv, CLT_F64, 2, (int64_t[]){2, 3}, dev);
+    clt_tensor *k = cu_tensor(kv, CLT_F64, 2, (int64_t[]){3, 4}, dev);
+    clt_tensor *dot, *y, *o, *c;
+    CU_OK(clt_dot(a, b, &dot));
+    cu_assert_meta(dot, CLT_F64, dev, 0, NULL, "clt_dot");
+    ck_assert_double_eq(cu_item(dot), 1.5 * 4 - 2 * 0.5 + 0.25 * -8); /* exact: -3 */
+    CU_OK(clt_mv(m, a, &y));
+    cu_assert_meta(y, CLT_F64, dev, 1, (int64_t[]){2}, "clt_mv");
+    double *gy = cu_read_double(y);
+    ck_assert_double_eq(gy[0], 1.5 - 4 + 0.75);
+    ck_assert_double_eq(gy[1], -1.5 - 1 + 1);
+    free(gy);
+    clt_tensor *ai, *bi, *oi;
+    CU_OK(clt_cast(a, CLT_F32, &ai));
+    CU_OK(clt_arange(1, 4, 1, CLT_I32, dev, &bi)); /* outer promotes, as clt_mul */
+    CU_OK(clt_outer(ai, bi, &oi));
+    cu_assert_meta(oi, CLT_F32, dev, 2, (int64_t[]){3, 3}, "clt_outer f32 x i32");
+    CU_OK(clt_outer(a, b, &o));
+    cu_assert_meta(o, CLT_F64, dev, 2, (int64_t[]){3, 3}, "clt_outer");
+    double *go = cu_read_double(o), *goi = cu_read_double(oi);
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) {
+        ck_assert_double_eq(go[i * 3 + j], av[i] * bv[j]);
+        ck_assert_double_eq(goi[i * 3 + j], av[i] * (j + 1));
+      }
+    free(go);
+    free(goi);
+    /* addmm: c broadcast as [2, 4], a row [4], a column [2, 1]; beta 0 ignores a NaN c */
+    const double cv[8] = {1, 2, 3, 4, 5, 6, 7, 8}, rv[4] = {10, 20, 30, 40}, colv[2] = {-1, 1};
+    const double nanv[8] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    struct {
+      const double *v;
+      int nd;
+      int64_t sh[2];
+      double beta, alpha;
+    } cs[] = {{cv, 2, {2, 4}, 0.5, 2}, {rv, 1, {4}, 1, 1}, {colv, 2, {2, 1}, -1, 0.25},
+              {nanv, 2, {2, 4}, 0, 3}};
+    for (int t = 0; t < 4; t++) {
+      clt_tensor *ct = cu_tensor(cs[t].v, CLT_F64, cs[t].nd, cs[t].sh, dev);
+      CU_OK(clt_addmm(ct, m, k, cs[t].beta, cs[t].alpha, &c));
+      cu_assert_meta(c, CLT_F64, dev, 2, (int64_t[]){2, 4}, "clt_addmm");
+      double *gc = cu_read_double(c);
+      for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+          double p = 0;
+          for (int q = 0; q < 3; q++)
+            p += mv[i * 3 + q] * kv[q * 4 + j];
+          double cij = cs[t].nd == 1 ? cs[t].v[j] : cs[t].sh[1] == 1 ? cs[t].v[i] : cs[t].v[i * 4 + j];
+          double want = cs[t].beta == 0 ? cs[t].alpha * p : cs[t].beta * cij + cs[t].alpha * p;
+          ck_assert_msg(fabs(gc[i * 4 + j] - want) <= 1e-12 * (1 + fabs(want)),
+                        "clt_addmm case %d on %s: [%d, %d] %.17g, want %.17g", t,
+                        cu_dev_name(dev), i, j, gc[i * 4 + j], want);
+        }
+      free(gc);
+      clt_tensor_release(ct);
+      clt_tensor_release(c);
+    }
+    /* errors, each leaving out untouched */
+    clt_tensor *out = CU_SENTINEL, *b4, *c33, *ci;
+    CU_OK(clt_zeros(CLT_F64, 1, (int64_t[]){4}, dev, &b4));
+    CU_FAILS(clt_dot(a, b4, &out), CLT_ERR_SHAPE_MISMATCH, "clt_dot");
+    ck_assert_msg(strstr(clt_last_error(), "clt_dot: dot takes two 1-D tensors of one length; "
+                                           "got [3] (argument 1) and [4] (argument 2)"),
+                  "%s", clt_last_error());
+    CU_FAILS(clt_dot(m, a, &out), CLT_ERR_SHAPE_MISMATCH, "clt_dot");
+    CU_FAILS(clt_mv(m, b4, &out), CLT_ERR_SHAPE_MISMATCH, "clt_mv");
+    ck_assert_msg(strstr(clt_last_error(), "[2, 3] (argument 1) and [4] (argument 2)"), "%s",
+                  clt_last_error());
+    CU_FAILS(clt_mv(a, a, &out), CLT_ERR_SHAPE_MISMATCH, "clt_mv");
+    CU_FAILS(clt_outer(m, a, &out), CLT_ERR_SHAPE_MISMATCH, "clt_outer");
+    CU_FAILS(clt_dot(ai, a, &out), CLT_ERR_DTYPE, "clt_dot");
+    CU_FAILS(clt_dot(bi, bi, &out), CLT_ERR_DTYPE, "clt_dot");
+    ck_assert_msg(strstr(clt_last_error(), "i32") && strstr(clt_last_error(), "clt_cast"), "%s",
+                  clt_last_error());
+    CU_OK(clt_zeros(CLT_F64, 2, (int64_t[]){3, 3}, dev, &c33));
+    CU_FAILS(clt_addmm(c33, m, k, 1, 1, &out), CLT_ERR_SHAPE_MISMATCH, "clt_addmm");
+    ck_assert_msg(strstr(clt_last_error(), "c [3, 3] does not broadcast to the product's shape "
+                                           "[2, 4]"),
+                  "%s", clt_last_error());
+    CU_FAILS(clt_addmm(c33, m, m, 1, 1, &out), CLT_ERR_SHAPE_MISMATCH, "clt_addmm");
+    CU_OK(clt_cast(c33, CLT_F32, &ci));
+    CU_FAILS(clt_addmm(ci, m, k, 1, 1, &out), CLT_ERR_DTYPE, "clt_addmm");
+    CU_FAILS(clt_addmm(NULL, m, k, 1, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_addmm");
+    CU_FAILS(clt_addmm(c33, m, k, 1, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_addmm");
+    CU_FAILS(clt_dot(a, b, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_dot");
+    CU_FAILS(clt_mv(NULL, a, &out), CLT_ERR_INVALID_ARGUMENT, "clt_mv");
+    CU_FAILS(clt_outer(a, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_outer");
+    if (dev != clt_cpu()) {
+      clt_tensor *h;
+      CU_OK(clt_zeros(CLT_F64, 1, (int64_t[]){3}, clt_cpu(), &h));
+      CU_FAILS(clt_outer(h, a, &out), CLT_ERR_DEVICE_MISMATCH, "clt_outer");
+      char want[256];
+      snprintf(want, sizeof want,
+               "clt_outer: expected all tensors on the same device, but found cpu (argument 1) "
+               "and %s (argument 2); copy one with clt_to()",
+               cu_dev_name(dev));
+      ck_assert_str_eq(clt_last_error(), want);
+      CU_FAILS(clt_dot(h, a, &out), CLT_ERR_DEVICE_MISMATCH, "clt_dot");
+      CU_FAILS(clt_addmm(h, m, k, 1, 1, &out), CLT_ERR_DEVICE_MISMATCH, "clt_addmm");
+      snprintf(want, sizeof want, "but found cpu (c) and %s (a and b)", cu_dev_name(dev));
+      ck_assert_msg(strstr(clt_last_error(), want), "%s", clt_last_error());
+      clt_tensor_release(h);
+    }
+    ck_assert_ptr_eq(out, CU_SENTINEL);
+    clt_tensor *all[] = {a, b, m, k, dot, y, ai, bi, oi, o, b4, c33, ci};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+      clt_tensor_release(all[i]);
+  }
+}
+END_TEST
+
 Suite *matmul_suite(void) {
   Suite *s = suite_create("matmul");
   TCase *tc = cu_tcase("matmul");
   tcase_add_test(tc, test_matmul_devices);
   tcase_add_test(tc, test_matmul_empty);
   tcase_add_test(tc, test_matmul_errors);
+  tcase_add_test(tc, test_level12_products);
   tcase_add_test(tc, test_matmul_path_names);
   tcase_add_test(tc, test_matmul_async_chain);
   tcase_add_test(tc, test_matmul_concurrent);

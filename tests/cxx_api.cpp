@@ -187,6 +187,16 @@ static void compute(clt::Device dev) {
   clt::Tensor p = clt::matmul(m, t);
   CHECK(same(p.to_vector<float>(), {5, 14, 14, 50}) &&
         same(m.matmul(t).to_vector<float>(), {5, 14, 14, 50}));
+  /* torch.matmul's shapes and the level-1/2 products: m is [[0, 1, 2], [3, 4, 5]] */
+  clt::Tensor u = clt::from_vector(std::vector<float>{1, 2, 3}, {3}, dev);
+  CHECK(clt::dot(u, u).item() == 14 && clt::dot(u, u).dim() == 0);
+  CHECK(same(clt::mv(m, u).to_vector<float>(), {8, 26}) &&
+        same(clt::matmul(m, u).to_vector<float>(), {8, 26}));
+  CHECK((clt::outer(u, u).shape() == clt::Shape{3, 3}) && clt::outer(u, u).sum().item() == 36);
+  CHECK(same(clt::addmm(clt::ones({2, 2}, dev), m, t, 2.0, 0.5).to_vector<float>(),
+             {4.5, 9, 9, 27}));
+  CHECK((clt::matmul(m.reshape({1, 2, 3}).expand({4, 2, 3}), u).shape() == clt::Shape{4, 2}));
+  CHECK_THROWS(clt::dot(u, m), CLT_ERR_SHAPE_MISMATCH, "clt_dot: ");
   clt::Tensor y = clt::linear(m, clt::ones({1, 3}, dev), clt::full({1}, 1, dev));
   CHECK(same(y.to_vector<float>(), {4, 13}));
   /* losses and layers: uniform logits give log(3) */

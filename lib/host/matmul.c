@@ -49,6 +49,26 @@ BLOCKED_GEMM(gemm_f64, double)
 static void gemm(clt_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                  int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
 #ifdef HAVE_CBLAS
+  /* One column or one row of C: a matrix-vector product (gemv), which OpenBLAS's gemm does not
+   * turn into one (a gemm with n = 1 ran 3x slower than NumPy's gemv at 2048). */
+  if (n == 1 || m == 1) {
+    bool col = n == 1;
+    /* C's column = op(A) x (B's column), or C's row = op(B)^T x (A's row); the matrix as it is
+     * stored, row-major, with its transpose flag */
+    const void *mat = col ? a : b, *vec = col ? b : a;
+    bool mt = col ? ta : !tb;
+    int64_t rows = col ? (ta ? k : m) : (tb ? n : k), cols = col ? (ta ? m : k) : (tb ? k : n);
+    int64_t ld = col ? lda : ldb;
+    int64_t inc = col ? (tb ? 1 : ldb) : (ta ? lda : 1), incy = col ? ldc : 1;
+    enum CBLAS_TRANSPOSE x = mt ? CblasTrans : CblasNoTrans;
+    if (dt == CLT_F32)
+      cblas_sgemv(CblasRowMajor, x, (int)rows, (int)cols, 1.0f, mat, (int)ld, vec, (int)inc, 0.0f,
+                  c, (int)incy);
+    else
+      cblas_dgemv(CblasRowMajor, x, (int)rows, (int)cols, 1.0, mat, (int)ld, vec, (int)inc, 0.0,
+                  c, (int)incy);
+    return;
+  }
   enum CBLAS_TRANSPOSE xa = ta ? CblasTrans : CblasNoTrans, xb = tb ? CblasTrans : CblasNoTrans;
   if (dt == CLT_F32)
     cblas_sgemm(CblasRowMajor, xa, xb, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f,

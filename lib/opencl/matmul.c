@@ -128,7 +128,33 @@ static clt_status enqueue_clblast(clt_device *d, clt_tensor *out, const clt_tens
   CLBlastTranspose xa = g->ta ? CLBlastTransposeYes : CLBlastTransposeNo,
                    xb = g->tb ? CLBlastTransposeYes : CLBlastTransposeNo;
   pthread_mutex_lock(&clblast_lock);
-  if (nb == 1 || (g->sb == 0 && !g->ta && g->sa == g->m * g->lda)) {
+  bool single = nb == 1 || (g->sb == 0 && !g->ta && g->sa == g->m * g->lda);
+  if (single && (n == 1 || nb * m == 1)) {
+    /* one column or one row of C: gemv (as host/matmul.c: the matrix as stored, its flag).
+     * CLBlast's gemv computes beta * y even for beta = 0, and y is reused memory (NaN there gave
+     * NaN results): it is zeroed first, on the same in-order queue. */
+    bool col = n == 1;
+    static const double zero = 0;
+    cl_int ferr = clEnqueueFillBuffer(clt__cl(d)->queue, cm, &zero, es, oc * es, nb * m * n * es,
+                                      0, NULL, NULL);
+    if (ferr != CL_SUCCESS) {
+      pthread_mutex_unlock(&clblast_lock);
+      return clt__cl_error(ferr, fn, "clEnqueueFillBuffer", d);
+    }
+    size_t rows = col ? (g->ta ? k : nb * m) : (g->tb ? n : k);
+    size_t cols = col ? (g->ta ? nb * m : k) : (g->tb ? k : n);
+    cl_mem mat = col ? am : bm, vec = col ? bm : am;
+    size_t omat = col ? oa : ob, ovec = col ? ob : oa, ld = col ? lda : ldb;
+    size_t inc = col ? (g->tb ? 1 : ldb) : (g->ta ? lda : 1), incy = col ? n : 1;
+    CLBlastTranspose x = (col ? g->ta : !g->tb) ? CLBlastTransposeYes : CLBlastTransposeNo;
+    what = f32 ? "CLBlastSgemv" : "CLBlastDgemv";
+    if (f32)
+      cs = CLBlastSgemv(CLBlastLayoutRowMajor, x, rows, cols, 1.0f, mat, omat, ld, vec, ovec, inc,
+                        0.0f, cm, oc, incy, &clt__cl(d)->queue, ev);
+    else
+      cs = CLBlastDgemv(CLBlastLayoutRowMajor, x, rows, cols, 1.0, mat, omat, ld, vec, ovec, inc,
+                        0.0, cm, oc, incy, &clt__cl(d)->queue, ev);
+  } else if (single) {
     /* one B for all, A's matrices one below the other: a single (batch*m, k) x (k, n) product */
     what = f32 ? "CLBlastSgemm" : "CLBlastDgemm";
     if (f32)

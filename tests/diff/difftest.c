@@ -1842,8 +1842,8 @@ static void gen_matmul(dt_gen *g) {
   int a = -1;
   for (int k = 0; k < DT_SLOTS && a < 0; k++) {
     clt_tensor *t = g->run.slot[k];
-    if (t && is_float(clt_tensor_dtype(t)) &&
-        (clt_tensor_ndim(t) == 2 || clt_tensor_ndim(t) == 3) && rng_chance(&g->rng, 60))
+    if (t && is_float(clt_tensor_dtype(t)) && clt_tensor_ndim(t) >= 1 &&
+        clt_tensor_ndim(t) <= 4 && rng_chance(&g->rng, 60))
       a = k;
   }
   static const clt_dtype floats[] = {CLT_F32, CLT_F32, CLT_F64, CLT_F16, CLT_BF16};
@@ -1858,13 +1858,24 @@ static void gen_matmul(dt_gen *g) {
   int nd = clt_tensor_ndim(ta);
   const int64_t *sh = clt_tensor_shape(ta);
   int64_t k = sh[nd - 1], n = 1 + rng_below(&g->rng, g->small ? 4 : 9);
-  int bnd = nd == 3 && rng_chance(&g->rng, 50) ? 3 : 2;
-  int64_t bs[3];
-  bool transposed = rng_chance(&g->rng, 30);
-  if (bnd == 3)
-    bs[0] = sh[0];
-  bs[bnd - 2] = transposed ? n : k;
-  bs[bnd - 1] = transposed ? k : n;
+  /* b: a vector (15%), a matrix, or a batch of 1 or 2 dimensions whose sizes match a's batch
+   * or are 1 (broadcast), as torch.matmul takes; a 1-D a meets a matrix or a batch */
+  int bnd = rng_chance(&g->rng, 15) ? 1 : nd >= 3 && rng_chance(&g->rng, 50) ? nd : 2;
+  if (bnd == 2 && nd == 1 && rng_chance(&g->rng, 30))
+    bnd = 3;
+  int64_t bs[4];
+  bool transposed = bnd >= 2 && rng_chance(&g->rng, 30);
+  for (int i = 0; i < bnd - 2; i++) {
+    int ia = i - (bnd - 2) + (nd - 2); /* a's batch dimension aligned with it, if any */
+    bs[i] = ia >= 0 && ia < nd - 2 && !rng_chance(&g->rng, 25) ? sh[ia]
+                                                               : 1 + rng_below(&g->rng, 2);
+  }
+  if (bnd == 1) {
+    bs[0] = k;
+  } else {
+    bs[bnd - 2] = transposed ? n : k;
+    bs[bnd - 1] = transposed ? k : n;
+  }
   clt_dtype dt = rng_chance(&g->rng, 90) ? clt_tensor_dtype(ta) : floats[rng_below(&g->rng, 5)];
   int b = pick_dst(g);
   while (b == a)

@@ -1175,13 +1175,25 @@ class Lane:
                 if a[1] != b[1] or a[1] not in FLOATS:
                     fire("matmul_one_float_dtype")
                     raise Refused("matmul dtype")
-                if x.ndim not in (2, 3) or b[0].ndim not in (2, 3):
+                if x.ndim == 0 or b[0].ndim == 0:
                     raise Refused("matmul ndim")
                 acc = np.float64 if a[1] == "f64" else np.float32
                 if a[1] in ("f16", "bf16"):
                     fire("narrow_f32_once")
-                r = np.matmul(x.astype(acc), b[0].astype(acc))
-                r = fma_overflow(m, x.astype(acc), b[0].astype(acc), r, self.got)
+                # torch.matmul's (and NumPy's) 1-D operands: a row on the left, a column on the
+                # right, their dimension dropped from the result (a ValueError below where the
+                # shapes do not fit is clt's CLT_ERR_SHAPE_MISMATCH)
+                xa = x if x.ndim > 1 else x[None, :]
+                xb = b[0] if b[0].ndim > 1 else b[0][:, None]
+                r = np.matmul(xa.astype(acc), xb.astype(acc))
+                got = self.got
+                if got is not None and np.size(got) == r.size:
+                    got = np.reshape(got, r.shape)
+                r = fma_overflow(m, xa.astype(acc), xb.astype(acc), r, got)
+                if b[0].ndim == 1:
+                    r = r[..., 0]
+                if x.ndim == 1:
+                    r = r[..., 0, :] if b[0].ndim > 1 else r[..., 0]
                 return a[1], round_to(r, a[1])
             r = np.matmul(x, b[0])
             if a[1] == "bf16" or b[1] == "bf16":

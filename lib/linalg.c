@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/* linalg.c - products with torch.matmul's semantics (1-D operands, batches of any rank that
+ * broadcast), and dot, mv, outer and addmm: views of the operands around dispatch.c's product of
+ * 2-D and 3-D tensors (clt__matmul). Every step is a public operation or that product, so
+ * autograd records each one and lazy mode sees ordinary views; a matrix-vector product reaches
+ * the backend as an (m, k) x (k, 1) product, which the host and CLBlast paths run as gemv. */
+#include "clt-internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Releases every tensor of ts[0..n-1] (NULL ones skipped). */
+static void release_all(clt_tensor **ts, int n) {
+  for (int i = 0; i < n; i++)
+    clt_tensor_release(ts[i]);
+}
+
+/* t (2-D or more, its last two dimensions a matrix) as a 3-D (p, rows, cols) tensor whose batch
+ * is batch (nb dimensions, p elements in all), expanded where t's own batch broadcasts to it; a
+ * view where the strides allow, else a contiguous copy (clt_reshape). 2-D t with no batch stays
+ * itself (a new reference). */
+static clt_status as_batch(clt_tensor *t, int nb, const int64_t *batch, int64_t p,
+                           clt_tensor **out) {
+  int own = t->ndim - 2;
+  int64_t rows = t->shape[t->ndim - 2], cols = t->shape[t->ndim - 1];
+  if (own == 0)
+    return clt_reshape(t, 2, (int64_t[]){rows, cols}, out);
+  int64_t full[CLT_MAX_DIMS + 2];
+  memcpy(full, batch, sizeof(int64_t) * (size_t)nb);
+  full[nb] = rows;
+  full[nb + 1] = cols;
+  bool same = own == nb;
+  for (int i = 0; same && i < nb; i++)
+    same = t->shape[i] == batch[i];
+  clt_tensor *e = NULL;
+  clt_status s = same ? CLT_OK : clt_expand(t, nb + 2, full, &e);
+  if (s == CLT_OK)
+    s = clt_reshape(same ? t : e, 3, (int64_t[]){p, rows, cols}, out);
+  clt_tensor_release(e);
+  return s;
+}
+
+/* torch.matmul for operands of which at least one is 1-D or has more than one batch dimension,
+ * or whose batches broadcast; fn names the caller in messages. */
+static clt_status matmul_any(clt_tensor *a, clt_tensor *b, const char *fn, clt_tensor **out) {
+  if (a->ndim == 0 || b->ndim == 0)
+    return clt__matmul_shape_error(fn, a, b,
+                                   "both operands must have at least one dimension (multiply "
+                                   "by a 0-d tensor with clt_mul)");
+  /* a 1-D a is a (1, k) row, a 1-D b a (k, 1) column; their dimension is dropped at the end */
+  int64_t m = a->ndim == 1 ? 1 : a->shape[a->ndim - 2], k = a->shape[a->ndim - 1];
+  int64_t kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
+  int64_t n = b->ndim == 1 ? 1 : b->shape[b->ndim - 1];
+  if (k != kb) {
+    char why[128];
+    snprintf(why, sizeof why, "the inner dimensions differ (%lld and %lld)", (long long)k,
+             (long long)kb);
+    return clt__matmul_shape_error(fn, a, b, why);
+  }
+  /* the batch: the leading dimensions of both, broadcast (right-aligned) */
+  int na = a->ndim > 2 ? a->ndim - 2 : 0, nbb = b->ndim > 2 ? b->ndim - 2 : 0;
+  int nb = na > nbb ? na : nbb;
+  int64_t batch[CLT_MAX_DIMS], p = 1;
+  for (int i = 0; i < nb; i++) {
+    int ia = i - (nb - na), ib = i - (nb - nbb);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      char why[160];
+      snprintf(why, sizeof why,
+               "the batch sizes differ (%lld and %lld in batch dimension %d) and neither is 1",
+               (long long)da, (long long)db, i);
+      return clt__matmul_shape_error(fn, a, b, why);
+    }
+    batch[i] = da == 1 ? db : da;
+    p *= batch[i];
+  }
+  int rank = nb + (a->ndim > 1) + (b->ndim > 1);
+  int64_t shape[CLT_MAX_DIMS + 2];
+  memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
+  int r = nb;
+  if (a->ndim > 1)
+    shape[r++] = m;
+  if (b->ndim > 1)
+    shape[r++] = n;
+  if (rank > CLT_MAX_DIMS)
+    return clt__matmul_shape_error(fn, a, b, "the result would have more than 8 dimensions");
+
+  clt_tensor *t[6] = {NULL}; /* a as a matrix, b as one, their batched forms, the product */
+  clt_status s = CLT_OK;
+  if (a->ndim == 1)
+    s = clt_unsqueeze(a, 0, &t[0]);
+  else
+    s = clt_reshape(a, a->ndim, a->shape, &t[0]);
+  if (s == CLT_OK)
+    s = b->ndim == 1 ? clt_unsqueeze(b, 1, &t[1]) : clt_reshape(b, b->ndim, b->shape, &t[1]);
+  /* (p, m, k) x (p, k, n), or with a 2-D operand for every batch entry (then dispatch folds the
+   * batch into the rows where the strides allow) */
+  if (s == CLT_OK && (s = as_batch(t[0], nb, batch, p, &t[2])) == CLT_OK &&
+      (s = as_batch(t[1], nb, batch, p, &t[3])) == CLT_OK)
+    s = clt__matmul(t[2], t[3], &t[4]);
+  if (s == CLT_OK)
+    s = clt_reshape(t[4], rank, shape, &t[5]);
+  if (s == CLT_OK) {
+    *out = t[5];
+    t[5] = NULL;
+  }
+  release_all(t, 6);
+  return s;
+}
+
+clt_status clt_matmul(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
+  static const char fn[] = "clt_matmul";
+  clt_status s;
+  if ((s = clt__matmul_check(a, b, out, fn)) != CLT_OK)
+    return s;
+  bool batch_ok = a->ndim < 3 || b->ndim < 3 || a->shape[0] == b->shape[0];
+  if (a->ndim >= 2 && a->ndim <= 3 && b->ndim >= 2 && b->ndim <= 3 && batch_ok)
+    return clt__matmul(a, b, out);
+  return matmul_any(a, b, fn, out);
+}
+
+/* The device rule (rule 3) for two operands named na and nb, in dispatch's words. */
+static clt_status same_device(const char *fn, const clt_tensor *a, const char *na,
+                              const clt_tensor *b, const char *nb) {
+  if (a->storage->dev == b->storage->dev)
+    return CLT_OK;
+  return clt__error(CLT_ERR_DEVICE_MISMATCH, fn,
+                    "expected all tensors on the same device, but found %s (%s) and %s (%s); "
+                    "copy one with clt_to()",
+                    clt_device_name(a->storage->dev), na, clt_device_name(b->storage->dev), nb);
+}
+
+/* The shape message of the level-1/2 products: fn takes what, got a and b. */
+static clt_status want_shapes(const char *fn, const clt_tensor *a, const clt_tensor *b,
+                              const char *what) {
+  char sa[256], sb[256];
+  clt__format_shape(sa, sizeof sa, a->ndim, a->shape);
+  clt__format_shape(sb, sizeof sb, b->ndim, b->shape);
+  return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "%s; got %s (argument 1) and %s (argument 2)",
+                    what, sa, sb);
+}
+
+clt_status clt_dot(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
+  static const char fn[] = "clt_dot";
+  clt_status s;
+  if ((s = clt__matmul_check(a, b, out, fn)) != CLT_OK)
+    return s;
+  if (a->ndim != 1 || b->ndim != 1 || a->shape[0] != b->shape[0])
+    return want_shapes(fn, a, b, "dot takes two 1-D tensors of one length");
+  return matmul_any(a, b, fn, out);
+}
+
+clt_status clt_mv(clt_tensor *a, clt_tensor *x, clt_tensor **out) {
+  static const char fn[] = "clt_mv";
+  clt_status s;
+  if ((s = clt__matmul_check(a, x, out, fn)) != CLT_OK)
+    return s;
+  if (a->ndim != 2 || x->ndim != 1 || a->shape[1] != x->shape[0])
+    return want_shapes(fn, a, x, "mv takes an (m, k) matrix and a vector of k elements");
+  return matmul_any(a, x, fn, out);
+}
+
+clt_status clt_outer(clt_tensor *a, clt_tensor *b, clt_tensor **out) {
+  static const char fn[] = "clt_outer";
+  clt_status s;
+  if ((s = clt__check_tensor(a, fn, "a")) != CLT_OK ||
+      (s = clt__check_tensor(b, fn, "b")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = same_device(fn, a, "argument 1", b, "argument 2")) != CLT_OK)
+    return s;
+  if (a->ndim != 1 || b->ndim != 1)
+    return want_shapes(fn, a, b, "outer takes two 1-D tensors");
+  /* (m, 1) * (1, n), broadcast: exact products, any dtypes (promoted as clt_mul promotes) */
+  clt_tensor *col = NULL, *row = NULL;
+  if ((s = clt_unsqueeze(a, 1, &col)) == CLT_OK && (s = clt_unsqueeze(b, 0, &row)) == CLT_OK)
+    s = clt_mul(col, row, out);
+  clt_tensor_release(col);
+  clt_tensor_release(row);
+  return s;
+}
+
+clt_status clt_addmm(clt_tensor *c, clt_tensor *a, clt_tensor *b, double beta, double alpha,
+                     clt_tensor **out) {
+  static const char fn[] = "clt_addmm";
+  clt_status s;
+  if ((s = clt__check_tensor(c, fn, "c")) != CLT_OK ||
+      (s = clt__matmul_check(a, b, out, fn)) != CLT_OK)
+    return s;
+  if ((s = same_device(fn, c, "c", a, "a and b")) != CLT_OK)
+    return s;
+  if (c->dtype != a->dtype)
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "c is %s and a, b are %s; addmm takes tensors of one dtype: cast c with "
+                      "clt_cast first",
+                      clt_dtype_name(c->dtype), clt_dtype_name(a->dtype));
+  if (a->ndim != 2 || b->ndim != 2 || a->shape[1] != b->shape[0])
+    return want_shapes(fn, a, b, "addmm takes an (m, k) and a (k, n) matrix");
+  int64_t mn[2] = {a->shape[0], b->shape[1]};
+  bool fits = c->ndim <= 2;
+  for (int i = 0; fits && i < c->ndim; i++) {
+    int64_t want = mn[2 - c->ndim + i];
+    fits = c->shape[i] == want || c->shape[i] == 1;
+  }
+  if (!fits) {
+    char sc[256];
+    clt__format_shape(sc, sizeof sc, c->ndim, c->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "c %s does not broadcast to the product's shape [%lld, %lld]", sc,
+                      (long long)mn[0], (long long)mn[1]);
+  }
+  /* beta c + alpha (a b); beta 0 ignores c (its NaNs included), as torch.addmm */
+  clt_tensor *t[4] = {NULL};
+  s = clt__matmul(a, b, &t[0]);
+  if (s == CLT_OK && alpha != 1.0)
+    s = clt_mul_scalar(t[0], alpha, &t[1]);
+  clt_tensor *prod = t[1] ? t[1] : t[0];
+  if (s == CLT_OK && beta == 0.0) {
+    *out = prod;
+    if (prod == t[1])
+      t[1] = NULL;
+    else
+      t[0] = NULL;
+  } else if (s == CLT_OK) {
+    clt_tensor *cs = c;
+    if (beta != 1.0 && (s = clt_mul_scalar(c, beta, &t[2])) == CLT_OK)
+      cs = t[2];
+    if (s == CLT_OK && (s = clt_add(cs, prod, &t[3])) == CLT_OK) {
+      *out = t[3];
+      t[3] = NULL;
+    }
+  }
+  release_all(t, 4);
+  return s;
+}
