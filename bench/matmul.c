@@ -3,7 +3,9 @@
  *
  *   $ POCL_DEVICES="pthread pthread" ./bench/matmul [--full] [--runs N]
  *
- * f32 products of n x n matrices, n = 256, 512, 1024 (and 2048 with --full), on cpu and cl:0:
+ * f32 products of n x n matrices, n = 256, 512, 1024 (and 2048 with --full), on cpu and cl:0
+ * (then matrix-vector products, n = 4096, against cblas_sgemv and the gemm with n = 1 that a
+ * one-column product used to be):
  *   - clt_matmul on cpu (CBLAS or clt's loops) and on cl:0 by every path this build and device
  *     offer (CLT_MATMUL=native, clblast, kernel; the env var is read at each call);
  *   - CLBlastSgemm called directly on a context and queue of our own for the same device (the
@@ -141,8 +143,10 @@ static double time_clblast(int n, const float *a, const float *b) {
 
 static double blas_gflops;
 
+static int row_k = -1; /* the inner size: n (products of matrices) or 1 (matrix-vector) */
+
 static void row(int n, const char *dev, const char *what, double s) {
-  double gf = s > 0 ? 2.0 * n * (double)n * n / s / 1e9 : 0;
+  double gf = s > 0 ? 2.0 * n * (double)n * (row_k < 0 ? n : row_k) / s / 1e9 : 0;
   if (s <= 0) {
     printf("%6d  %-5s  %-24s  %10s  %9s  %8s\n", n, dev, what, "n/a", "n/a", "n/a");
     return;
@@ -152,6 +156,77 @@ static void row(int n, const char *dev, const char *what, double s) {
     snprintf(ratio, sizeof ratio, "%.2f", gf / blas_gflops);
   printf("%6d  %-5s  %-24s  %10.3f  %9.1f  %8s\n", n, dev, what, s * 1e3, gf, ratio);
   fflush(stdout);
+}
+
+#ifdef HAVE_CBLAS
+/* Median seconds of y = A x (n x n, f32) by cblas_sgemv, or (gemm) by cblas_sgemm with n = 1,
+ * the call a product with one column made before clt ran them as gemv. */
+static double time_cblas_mv(int n, const float *a, const float *x, float *y, int gemm) {
+  double t[MAX_RUNS];
+  for (int r = -1; r < runs; r++) {
+    double t0 = now();
+    if (gemm)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, 1, n, 1.0f, a, n, x, 1, 0.0f, y, 1);
+    else
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, n, n, 1.0f, a, n, x, 1, 0.0f, y, 1);
+    if (r >= 0)
+      t[r] = now() - t0;
+  }
+  return median(t, runs);
+}
+#endif
+
+/* The matrix-vector rows: A (n x n) times x (n), f32, 2 n^2 flops; "vs blas" against sgemv. */
+static void matvec_rows(int n, clt_device *cl0) {
+  size_t elems = (size_t)n * n;
+  float *ha = malloc(elems * sizeof(float)), *hx = malloc((size_t)n * sizeof(float)),
+        *hy = malloc((size_t)n * sizeof(float));
+  if (!ha || !hx || !hy)
+    die("out of memory");
+  for (size_t i = 0; i < elems; i++)
+    ha[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+  for (int i = 0; i < n; i++)
+    hx[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+  printf("%6s  %-5s  %-24s  %10s  %9s  %8s\n", "n", "dev", "matrix-vector A x", "ms", "GFLOP/s",
+         "vs gemv");
+  double flops = 2.0 * (double)n * n;
+  blas_gflops = 0;
+  row_k = 1;
+#ifdef HAVE_CBLAS
+  double sv = time_cblas_mv(n, ha, hx, hy, 0);
+  blas_gflops = flops / sv / 1e9;
+  row(n, "host", "cblas_sgemv (OpenBLAS)", sv);
+  row(n, "host", "cblas_sgemm, n = 1", time_cblas_mv(n, ha, hx, hy, 1));
+#endif
+  clt_tensor *a, *x;
+  if (clt_from_host(ha, CLT_F32, 2, (int64_t[]){n, n}, clt_cpu(), &a) != CLT_OK ||
+      clt_from_host(hx, CLT_F32, 1, (int64_t[]){n}, clt_cpu(), &x) != CLT_OK)
+    die("clt_from_host");
+  char what[64];
+  snprintf(what, sizeof what, "clt_matmul A x [%s]", clt_matmul_path(clt_cpu()));
+  row(n, "cpu", what, time_clt(clt_cpu(), a, x));
+  if (cl0) {
+    if (clt_move(&a, cl0) != CLT_OK || clt_move(&x, cl0) != CLT_OK)
+      die("clt_move");
+    const char *saved = getenv("CLT_MATMUL");
+    static const char *paths[] = {"native", "clblast"};
+    for (int p = 0; p < 2; p++) {
+      setenv("CLT_MATMUL", paths[p], 1);
+      if (!clt_matmul_path(cl0))
+        continue;
+      snprintf(what, sizeof what, "clt_matmul A x [%s]", paths[p]);
+      row(n, "cl:0", what, time_clt(cl0, a, x));
+    }
+    if (saved)
+      setenv("CLT_MATMUL", saved, 1);
+    else
+      unsetenv("CLT_MATMUL");
+  }
+  clt_tensor_release(a);
+  clt_tensor_release(x);
+  free(ha);
+  free(hx);
+  free(hy);
 }
 
 int main(int argc, char **argv) {
@@ -232,5 +307,6 @@ int main(int argc, char **argv) {
     free(hb);
     free(hc);
   }
+  matvec_rows(4096, cl0);
   return 0;
 }

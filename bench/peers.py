@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """peers.py - the peers bench/run compares clt with: NumPy on the host, PyOpenCL on cl:0.
 
-    python3 bench/peers.py numpy     [--reps N]   # add 16M f32, 3-element add, matmul 1024 f32
+    python3 bench/peers.py numpy     [--reps N]   # add 16M f32, 3-element add, matmul 1024 f32, A x 4096 f32
     python3 bench/peers.py pyopencl  [--reps N]   # a + b and pyopencl.array.sum, 16M f32
     python3 bench/peers.py first-op                # one fresh-process first op (run it often)
     python3 bench/peers.py torch     [--reps N]   # PyTorch on its first CUDA GPU (tools/gpu-check)
@@ -88,6 +88,10 @@ def run_numpy(reps):
     x = rng.random((m, m), dtype=np.float32) - 0.5
     y = rng.random((m, m), dtype=np.float32) - 0.5
     print("kv matmul1024_cpu_numpy_ms %.4f" % (1e3 * median_time(lambda: x @ y, reps)))
+    n = 4096
+    am = rng.random((n, n), dtype=np.float32) - 0.5
+    xv = rng.random(n, dtype=np.float32) - 0.5
+    print("kv mv4096_cpu_numpy_ms %.4f" % (1e3 * median_time(lambda: am @ xv, reps)))
 
 
 def run_pyopencl(reps):
