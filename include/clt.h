@@ -629,6 +629,34 @@ CLT_API clt_status clt_outer(clt_tensor *a, clt_tensor *b, clt_tensor **out);
  *  (m,n). */
 CLT_API clt_status clt_addmm(clt_tensor *c, clt_tensor *a, clt_tensor *b, double beta,
                              double alpha, clt_tensor **out);
+/** Matrix structure, as torch.tril, torch.triu, torch.diag, torch.trace: the lower (tril) or
+ *  upper (triu) triangle of the last two dimensions of t (2 or more; a batch of matrices),
+ *  from diagonal k on (k = 0 the main diagonal, k > 0 above it, k < 0 below), the rest 0; any
+ *  dtype; exact (elements are selected, never computed). diag of a vector of n elements is the
+ *  (n + |k|)-square matrix with it on diagonal k, zeros elsewhere; diag of a matrix is a copy of
+ *  its diagonal k (clt_diagonal is the view). trace is the sum of a matrix's diagonal (as
+ *  clt_sum: integers sum in i64). All differentiate (autograd) and run on t's device.
+ *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL), CLT_ERR_SHAPE_MISMATCH (too few dimensions, or
+ *  more than 2 for diag and trace). */
+CLT_API clt_status clt_tril(clt_tensor *t, int64_t k, clt_tensor **out);
+CLT_API clt_status clt_triu(clt_tensor *t, int64_t k, clt_tensor **out);
+CLT_API clt_status clt_diag(clt_tensor *t, int64_t k, clt_tensor **out);
+CLT_API clt_status clt_trace(clt_tensor *t, clt_tensor **out);
+/** The n x m identity (ones on the main diagonal, zeros elsewhere) of dtype on dev; m < 0 gives
+ *  n x n (torch.eye). Errors: CLT_ERR_INVALID_ARGUMENT (NULL out or dev, an unknown dtype,
+ *  n < 0, more than 2^31 rows or columns), CLT_ERR_UNSUPPORTED (f64 where the device lacks
+ *  it). */
+CLT_API clt_status clt_eye(int64_t n, int64_t m, clt_dtype dtype, clt_device *dev,
+                           clt_tensor **out);
+/** steps values from start to end, evenly spaced, both ends included (torch.linspace): element i
+ *  is start + i * step for i < steps / 2 and end - (steps - 1 - i) * step from there, step =
+ *  (end - start) / (steps - 1), computed in f32 for f32, f16 and bf16 (rounded once) and in f64
+ *  for f64 and the integers (truncated, as a cast), as PyTorch does, so the ends are exact;
+ *  steps 0 gives an empty tensor, 1 gives [start]. Errors: CLT_ERR_INVALID_ARGUMENT (NULL
+ *  out or dev, an unknown dtype, steps outside 0..2^31, start or end not finite),
+ *  CLT_ERR_UNSUPPORTED (f64 where the device lacks it). */
+CLT_API clt_status clt_linspace(double start, double end, int64_t steps, clt_dtype dtype,
+                                clt_device *dev, clt_tensor **out);
 
 /** Which implementation clt_matmul uses on d: "blas" (the host's CBLAS), "loop" (the host's
  *  own blocked loops, built without CBLAS), "clblast" (CLBlast on the device's queue), "native"
@@ -663,6 +691,14 @@ CLT_API clt_status clt_contiguous(clt_tensor *t, clt_tensor **out);
 /** A new contiguous tensor on t's device holding a copy of t's elements (torch.clone). */
 CLT_API clt_status clt_clone(clt_tensor *t, clt_tensor **out);
 
+/** The view of t's diagonal offset in dimensions dim1 and dim2 (negative counts from the end),
+ *  as torch.diagonal: the elements (i, i + offset) (offset >= 0) or (i - offset, i), as a last
+ *  dimension after t's others, sharing t's memory (writes through it reach t). t needs 2 or
+ *  more dimensions; an offset past the edge gives an empty diagonal. Errors:
+ *  CLT_ERR_INVALID_ARGUMENT (NULL, fewer than 2 dimensions, a dimension out of range, dim1 ==
+ *  dim2). */
+CLT_API clt_status clt_diagonal(clt_tensor *t, int64_t offset, int dim1, int dim2,
+                                clt_tensor **out);
 /** The view t[..., start:start+length, ...] along dim (torch.narrow): 0 <= length and
  *  start + length <= size; a negative start counts from the end.
  *  Errors: CLT_ERR_INVALID_ARGUMENT (NULL, dim, start or length out of range: the message gives

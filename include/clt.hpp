@@ -676,6 +676,22 @@ inline Tensor mv(const Tensor &a, const Tensor &x) {
 inline Tensor outer(const Tensor &a, const Tensor &b) {
   return detail::make([&](clt_tensor **o) { return clt_outer(a.get(), b.get(), o); });
 }
+/** torch.tril, torch.triu, torch.diag, torch.diagonal, torch.trace (eye and linspace: below). */
+inline Tensor tril(const Tensor &t, int64_t k = 0) {
+  return detail::make([&](clt_tensor **o) { return clt_tril(t.get(), k, o); });
+}
+inline Tensor triu(const Tensor &t, int64_t k = 0) {
+  return detail::make([&](clt_tensor **o) { return clt_triu(t.get(), k, o); });
+}
+inline Tensor diag(const Tensor &t, int64_t k = 0) {
+  return detail::make([&](clt_tensor **o) { return clt_diag(t.get(), k, o); });
+}
+inline Tensor diagonal(const Tensor &t, int64_t offset = 0, int dim1 = 0, int dim2 = 1) {
+  return detail::make([&](clt_tensor **o) { return clt_diagonal(t.get(), offset, dim1, dim2, o); });
+}
+inline Tensor trace(const Tensor &t) {
+  return detail::make([&](clt_tensor **o) { return clt_trace(t.get(), o); });
+}
 inline Tensor addmm(const Tensor &c, const Tensor &a, const Tensor &b, double beta = 1.0,
                     double alpha = 1.0) {
   return detail::make(
@@ -770,6 +786,18 @@ inline Tensor arange(double start, double end, Options opts = {}) {
   return arange(start, end, 1, opts);
 }
 inline Tensor arange(double end, Options opts = {}) { return arange(0, end, 1, opts); }
+/** torch.eye (m < 0: n x n) and torch.linspace (clt_eye, clt_linspace). */
+inline Tensor eye(int64_t n, int64_t m = -1, Options opts = {}) {
+  return detail::make([&](clt_tensor **o) {
+    return clt_eye(n, m, static_cast<clt_dtype>(opts.type), opts.device.get(), o);
+  });
+}
+inline Tensor linspace(double start, double end, int64_t steps, Options opts = {}) {
+  return detail::make([&](clt_tensor **o) {
+    return clt_linspace(start, end, steps, static_cast<clt_dtype>(opts.type), opts.device.get(),
+                        o);
+  });
+}
 
 /** A tensor of v's elements (float, double, int32_t, int64_t, uint8_t or bool) with this shape
  *  (its product must be v.size()), on dev. */

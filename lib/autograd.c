@@ -400,6 +400,8 @@ static clt_status same_view(const clt_grad_node *node, clt_tensor *z, clt_tensor
     return clt_narrow(z, (int)p[0], p[1], p[2], v);
   case CLT__GRAD_SELECT:
     return clt_select(z, (int)p[0], p[1], v);
+  case CLT__GRAD_DIAGONAL:
+    return clt_diagonal(z, p[0], (int)p[1], (int)p[2], v);
   default:
     return clt_slice(z, (int)p[0], p[1], p[2], p[3], v);
   }
@@ -503,7 +505,8 @@ static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const b
   }
   case CLT__GRAD_NARROW:
   case CLT__GRAD_SELECT:
-  case CLT__GRAD_SLICE: { /* zeros of the operand's shape, g written into the same view */
+  case CLT__GRAD_SLICE:
+  case CLT__GRAD_DIAGONAL: { /* zeros of the operand's shape, g written into the same view */
     clt_tensor *z = ZL(c, A), *v = NULL;
     if (c->s == CLT_OK && (c->s = same_view(node, z, &v)) == CLT_OK) {
       c->s = clt_copy(v, g);

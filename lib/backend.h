@@ -32,6 +32,7 @@ typedef enum clt__grad_kind {
   CLT__GRAD_NARROW,              /* dim, start, length */
   CLT__GRAD_SELECT,              /* dim, index */
   CLT__GRAD_SLICE,               /* dim, start, stop, step */
+  CLT__GRAD_DIAGONAL,            /* offset, dim1, dim2 */
   CLT__GRAD_PERMUTE,             /* dims */
   CLT__GRAD_TRANSPOSE,           /* dim0, dim1 */
   CLT__GRAD_EXPAND,              /* (the operand's shape is all it needs) */

@@ -6,6 +6,7 @@
  * the backend as an (m, k) x (k, 1) product, which the host and CLBlast paths run as gemv. */
 #include "clt-internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -232,5 +233,193 @@ clt_status clt_addmm(clt_tensor *c, clt_tensor *a, clt_tensor *b, double beta, d
     }
   }
   release_all(t, 4);
+  return s;
+}
+
+/* ---- structure: triangles, diagonals, eye, linspace ---------------------------------------- */
+
+/* The (rows, cols) bool mask of the elements whose column minus row is <= k (lower), >= k
+ * (upper) or == k (neither), on dev: arange comparisons, so every device computes it alike. */
+static clt_status band_mask(int64_t rows, int64_t cols, int64_t k, int which, clt_device *dev,
+                            clt_tensor **out) {
+  clt_tensor *t[4] = {NULL};
+  clt_status s;
+  if ((s = clt_arange(0, (double)rows, 1, CLT_I64, dev, &t[0])) == CLT_OK &&
+      (s = clt_unsqueeze(t[0], 1, &t[1])) == CLT_OK &&
+      (s = clt_arange(0, (double)cols, 1, CLT_I64, dev, &t[2])) == CLT_OK &&
+      (s = clt_sub(t[2], t[1], &t[3])) == CLT_OK)
+    s = which < 0 ? clt_le_scalar(t[3], (double)k, out)
+                  : which > 0 ? clt_ge_scalar(t[3], (double)k, out) : clt_eq_scalar(t[3], (double)k, out);
+  release_all(t, 4);
+  return s;
+}
+
+/* t where mask is true, else 0 of t's dtype (mask broadcasts to t). */
+static clt_status keep_where(clt_tensor *t, clt_tensor *mask, clt_tensor **out) {
+  clt_tensor *zero = NULL;
+  clt_status s = clt_zeros(t->dtype, 0, NULL, t->storage->dev, &zero);
+  if (s == CLT_OK)
+    s = clt_where(mask, t, zero, out);
+  clt_tensor_release(zero);
+  return s;
+}
+
+static clt_status triangle(clt_tensor *t, int64_t k, int which, const char *fn,
+                           clt_tensor **out) {
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if (t->ndim < 2)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "t has %d dimension%s; %s takes a matrix or a batch of them (2 or more)",
+                      t->ndim, t->ndim == 1 ? "" : "s", which < 0 ? "tril" : "triu");
+  clt_tensor *mask = NULL;
+  s = band_mask(t->shape[t->ndim - 2], t->shape[t->ndim - 1], k, which, t->storage->dev, &mask);
+  if (s == CLT_OK)
+    s = keep_where(t, mask, out);
+  clt_tensor_release(mask);
+  return s;
+}
+
+clt_status clt_tril(clt_tensor *t, int64_t k, clt_tensor **out) {
+  return triangle(t, k, -1, "clt_tril", out);
+}
+
+clt_status clt_triu(clt_tensor *t, int64_t k, clt_tensor **out) {
+  return triangle(t, k, 1, "clt_triu", out);
+}
+
+clt_status clt_diag(clt_tensor *t, int64_t k, clt_tensor **out) {
+  static const char fn[] = "clt_diag";
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if (t->ndim == 2) { /* the k-th diagonal, a copy (torch.diag) */
+    clt_tensor *d = NULL;
+    if ((s = clt_diagonal(t, k, 0, 1, &d)) == CLT_OK)
+      s = clt_clone(d, out);
+    clt_tensor_release(d);
+    return s;
+  }
+  if (t->ndim != 1)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "t has %d dimensions; diag takes a vector (to a matrix) or a matrix (to "
+                      "its diagonal)",
+                      t->ndim);
+  int64_t n = t->shape[0], ak = k < 0 ? -k : k, size;
+  if (__builtin_add_overflow(n, ak, &size) || size > ((int64_t)1 << 31))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "k = %lld makes a matrix too large",
+                      (long long)k);
+  /* row[j] = t[j - k] for k >= 0 (t after k zeros), t[j] for k < 0 (t then -k zeros): element
+   * (i, i + k) or (i - k, i) of the mask picks t[i] from it */
+  clt_tensor *u[4] = {NULL};
+  if ((s = clt_zeros(t->dtype, 1, (int64_t[]){ak}, t->storage->dev, &u[0])) == CLT_OK &&
+      (s = clt_cat(2, k >= 0 ? (clt_tensor *[]){u[0], t} : (clt_tensor *[]){t, u[0]}, 0, &u[1])) ==
+          CLT_OK &&
+      (s = band_mask(size, size, k, 0, t->storage->dev, &u[2])) == CLT_OK)
+    s = keep_where(u[1], u[2], out);
+  release_all(u, 4);
+  return s;
+}
+
+clt_status clt_trace(clt_tensor *t, clt_tensor **out) {
+  static const char fn[] = "clt_trace";
+  clt_status s;
+  if ((s = clt__check_tensor(t, fn, "t")) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if (t->ndim != 2)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "t has %d dimension%s; trace takes a matrix",
+                      t->ndim, t->ndim == 1 ? "" : "s");
+  clt_tensor *d = NULL;
+  if ((s = clt_diagonal(t, 0, 0, 1, &d)) == CLT_OK)
+    s = clt_sum(d, out);
+  clt_tensor_release(d);
+  return s;
+}
+
+/* The checks of a creation function: out, dtype, dev, f64 where the device has it. */
+static clt_status check_new(clt_dtype dtype, clt_device *dev, void *out, const char *fn) {
+  clt_status s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = clt__check_dtype(dtype, fn, "dtype")) != CLT_OK ||
+      (s = clt__check_device(dev, fn, "dev")) != CLT_OK)
+    return s;
+  if (dtype == CLT_F64 && !dev->fp64)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "%s (%s) does not support f64 (no cl_khr_fp64); use f32 there", dev->name,
+                      dev->model);
+  return CLT_OK;
+}
+
+clt_status clt_eye(int64_t n, int64_t m, clt_dtype dtype, clt_device *dev, clt_tensor **out) {
+  static const char fn[] = "clt_eye";
+  clt_status s;
+  if ((s = check_new(dtype, dev, out, fn)) != CLT_OK)
+    return s;
+  if (m < 0)
+    m = n;
+  if (n < 0)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "n = %lld; expected n >= 0", (long long)n);
+  if (n > ((int64_t)1 << 31) || m > ((int64_t)1 << 31))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "an eye of %lld x %lld is too large",
+                      (long long)n, (long long)m);
+  clt_tensor *mask = NULL;
+  if ((s = band_mask(n, m, 0, 0, dev, &mask)) == CLT_OK)
+    s = clt_cast(mask, dtype, out);
+  clt_tensor_release(mask);
+  return s;
+}
+
+clt_status clt_linspace(double start, double end, int64_t steps, clt_dtype dtype, clt_device *dev,
+                        clt_tensor **out) {
+  static const char fn[] = "clt_linspace";
+  clt_status s;
+  if ((s = check_new(dtype, dev, out, fn)) != CLT_OK)
+    return s;
+  if (steps < 0 || steps > ((int64_t)1 << 31))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "steps = %lld; expected 0..2^31",
+                      (long long)steps);
+  if (!isfinite(start) || !isfinite(end))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "start = %g and end = %g must be finite",
+                      start, end);
+  if (steps <= 1) /* [] or [start] */
+    return steps == 0 ? clt_zeros(dtype, 1, (int64_t[]){0}, dev, out)
+                      : clt_full(dtype, 1, (int64_t[]){1}, start, dev, out);
+  /* torch.linspace: start + i * step for i < steps / 2, end - (steps - 1 - i) * step after,
+   * step = (end - start) / (steps - 1), in f32 for f32, f16 and bf16 (rounded once at the end)
+   * and in f64 for f64 and the integers (which then truncate, as a cast does) */
+  /* (integers on a device without f64 compute in f32) */
+  bool f32 = dtype == CLT_F32 || dtype == CLT_F16 || dtype == CLT_BF16 || !dev->fp64;
+  clt_dtype cd = f32 ? CLT_F32 : CLT_F64;
+  double step = f32 ? (double)(((float)end - (float)start) / (float)(steps - 1))
+                    : (end - start) / (double)(steps - 1);
+  if (f32) {
+    start = (float)start;
+    end = (float)end;
+  }
+  clt_tensor *t[7] = {NULL};
+  if ((s = clt_arange(0, (double)steps, 1, cd, dev, &t[0])) == CLT_OK &&
+      (s = clt_mul_scalar(t[0], step, &t[1])) == CLT_OK &&
+      (s = clt_add_scalar(t[1], start, &t[2])) == CLT_OK &&          /* start + i step */
+      (s = clt_add_scalar(t[0], -(double)(steps - 1), &t[3])) == CLT_OK &&
+      (s = clt_mul_scalar(t[3], step, &t[4])) == CLT_OK &&
+      (s = clt_add_scalar(t[4], end, &t[5])) == CLT_OK &&            /* end - (steps-1-i) step */
+      (s = clt_lt_scalar(t[0], (double)(steps / 2), &t[6])) == CLT_OK) {
+    clt_tensor *r = NULL;
+    if ((s = clt_where(t[6], t[2], t[5], &r)) == CLT_OK && dtype != cd) {
+      s = clt_cast(r, dtype, out);
+      clt_tensor_release(r);
+    } else if (s == CLT_OK) {
+      *out = r;
+    }
+  }
+  release_all(t, 7);
   return s;
 }

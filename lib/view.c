@@ -70,6 +70,45 @@ static clt_status check_numel(int ndim, const int64_t *shape, clt_dtype dt, cons
 
 /* ---- views along one dimension --------------------------------------------------------- */
 
+clt_status clt_diagonal(clt_tensor *t, int64_t offset, int dim1, int dim2, clt_tensor **out) {
+  static const char fn[] = "clt_diagonal";
+  CLT__GRAD_RECORD(CLT__GRAD_DIAGONAL, fn, &t, 1, ((int64_t[]){offset, dim1, dim2}), 3, out,
+                   clt_diagonal(t, offset, dim1, dim2, &r_));
+  clt_status s;
+  if ((s = check_args(t, out, fn)) != CLT_OK)
+    return s;
+  if (t->ndim < 2)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "t has %d dimension%s; a diagonal needs 2 or more (clt_diag makes a "
+                      "matrix of a vector)",
+                      t->ndim, t->ndim == 1 ? "" : "s");
+  if ((s = norm_dim(&dim1, t->ndim, fn, "dim1")) != CLT_OK ||
+      (s = norm_dim(&dim2, t->ndim, fn, "dim2")) != CLT_OK)
+    return s;
+  if (dim1 == dim2)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "dim1 and dim2 are both dimension %d; a diagonal takes two different ones",
+                      dim1);
+  /* the elements (i, i + offset) of dimensions dim1, dim2 (or (i - offset, i) for offset < 0),
+   * as a last dimension after the others, in order (torch.diagonal) */
+  int64_t n1 = t->shape[dim1], n2 = t->shape[dim2], len;
+  if (offset >= 0)
+    len = offset >= n2 ? 0 : (n1 < n2 - offset ? n1 : n2 - offset);
+  else
+    len = -offset >= n1 ? 0 : (n1 + offset < n2 ? n1 + offset : n2);
+  int64_t shape[CLT_MAX_DIMS], strides[CLT_MAX_DIMS];
+  int r = 0;
+  for (int i = 0; i < t->ndim; i++)
+    if (i != dim1 && i != dim2) {
+      shape[r] = t->shape[i];
+      strides[r++] = t->strides[i];
+    }
+  shape[r] = len;
+  strides[r++] = t->strides[dim1] + t->strides[dim2];
+  int64_t first = len == 0 ? 0 : offset >= 0 ? offset * t->strides[dim2] : -offset * t->strides[dim1];
+  return clt__tensor_view(t, r, shape, strides, moved(t, 1, first), fn, out);
+}
+
 clt_status clt_narrow(clt_tensor *t, int dim, int64_t start, int64_t length, clt_tensor **out) {
   static const char fn[] = "clt_narrow";
   CLT__GRAD_RECORD(CLT__GRAD_NARROW, fn, &t, 1, ((int64_t[]){dim, start, length}), 3, out,

@@ -209,6 +209,11 @@ enum {
   K_MV,
   K_OUTER,
   K_ADDMM,
+  K_TRIL,
+  K_TRIU,
+  K_DIAG,
+  K_DIAGONAL,
+  K_TRACE,
   K_LINEAR,
   K_LINEAR_NOBIAS,
   K_NARROW,
@@ -264,6 +269,16 @@ static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **o
     return clt_mv(x[0], x[1], out);
   case K_OUTER:
     return clt_outer(x[0], x[1], out);
+  case K_TRIL:
+    return clt_tril(x[0], p[0], out);
+  case K_TRIU:
+    return clt_triu(x[0], p[0], out);
+  case K_DIAG:
+    return clt_diag(x[0], p[0], out);
+  case K_DIAGONAL:
+    return clt_diagonal(x[0], p[0], (int)p[1], (int)p[2], out);
+  case K_TRACE:
+    return clt_trace(x[0], out);
   case K_ADDMM: /* p: beta and alpha in tenths */
     return clt_addmm(x[0], x[1], x[2], (double)p[0] / 10, (double)p[1] / 10, out);
   case K_LINEAR:
@@ -362,6 +377,14 @@ static const struct {
     {"clt_dot", {K_DOT, {0}}, 2, {{1, {4}}, {1, {4}}}},
     {"clt_mv", {K_MV, {0}}, 2, {{2, {3, 4}}, {1, {4}}}},
     {"clt_outer", {K_OUTER, {0}}, 2, {{1, {3}}, {1, {2}}}},
+    {"clt_tril(0) of a batch", {K_TRIL, {0}}, 1, {{3, {2, 3, 4}}}},
+    {"clt_triu(1)", {K_TRIU, {1}}, 1, {{2, {3, 4}}}},
+    {"clt_tril(-1)", {K_TRIL, {-1}}, 1, {{2, {4, 3}}}},
+    {"clt_diag(1) of a vector", {K_DIAG, {1}}, 1, {{1, {3}}}},
+    {"clt_diag(-1) of a matrix", {K_DIAG, {-1}}, 1, {{2, {4, 3}}}},
+    {"clt_diagonal(1, 0, 2)", {K_DIAGONAL, {1, 0, 2}}, 1, {{3, {2, 3, 4}}}},
+    {"clt_diagonal(-1, -1, -2)", {K_DIAGONAL, {-1, -1, -2}}, 1, {{2, {3, 4}}}},
+    {"clt_trace", {K_TRACE, {0}}, 1, {{2, {3, 4}}}},
     {"clt_addmm", {K_ADDMM, {5, 20}}, 3, {{2, {2, 4}}, {2, {2, 3}}, {2, {3, 4}}}},
     {"clt_addmm, c a broadcast row", {K_ADDMM, {-10, 10}}, 3, {{1, {4}}, {2, {2, 3}}, {2, {3, 4}}}},
     {"clt_linear", {K_LINEAR, {0}}, 3, {{2, {4, 3}}, {2, {2, 3}}, {1, {2}}}},

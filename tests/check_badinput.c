@@ -226,6 +226,23 @@ START_TEST(test_bad_operations) {
     BAD(clt_matmul(x, y, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_matmul");
     if (elsewhere)
       BAD_OUT(&t, clt_matmul(elsewhere, y, &t), CLT_ERR_DEVICE_MISMATCH, "clt_matmul");
+    /* structure: ranks, dimensions, NULLs */
+    BAD_OUT(&t, clt_diagonal(v, 0, 0, 1, &t), CLT_ERR_INVALID_ARGUMENT, "clt_diagonal");
+    BAD_OUT(&t, clt_diagonal(x, 0, 0, 0, &t), CLT_ERR_INVALID_ARGUMENT, "clt_diagonal");
+    BAD_OUT(&t, clt_diagonal(x, 0, 0, 5, &t), CLT_ERR_INVALID_ARGUMENT, "clt_diagonal");
+    BAD(clt_diagonal(x, 0, 0, 1, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_diagonal");
+    BAD_OUT(&t, clt_tril(v, 0, &t), CLT_ERR_SHAPE_MISMATCH, "clt_tril");
+    BAD_OUT(&t, clt_triu(NULL, 0, &t), CLT_ERR_INVALID_ARGUMENT, "clt_triu");
+    BAD(clt_tril(x, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_tril");
+    BAD_OUT(&t, clt_diag(NULL, 0, &t), CLT_ERR_INVALID_ARGUMENT, "clt_diag");
+    BAD_OUT(&t, clt_trace(v, &t), CLT_ERR_SHAPE_MISMATCH, "clt_trace");
+    BAD_OUT(&t, clt_eye(-2, 3, CLT_F32, d, &t), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
+    BAD_OUT(&t, clt_eye(2, 3, (clt_dtype)-1, d, &t), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
+    BAD_OUT(&t, clt_linspace(0, 1, -5, CLT_F32, d, &t), CLT_ERR_INVALID_ARGUMENT, "clt_linspace");
+    BAD_OUT(&t, clt_linspace(0, INFINITY, 5, CLT_F32, d, &t), CLT_ERR_INVALID_ARGUMENT,
+            "clt_linspace");
+    BAD_OUT(&t, clt_linspace(0, 1, 5, CLT_F32, NULL, &t), CLT_ERR_INVALID_ARGUMENT,
+            "clt_linspace");
     /* dot, mv, outer, addmm: ranks, lengths, NULLs, devices */
     BAD_OUT(&t, clt_dot(v, x, &t), CLT_ERR_SHAPE_MISMATCH, "clt_dot");
     BAD_OUT(&t, clt_dot(NULL, v, &t), CLT_ERR_INVALID_ARGUMENT, "clt_dot");

@@ -711,6 +711,187 @@ START_TEST(test_level12_products) {
 }
 END_TEST
 
+/* diagonal, tril, triu, diag, trace, eye, linspace on every device against index arithmetic
+ * and torch's formulas computed here. */
+START_TEST(test_structure) {
+  clt_device *devs[CU_MAX_DEVICES];
+  int ndev = cu_devices(devs);
+  float v24[24];
+  for (int i = 0; i < 24; i++)
+    v24[i] = (float)i;
+  for (int d = 0; d < ndev; d++) {
+    clt_device *dev = devs[d];
+    const char *dn = cu_dev_name(dev);
+    clt_tensor *m = cu_tensor(v24, CLT_F32, 2, (int64_t[]){3, 4}, dev), *r = NULL;
+    clt_tensor *t3 = cu_tensor(v24, CLT_F32, 3, (int64_t[]){2, 3, 4}, dev);
+    /* diagonal views: offsets on a matrix, then two dimensions of a 3-D tensor */
+    struct {
+      int64_t off;
+      int n;
+      double want[3];
+    } dg[] = {{0, 3, {0, 5, 10}}, {1, 3, {1, 6, 11}}, {-1, 2, {4, 9}}, {3, 1, {3}}, {4, 0, {0}},
+              {-3, 0, {0}}};
+    for (size_t k = 0; k < sizeof dg / sizeof dg[0]; k++) {
+      CU_OK(clt_diagonal(m, dg[k].off, 0, 1, &r));
+      cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){dg[k].n}, "clt_diagonal");
+      double *g = cu_read_double(r);
+      for (int i = 0; i < dg[k].n; i++)
+        ck_assert_msg(g[i] == dg[k].want[i], "diagonal(%lld) on %s: [%d] %g, want %g",
+                      (long long)dg[k].off, dn, i, g[i], dg[k].want[i]);
+      free(g);
+      clt_tensor_release(r);
+    }
+    CU_OK(clt_diagonal(t3, 1, 0, 2, &r)); /* t3[i, j, i + 1]: shape [3, 2] */
+    cu_assert_meta(r, CLT_F32, dev, 2, (int64_t[]){3, 2}, "clt_diagonal(1, 0, 2)");
+    double *g = cu_read_double(r);
+    for (int j = 0; j < 3; j++)
+      for (int i = 0; i < 2; i++)
+        ck_assert_msg(g[j * 2 + i] == i * 12 + j * 4 + i + 1, "diagonal(1, 0, 2) on %s", dn);
+    free(g);
+    clt_tensor_release(r);
+    /* a write through the view reaches the matrix */
+    clt_tensor *mc;
+    CU_OK(clt_clone(m, &mc));
+    CU_OK(clt_diagonal(mc, -1, 0, 1, &r));
+    CU_OK(clt_fill_(r, -7));
+    clt_tensor_release(r);
+    g = cu_read_double(mc);
+    for (int i = 0; i < 12; i++)
+      ck_assert_msg(g[i] == (i == 4 || i == 9 ? -7 : i), "fill through diagonal on %s: [%d] %g",
+                    dn, i, g[i]);
+    free(g);
+    clt_tensor_release(mc);
+    /* tril / triu of a batch, with an infinity in the part they zero; an i32 matrix */
+    float vi[24];
+    for (int i = 0; i < 24; i++)
+      vi[i] = i % 5 == 3 ? INFINITY : (float)i - 11.5f;
+    clt_tensor *bi = cu_tensor(vi, CLT_F32, 3, (int64_t[]){2, 3, 4}, dev);
+    clt_tensor *mi, *ti;
+    CU_OK(clt_cast(m, CLT_I32, &mi));
+    for (int64_t k = -2; k <= 3; k++)
+      for (int up = 0; up < 2; up++) {
+        CU_OK(up ? clt_triu(bi, k, &r) : clt_tril(bi, k, &r));
+        CU_OK(up ? clt_triu(mi, k, &ti) : clt_tril(mi, k, &ti));
+        cu_assert_meta(r, CLT_F32, dev, 3, (int64_t[]){2, 3, 4}, up ? "clt_triu" : "clt_tril");
+        cu_assert_meta(ti, CLT_I32, dev, 2, (int64_t[]){3, 4}, up ? "clt_triu" : "clt_tril");
+        double *gr = cu_read_double(r), *gt = cu_read_double(ti);
+        for (int i = 0; i < 24; i++) {
+          int64_t row = (i / 4) % 3, col = i % 4;
+          bool keep = up ? col - row >= k : col - row <= k;
+          ck_assert_msg(gr[i] == (keep ? vi[i] : 0.0), "%s(%lld) on %s: [%d] %g",
+                        up ? "triu" : "tril", (long long)k, dn, i, gr[i]);
+          if (i < 12)
+            ck_assert_msg(gt[i] == (keep ? i : 0), "i32 %s(%lld) on %s: [%d] %g",
+                          up ? "triu" : "tril", (long long)k, dn, i, gt[i]);
+        }
+        free(gr);
+        free(gt);
+        clt_tensor_release(r);
+        clt_tensor_release(ti);
+      }
+    /* diag: a vector to a matrix, a matrix to a copy of its diagonal; trace */
+    clt_tensor *vec = cu_tensor((double[]){2, -3, 5}, CLT_F64, 1, (int64_t[]){3}, dev);
+    for (int64_t k = -2; k <= 2; k++) {
+      CU_OK(clt_diag(vec, k, &r));
+      int64_t n = 3 + (k < 0 ? -k : k);
+      cu_assert_meta(r, CLT_F64, dev, 2, (int64_t[]){n, n}, "clt_diag of a vector");
+      double *gd = cu_read_double(r);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+          int64_t at = k >= 0 ? i : j; /* the vector's index on the diagonal */
+          double want = j - i == k ? ((const double[]){2, -3, 5})[at] : 0;
+          ck_assert_msg(gd[i * n + j] == want, "diag(%lld) on %s: [%lld, %lld] %g, want %g",
+                        (long long)k, dn, (long long)i, (long long)j, gd[i * n + j], want);
+        }
+      free(gd);
+      clt_tensor_release(r);
+    }
+    CU_OK(clt_diag(m, 1, &r));
+    CU_OK(clt_fill_(m, 0)); /* a copy: the fill does not reach it */
+    cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){3}, "clt_diag of a matrix");
+    g = cu_read_double(r);
+    ck_assert_msg(g[0] == 1 && g[1] == 6 && g[2] == 11, "diag(m, 1) on %s: %g %g %g", dn, g[0],
+                  g[1], g[2]);
+    free(g);
+    clt_tensor_release(r);
+    CU_OK(clt_trace(mi, &r));
+    ck_assert_msg(cu_item(r) == 15, "trace on %s: %g", dn, cu_item(r));
+    clt_tensor_release(r);
+    /* eye and linspace */
+    CU_OK(clt_eye(3, -1, CLT_F32, dev, &r));
+    cu_assert_meta(r, CLT_F32, dev, 2, (int64_t[]){3, 3}, "clt_eye(3)");
+    g = cu_read_double(r);
+    for (int i = 0; i < 9; i++)
+      ck_assert_msg(g[i] == (i % 4 == 0), "eye(3) on %s: [%d] %g", dn, i, g[i]);
+    free(g);
+    clt_tensor_release(r);
+    CU_OK(clt_eye(2, 4, CLT_I64, dev, &r));
+    cu_assert_meta(r, CLT_I64, dev, 2, (int64_t[]){2, 4}, "clt_eye(2, 4)");
+    g = cu_read_double(r);
+    for (int i = 0; i < 8; i++)
+      ck_assert_msg(g[i] == (i == 0 || i == 5), "eye(2, 4) on %s: [%d] %g", dn, i, g[i]);
+    free(g);
+    clt_tensor_release(r);
+    CU_OK(clt_eye(0, 3, CLT_BOOL, dev, &r));
+    cu_assert_meta(r, CLT_BOOL, dev, 2, (int64_t[]){0, 3}, "clt_eye(0, 3)");
+    clt_tensor_release(r);
+    struct {
+      double a, b;
+      int64_t n;
+    } ls[] = {{0, 1, 5}, {-1, 1, 4}, {0.1, 7.3, 11}, {3, -2.5, 7}, {1e-3, 1e3, 2}};
+    for (size_t k = 0; k < sizeof ls / sizeof ls[0]; k++) {
+      CU_OK(clt_linspace(ls[k].a, ls[k].b, ls[k].n, CLT_F32, dev, &r));
+      cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){ls[k].n}, "clt_linspace");
+      float *gf = cu_read(r);
+      float a = (float)ls[k].a, b = (float)ls[k].b, st = (b - a) / (float)(ls[k].n - 1);
+      for (int64_t i = 0; i < ls[k].n; i++) {
+        float want = i < ls[k].n / 2 ? a + st * (float)i : b - st * (float)(ls[k].n - 1 - i);
+        volatile float w = want; /* no contraction into an fma here either */
+        ck_assert_msg(gf[i] == w, "linspace(%g, %g, %lld) f32 on %s: [%lld] %.9g, want %.9g",
+                      ls[k].a, ls[k].b, (long long)ls[k].n, dn, (long long)i, gf[i], (double)w);
+      }
+      ck_assert_msg(gf[0] == a && gf[ls[k].n - 1] == b, "linspace's ends on %s", dn);
+      free(gf);
+      clt_tensor_release(r);
+    }
+    CU_OK(clt_linspace(0, 10, 5, CLT_I32, dev, &r)); /* 0, 2.5, 5, 7.5, 10 truncated */
+    g = cu_read_double(r);
+    ck_assert_msg(g[0] == 0 && g[1] == 2 && g[2] == 5 && g[3] == 7 && g[4] == 10,
+                  "linspace i32 on %s: %g %g %g %g %g", dn, g[0], g[1], g[2], g[3], g[4]);
+    free(g);
+    clt_tensor_release(r);
+    CU_OK(clt_linspace(4, 9, 1, CLT_F32, dev, &r));
+    ck_assert_msg(clt_tensor_numel(r) == 1 && cu_item(r) == 4, "linspace of 1 on %s", dn);
+    clt_tensor_release(r);
+    CU_OK(clt_linspace(4, 9, 0, CLT_F32, dev, &r));
+    ck_assert_int_eq(clt_tensor_numel(r), 0);
+    clt_tensor_release(r);
+    /* errors */
+    clt_tensor *out = CU_SENTINEL;
+    CU_FAILS(clt_diagonal(vec, 0, 0, 1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_diagonal");
+    CU_FAILS(clt_diagonal(m, 0, 1, -1, &out), CLT_ERR_INVALID_ARGUMENT, "clt_diagonal");
+    ck_assert_msg(strstr(clt_last_error(), "both dimension 1"), "%s", clt_last_error());
+    CU_FAILS(clt_diagonal(m, 0, 0, 2, &out), CLT_ERR_INVALID_ARGUMENT, "clt_diagonal");
+    CU_FAILS(clt_tril(vec, 0, &out), CLT_ERR_SHAPE_MISMATCH, "clt_tril");
+    CU_FAILS(clt_triu(NULL, 0, &out), CLT_ERR_INVALID_ARGUMENT, "clt_triu");
+    CU_FAILS(clt_diag(t3, 0, &out), CLT_ERR_SHAPE_MISMATCH, "clt_diag");
+    CU_FAILS(clt_trace(vec, &out), CLT_ERR_SHAPE_MISMATCH, "clt_trace");
+    CU_FAILS(clt_eye(-1, 2, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
+    CU_FAILS(clt_eye(2, 2, (clt_dtype)99, dev, &out), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
+    CU_FAILS(clt_eye(2, 2, CLT_F32, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
+    CU_FAILS(clt_linspace(0, 1, -1, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT,
+             "clt_linspace");
+    CU_FAILS(clt_linspace(NAN, 1, 3, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT,
+             "clt_linspace");
+    CU_FAILS(clt_linspace(0, 1, 3, CLT_F32, dev, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linspace");
+    ck_assert_ptr_eq(out, CU_SENTINEL);
+    clt_tensor *all[] = {m, t3, bi, mi, vec};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+      clt_tensor_release(all[i]);
+  }
+}
+END_TEST
+
 Suite *matmul_suite(void) {
   Suite *s = suite_create("matmul");
   TCase *tc = cu_tcase("matmul");
@@ -726,6 +907,9 @@ Suite *matmul_suite(void) {
   tcase_add_test(tc, test_matmul_forced_clblast);
   tcase_add_test(tc, test_matmul_forced_bad);
   suite_add_tcase(s, tc);
+  TCase *ts = cu_tcase("structure");
+  tcase_add_test(ts, test_structure);
+  suite_add_tcase(s, ts);
   TCase *tt = cu_tcase("transpose");
   tcase_add_test(tt, test_transpose_dtypes);
   tcase_add_test(tt, test_transpose_errors);

@@ -197,6 +197,12 @@ static void compute(clt::Device dev) {
              {4.5, 9, 9, 27}));
   CHECK((clt::matmul(m.reshape({1, 2, 3}).expand({4, 2, 3}), u).shape() == clt::Shape{4, 2}));
   CHECK_THROWS(clt::dot(u, m), CLT_ERR_SHAPE_MISMATCH, "clt_dot: ");
+  CHECK(same(clt::tril(m).to_vector<float>(), {0, 0, 0, 3, 4, 0}) &&
+        same(clt::triu(m, 1).to_vector<float>(), {0, 1, 2, 0, 0, 5}));
+  CHECK(same(clt::diagonal(m).to_vector<float>(), {0, 4}) && clt::trace(m).item() == 4 &&
+        same(clt::diag(clt::diag(m)).to_vector<float>(), {0, 0, 0, 4}));
+  CHECK(clt::eye(3, -1, dev).sum().item() == 3 &&
+        same(clt::linspace(0, 1, 5, dev).to_vector<float>(), {0, 0.25, 0.5, 0.75, 1}));
   clt::Tensor y = clt::linear(m, clt::ones({1, 3}, dev), clt::full({1}, 1, dev));
   CHECK(same(y.to_vector<float>(), {4, 13}));
   /* losses and layers: uniform logits give log(3) */
