@@ -650,8 +650,10 @@ CLT_API clt_status clt_eye(int64_t n, int64_t m, clt_dtype dtype, clt_device *de
                            clt_tensor **out);
 /** steps values from start to end, evenly spaced, both ends included (torch.linspace): element i
  *  is start + i * step for i < steps / 2 and end - (steps - 1 - i) * step from there, step =
- *  (end - start) / (steps - 1), computed in f32 for f32, f16 and bf16 (rounded once) and in f64
- *  for f64 and the integers (truncated, as a cast), as PyTorch does, so the ends are exact;
+ *  (end - start) / (steps - 1), with start, end and step in f32 for f32, f16 and bf16 and each
+ *  element an exact f64 product and sum rounded to the dtype (PyTorch's f32 values, which it
+ *  computes with a fused multiply-add; in f32 on a device without f64), in f64 for f64 and the
+ *  integers (truncated, as a cast); the ends are exact;
  *  steps 0 gives an empty tensor, 1 gives [start]. Errors: CLT_ERR_INVALID_ARGUMENT (NULL
  *  out or dev, an unknown dtype, steps outside 0..2^31, start or end not finite),
  *  CLT_ERR_UNSUPPORTED (f64 where the device lacks it). */

@@ -393,11 +393,13 @@ clt_status clt_linspace(double start, double end, int64_t steps, clt_dtype dtype
     return steps == 0 ? clt_zeros(dtype, 1, (int64_t[]){0}, dev, out)
                       : clt_full(dtype, 1, (int64_t[]){1}, start, dev, out);
   /* torch.linspace: start + i * step for i < steps / 2, end - (steps - 1 - i) * step after,
-   * step = (end - start) / (steps - 1), in f32 for f32, f16 and bf16 (rounded once at the end)
-   * and in f64 for f64 and the integers (which then truncate, as a cast does) */
-  /* (integers on a device without f64 compute in f32) */
-  bool f32 = dtype == CLT_F32 || dtype == CLT_F16 || dtype == CLT_BF16 || !dev->fp64;
-  clt_dtype cd = f32 ? CLT_F32 : CLT_F64;
+   * step = (end - start) / (steps - 1). For f32, f16 and bf16, PyTorch takes start, end and
+   * step in f32 and evaluates each element with one fused multiply-add: here the product of
+   * two f32 values is exact in f64 and the sum rounds there, then once more to the dtype (the
+   * same bits but for rare double roundings); on a device without f64, in f32 (two roundings).
+   * f64 and the integers (which then truncate, as a cast does) compute in f64. */
+  bool f32 = dtype == CLT_F32 || dtype == CLT_F16 || dtype == CLT_BF16;
+  clt_dtype cd = dev->fp64 ? CLT_F64 : CLT_F32;
   double step = f32 ? (double)(((float)end - (float)start) / (float)(steps - 1))
                     : (end - start) / (double)(steps - 1);
   if (f32) {

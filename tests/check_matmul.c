@@ -838,15 +838,21 @@ START_TEST(test_structure) {
     struct {
       double a, b;
       int64_t n;
-    } ls[] = {{0, 1, 5}, {-1, 1, 4}, {0.1, 7.3, 11}, {3, -2.5, 7}, {1e-3, 1e3, 2}};
+    } ls[] = {{0, 1, 5}, {-1, 1, 4}, {0.1, 7.3, 11}, {3, -2.5, 7}, {1e-3, 1e3, 2},
+              {0.3, 0.7, 1001}, {-5.1, 13.7, 77}};
     for (size_t k = 0; k < sizeof ls / sizeof ls[0]; k++) {
       CU_OK(clt_linspace(ls[k].a, ls[k].b, ls[k].n, CLT_F32, dev, &r));
       cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){ls[k].n}, "clt_linspace");
       float *gf = cu_read(r);
       float a = (float)ls[k].a, b = (float)ls[k].b, st = (b - a) / (float)(ls[k].n - 1);
+      bool fp64 = clt_device_has_fp64(dev);
       for (int64_t i = 0; i < ls[k].n; i++) {
-        float want = i < ls[k].n / 2 ? a + st * (float)i : b - st * (float)(ls[k].n - 1 - i);
-        volatile float w = want; /* no contraction into an fma here either */
+        /* PyTorch's fused multiply-add (its values for these cases, checked with 2.5.1) as
+         * an exact f64 product and sum rounded to f32; in f32 where the device lacks f64 */
+        double up = (double)a + (double)st * (double)i;
+        double down = (double)b - (double)st * (double)(ls[k].n - 1 - i);
+        volatile float v32 = i < ls[k].n / 2 ? a + st * (float)i : b - st * (float)(ls[k].n - 1 - i);
+        float w = fp64 ? (float)(i < ls[k].n / 2 ? up : down) : v32;
         ck_assert_msg(gf[i] == w, "linspace(%g, %g, %lld) f32 on %s: [%lld] %.9g, want %.9g",
                       ls[k].a, ls[k].b, (long long)ls[k].n, dn, (long long)i, gf[i], (double)w);
       }
