@@ -484,6 +484,8 @@ enum dt_kind {
   K_BACKWARD,      /* from src[0]: sub bit 0: through clt_sum (else with a seeded grad of shape,
                     * dtype, data and mode; NULL for ndim < 0); bit 1: clt_backward_retain */
   K_GRAD,          /* dst = clt_tensor_grad(src[0]), retained (DT_NO_GRAD where NULL) */
+  K_DIAGONAL,      /* the view clt_diagonal(src[0], start, dim, dim2) */
+  K_TRIL,          /* clt_tril (sub 0) or clt_triu (sub 1) of src[0] from diagonal start */
   K_COUNT
 };
 enum { F_PLAIN, F_SCALAR, F_OUT, F_INPLACE };
@@ -990,6 +992,7 @@ static int exec_step(dt_run *r, const dt_step *s, int idx) {
   case K_PERMUTE:
   case K_EXPAND:
   case K_UNSQUEEZE:
+  case K_DIAGONAL:
   case K_SQUEEZE: {
     if (!a)
       return DT_SKIP;
@@ -1028,12 +1031,23 @@ static int exec_step(dt_run *r, const dt_step *s, int idx) {
     case K_UNSQUEEZE:
       st = clt_unsqueeze(a, s->dim, &t);
       break;
+    case K_DIAGONAL:
+      st = clt_diagonal(a, s->start, s->dim, s->dim2, &t);
+      break;
     default:
       st = clt_squeeze(a, s->dim, &t);
       break;
     }
     break;
   }
+  case K_TRIL:
+    if (!a)
+      return DT_SKIP;
+    st = s->sub ? clt_triu(a, s->start, &t) : clt_tril(a, s->start, &t);
+    new_tensor = true;
+    if (st == CLT_OK && r->track)
+      tol = slot_tol(r, s->src[0]); /* elements selected, never computed */
+    break;
   case K_COPY:
     if (!a || !S(r, s->dst))
       return DT_SKIP;
@@ -1750,11 +1764,11 @@ static void gen_view(dt_gen *g) {
   clt_tensor *t = slot(g, a);
   int nd = clt_tensor_ndim(t);
   const int64_t *sh = clt_tensor_shape(t);
-  static const int w[] = {12, 8, 12, 8, 12, 10, 8, 10, 8, 6, 6};
-  static const int kinds[] = {K_VIEW,      K_RESHAPE,   K_NARROW,    K_SELECT,
-                              K_SLICE,     K_TRANSPOSE, K_PERMUTE,   K_EXPAND,
-                              K_UNSQUEEZE, K_SQUEEZE,   K_CONTIGUOUS};
-  dt_step s = step_new(kinds[rng_pick(&g->rng, w, 11)]);
+  static const int w[] = {12, 8, 12, 8, 12, 10, 8, 10, 8, 6, 6, 5, 5};
+  static const int kinds[] = {K_VIEW,      K_RESHAPE, K_NARROW,     K_SELECT,   K_SLICE,
+                              K_TRANSPOSE, K_PERMUTE, K_EXPAND,     K_UNSQUEEZE, K_SQUEEZE,
+                              K_CONTIGUOUS, K_DIAGONAL, K_TRIL};
+  dt_step s = step_new(kinds[rng_pick(&g->rng, w, 13)]);
   s.src[0] = a;
   s.dst = pick_dst(g);
   int dim = nd ? rng_below(&g->rng, nd) : 0;
@@ -1814,6 +1828,16 @@ static void gen_view(dt_gen *g) {
   }
   case K_UNSQUEEZE:
     s.dim = rng_below(&g->rng, nd + 1) - (rng_chance(&g->rng, 20) ? nd + 1 : 0);
+    break;
+  case K_DIAGONAL: /* two dimensions (now and then the same one, refused), an offset */
+    s.dim2 = nd ? rng_below(&g->rng, nd) - (rng_chance(&g->rng, 20) ? nd : 0) : 0;
+    if (nd >= 2 && (s.dim2 + nd) % nd == dim && !rng_chance(&g->rng, 10))
+      s.dim2 = (dim + 1) % nd;
+    s.start = rng_below(&g->rng, 7) - 3;
+    break;
+  case K_TRIL:
+    s.sub = rng_below(&g->rng, 2);
+    s.start = rng_below(&g->rng, 7) - 3;
     break;
   default:
     break;
@@ -2309,6 +2333,13 @@ static void call_text(const dt_step *s, int i, char *buf, size_t n) {
   case K_SQUEEZE:
     snprintf(buf, n, "clt_%s(s[%d], %d, &t)", s->kind == K_SQUEEZE ? "squeeze" : "unsqueeze", a,
              s->dim);
+    break;
+  case K_DIAGONAL:
+    snprintf(buf, n, "clt_diagonal(s[%d], %" PRId64 ", %d, %d, &t)", a, s->start, s->dim,
+             s->dim2);
+    break;
+  case K_TRIL:
+    snprintf(buf, n, "clt_%s(s[%d], %" PRId64 ", &t)", s->sub ? "triu" : "tril", a, s->start);
     break;
   case K_REDUCE:
     if (s->whole)
@@ -2922,7 +2953,7 @@ static const char *const kind_names[] = {
     "copy",      "fill",      "view",    "reshape",   "narrow",    "select",  "slice",
     "transpose", "permute",   "expand",  "unsqueeze", "squeeze",   "reduce",  "matmul",
     "cat",       "stack",     "index_select", "read", "print",     "eval",    "sync",
-    "release",   "requires_grad", "grad_mode", "backward", "grad"};
+    "release",   "requires_grad", "grad_mode", "backward", "grad", "diagonal", "tril"};
 static const char *const form_names[] = {"plain", "scalar", "out", "inplace"};
 
 /* A double as JSON (Python's json reads NaN, Infinity and -Infinity; -0.0 keeps its sign). */

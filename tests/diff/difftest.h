@@ -3,7 +3,8 @@
  *
  * A seed gives a program: a list of steps over a pool of tensor slots that uses clt's public API
  * (creation with edge values, every row of the op table in every form, views and chains of
- * views, reductions, matmul, cat/stack/index_select, casts, copies, fills, and reads, prints and
+ * views (diagonal too), tril/triu, reductions, matmul (torch.matmul shapes), cat/stack/
+ * index_select, casts, copies, fills, and reads, prints and
  * evaluations in the middle; in a third of the programs, autograd too: tensors that require
  * grad, grad mode off around writes, backward and the leaves' gradients). It runs eagerly on the host (the reference), lazily on the host
  * with every op deferred, and lazily and eagerly on every other device. Every step's status must

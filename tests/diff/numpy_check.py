@@ -757,7 +757,30 @@ def plain_ew(opname, ins):
 GRAD_KINDS = ("requires_grad", "grad_mode", "backward", "grad")
 
 VIEWS = ("view", "reshape", "narrow", "select", "slice", "transpose", "permute", "expand",
-         "unsqueeze", "squeeze", "contiguous")
+         "unsqueeze", "squeeze", "contiguous", "diagonal")
+
+
+def diagonal_view(x, off, d1, d2):
+    """clt_diagonal (torch.diagonal) as a writable view of x: the elements (i, i + off) of axes
+    d1 and d2, as a last axis after the others (NumPy's own diagonal is read-only)."""
+    nd = x.ndim
+    if nd < 2 or not (-nd <= d1 < nd and -nd <= d2 < nd):
+        raise IndexError("diagonal dims")
+    d1, d2 = d1 % nd, d2 % nd
+    if d1 == d2:
+        raise ValueError("diagonal: one dimension twice")
+    n1, n2 = x.shape[d1], x.shape[d2]
+    ln = max(0, min(n1, n2 - off)) if off >= 0 else max(0, min(n1 + off, n2))
+    other = [i for i in range(nd) if i not in (d1, d2)]
+    shape = [x.shape[i] for i in other] + [ln]
+    strides = [x.strides[i] for i in other] + [x.strides[d1] + x.strides[d2]]
+    sub = x
+    if ln > 0:
+        idx = [slice(None)] * nd
+        idx[d1] = slice(max(0, -off), None)
+        idx[d2] = slice(max(0, off), None)
+        sub = x[tuple(idx)]
+    return np.lib.stride_tricks.as_strided(sub, shape, strides)
 
 
 class Lane:
@@ -1130,6 +1153,12 @@ class Lane:
                 fire("squeeze_keeps_other_sizes")
                 return a[1], x
             return a[1], np.squeeze(x, axis=d)
+        if kind == "diagonal":
+            return a[1], diagonal_view(x, s["start"], s["dim"], s["dim2"])
+        if kind == "tril":
+            if nd < 2:
+                raise ValueError("tril of fewer than 2 dimensions")
+            return a[1], (np.triu if s["sub"] else np.tril)(x, s["start"])
         if kind == "reduce":
             op = s["op"]
             axis = None if s["whole"] else d
