@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """peers.py - the peers bench/run compares clt with: NumPy on the host, PyOpenCL on cl:0.
 
-    python3 bench/peers.py numpy     [--reps N]   # add 16M f32, 3-element add, matmul 1024 f32, A x 4096 f32
+    python3 bench/peers.py numpy     [--reps N]   # add 16M f32, 3-element add, matmul 1024 f32, A x 4096 f32, CG 2048
     python3 bench/peers.py pyopencl  [--reps N]   # a + b and pyopencl.array.sum, 16M f32
     python3 bench/peers.py first-op                # one fresh-process first op (run it often)
     python3 bench/peers.py torch     [--reps N]   # PyTorch on its first CUDA GPU (tools/gpu-check)
@@ -92,6 +92,27 @@ def run_numpy(reps):
     am = rng.random((n, n), dtype=np.float32) - 0.5
     xv = rng.random(n, dtype=np.float32) - 0.5
     print("kv mv4096_cpu_numpy_ms %.4f" % (1e3 * median_time(lambda: am @ xv, reps)))
+    # bench/cg's solver: A = M^T M / n + I (M uniform in [-0.5, 0.5)), b = A 1, 20 CG steps
+    n = 2048
+    mm = rng.random((n, n), dtype=np.float32) - 0.5
+    A = (mm.T @ mm) / np.float32(n) + np.eye(n, dtype=np.float32)
+    bb = A @ np.ones(n, dtype=np.float32)
+
+    def cg():
+        x = np.zeros(n, dtype=np.float32)
+        r = bb.copy()
+        p = r.copy()
+        rr = r @ r
+        for _ in range(20):
+            ap = A @ p
+            alpha = rr / (p @ ap)
+            x += alpha * p
+            r -= alpha * ap
+            rr2 = r @ r
+            p = r + (rr2 / rr) * p
+            rr = rr2
+        return x
+    print("kv cg2048_cpu_numpy_ms %.4f" % (1e3 * median_time(cg, reps)))
 
 
 def run_pyopencl(reps):
