@@ -325,8 +325,8 @@ static clt_status consume(int c, clt_tensor *v, const geom *g, clt_dtype dt, clt
 }
 
 /* Whether consumer c applies to view k in dtype dt (an in-place write through an expanded view
- * writes one element twice: not a case; matmul takes 2-D and 3-D float operands; copy_to needs
- * a second device). */
+ * writes one element twice: not a case; matmul takes float operands of 1 or more dimensions;
+ * copy_to needs a second device). */
 static bool applies(int c, int k, clt_dtype dt, clt_device *d) {
   if (c == C_INPLACE_DEST && k == VIEW_EXPAND)
     return false;
@@ -412,7 +412,7 @@ static int64_t expected(int c, clt_dtype dt, clt_dtype rdt, const geom *g, const
     return 1;
   }
   case C_MATMUL: {
-    if (!cu_is_float(dt) || g->ndim > 3 || g->ndim < 2) {
+    if (!cu_is_float(dt) || g->ndim < 1) { /* torch.matmul's shapes: 1-D and batches too */
       *want_st = cu_is_float(dt) ? CLT_ERR_SHAPE_MISMATCH : CLT_ERR_DTYPE;
       return 0;
     }
