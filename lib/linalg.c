@@ -73,8 +73,20 @@ static clt_status matmul_any(clt_tensor *a, clt_tensor *b, const char *fn, clt_t
       return clt__matmul_shape_error(fn, a, b, why);
     }
     batch[i] = da == 1 ? db : da;
-    p *= batch[i];
   }
+  /* p: the batch's matrices (0 where a batch dimension is 0, however large the others) */
+  bool empty = false, over = false;
+  for (int i = 0; i < nb; i++)
+    empty = empty || batch[i] == 0;
+  for (int i = 0; i < nb && !empty; i++)
+    over = over || __builtin_mul_overflow(p, batch[i], &p);
+  if (empty)
+    p = 0;
+  int64_t rows;
+  if (over || __builtin_mul_overflow(p, m, &rows) || rows > INT32_MAX || n > INT32_MAX ||
+      k > INT32_MAX) /* before any copy of a broadcast operand is made */
+    return clt__matmul_shape_error(fn, a, b,
+                                   "BLAS takes dimensions up to 2^31-1 (batch * m counts as one)");
   int rank = nb + (a->ndim > 1) + (b->ndim > 1);
   int64_t shape[CLT_MAX_DIMS + 2];
   memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);

@@ -10,7 +10,7 @@
  *   1 reshape:   clt_reshape of a tensor to any ndim and shape, -1 included;
  *   2 broadcast: add, sub, mul, maximum, eq, lt, where, add_ (in place) and add_out over operands
  *                of fuzzed shapes and dtypes;
- *   3 matmul:    clt_matmul over operands of 0 to 4 dimensions;
+ *   3 matmul:    clt_matmul over operands of 0 to 4 dimensions (torch.matmul's shapes);
  *   4 reduce:    sum / mean / max / argmax along a fuzzed dim (keepdim or not), whole-tensor sum,
  *                and clt_transpose of two fuzzed dims;
  *   5 linear:    clt_linear with or without bias.
@@ -24,6 +24,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -666,37 +667,61 @@ static void fuzz_matmul(fuzz_reader *r) {
     sh[k] = shape_small(r, 4, MAX_OPERAND);
     in[k] = operand(&sh[k], dt[k], seed[k]);
   }
-  /* The oracle (clt.h): f16, bf16, f32 or f64, one dtype; 2-D or 3-D; inner dimensions equal; batch
-   * sizes equal when both are 3-D; dimensions BLAS can take. */
+  /* The oracle (clt.h, torch.matmul): f16, bf16, f32 or f64, one dtype; 1 or more dimensions
+   * (a 1-D a is a row, a 1-D b a column, their dimension dropped from the result); inner
+   * dimensions equal; batch dimensions (those before the last two) that broadcast; rows of all
+   * batch entries (batch * m), k and n that BLAS can take. */
   clt_status want = CLT_OK;
-  int64_t m = 0, k = 0, n = 0, batch = 1;
+  const shape *a = &sh[0], *b = &sh[1];
+  int64_t m = 0, k = 0, n = 0, batch = 1, bs[4] = {0};
+  int na = a->ndim > 2 ? a->ndim - 2 : 0, nbb = b->ndim > 2 ? b->ndim - 2 : 0;
+  int nb = na > nbb ? na : nbb;
   if (!is_float(dt[0]) || !is_float(dt[1]) || dt[0] != dt[1]) {
     want = CLT_ERR_DTYPE;
-  } else if (sh[0].ndim < 2 || sh[0].ndim > 3 || sh[1].ndim < 2 || sh[1].ndim > 3) {
+  } else if (a->ndim < 1 || b->ndim < 1) {
     want = CLT_ERR_SHAPE_MISMATCH;
   } else {
-    const shape *a = &sh[0], *b = &sh[1];
-    m = a->d[a->ndim - 2];
+    m = a->ndim == 1 ? 1 : a->d[a->ndim - 2];
     k = a->d[a->ndim - 1];
-    n = b->d[b->ndim - 1];
-    int64_t ba = a->ndim == 3 ? a->d[0] : -1, bb = b->ndim == 3 ? b->d[0] : -1;
-    batch = ba >= 0 ? ba : bb >= 0 ? bb : 1;
-    int64_t bm;
-    if (b->d[b->ndim - 2] != k || (ba >= 0 && bb >= 0 && ba != bb))
+    n = b->ndim == 1 ? 1 : b->d[b->ndim - 1];
+    int64_t kb = b->ndim == 1 ? b->d[0] : b->d[b->ndim - 2];
+    if (kb != k)
       want = CLT_ERR_SHAPE_MISMATCH;
-    else if (__builtin_mul_overflow(batch, m, &bm) || bm > INT32_MAX || n > INT32_MAX ||
-             k > INT32_MAX)
+    for (int i = 0; i < nb && want == CLT_OK; i++) {
+      int64_t da = i - (nb - na) >= 0 ? a->d[i - (nb - na)] : 1;
+      int64_t db = i - (nb - nbb) >= 0 ? b->d[i - (nb - nbb)] : 1;
+      if (da != db && da != 1 && db != 1)
+        want = CLT_ERR_SHAPE_MISMATCH;
+      bs[i] = da == 1 ? db : da;
+    }
+    /* the batch's matrices: 0 where a batch dimension is 0, else their product, which must
+     * fit (with m) in BLAS's 2^31-1 rows */
+    bool empty = false, over = false;
+    for (int i = 0; i < nb; i++)
+      empty = empty || bs[i] == 0;
+    for (int i = 0; i < nb && !empty && want == CLT_OK; i++)
+      over = over || __builtin_mul_overflow(batch, bs[i], &batch);
+    if (empty)
+      batch = 0;
+    int64_t bm;
+    if (want == CLT_OK && (over || __builtin_mul_overflow(batch, m, &bm) || bm > INT32_MAX ||
+                           n > INT32_MAX || k > INT32_MAX))
       want = CLT_ERR_SHAPE_MISMATCH;
   }
-  int nd = sh[0].ndim == 3 || sh[1].ndim == 3 ? 3 : 2;
-  int64_t rshape[3] = {batch, m, n};
-  const int64_t *rs = nd == 3 ? rshape : rshape + 1;
+  int nd = 0;
+  int64_t rs[6];
+  for (int i = 0; i < nb; i++)
+    rs[nd++] = bs[i];
+  if (a->ndim > 1)
+    rs[nd++] = m;
+  if (b->ndim > 1)
+    rs[nd++] = n;
   uint64_t bytes = 0;
   if (want == CLT_OK && (want = shape_status(nd, rs, clt_dtype_size(dt[0]), &bytes)) == CLT_OK) {
-    int a = alloc_expect(bytes);
-    if (a == SKIP)
+    int al = alloc_expect(bytes);
+    if (al == SKIP)
       goto done;
-    want = (clt_status)a;
+    want = (clt_status)al;
   }
   clt_tensor *out = FUZZ_SENTINEL;
   clt_clear_error();
@@ -712,19 +737,37 @@ static void fuzz_matmul(fuzz_reader *r) {
   int64_t i = 0;
   if (clt_tensor_numel(out) == 0)
     batch = 0; /* nothing to check, and the loops below could be long */
-  for (int64_t q = 0; q < batch; q++)
+  for (int64_t q = 0; q < batch; q++) {
+    /* the offsets of q's matrices in a and b (a batch dimension of size 1 repeats) */
+    int64_t oa = 0, ob = 0, sta = m * k, stb = k * n, rem = q, idx[4] = {0};
+    for (int d = nb - 1; d >= 0; d--) {
+      idx[d] = rem % bs[d];
+      rem /= bs[d];
+    }
+    for (int d = nb - 1; d >= 0; d--) {
+      int ia = d - (nb - na), ib = d - (nb - nbb);
+      if (ia >= 0) {
+        oa += (a->d[ia] == 1 ? 0 : idx[d]) * sta;
+        sta *= a->d[ia];
+      }
+      if (ib >= 0) {
+        ob += (b->d[ib] == 1 ? 0 : idx[d]) * stb;
+        stb *= b->d[ib];
+      }
+    }
     for (int64_t x = 0; x < m; x++)
       for (int64_t y = 0; y < n; y++, i++) {
         int64_t acc = 0;
         for (int64_t z = 0; z < k; z++) {
-          int64_t ja = (sh[0].ndim == 3 ? q * m * k : 0) + x * k + z;
-          int64_t jb = (sh[1].ndim == 3 ? q * k * n : 0) + z * n + y;
+          int64_t ja = oa + x * k + z;
+          int64_t jb = ob + z * n + y;
           acc += operand_value(dt[0], seed[0], ja) * operand_value(dt[1], seed[1], jb);
         }
         FUZZ_CHECK(get(p, dt[0], i) == round_to(dt[0], (double)acc),
                    "clt_matmul: element %lld is %g, expected %lld", (long long)i, get(p, dt[0], i),
                    (long long)acc);
       }
+  }
   clt_tensor_release(out);
 done:
   clt_tensor_release(in[0]);
