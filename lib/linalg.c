@@ -98,11 +98,13 @@ static clt_status matmul_any(clt_tensor *a, clt_tensor *b, const char *fn, clt_t
   if (rank > CLT_MAX_DIMS)
     return clt__matmul_shape_error(fn, a, b, "the result would have more than 8 dimensions");
   int64_t mk, kn, ea, eb;
-  if ((rows == 0 || n == 0) &&
-      (__builtin_mul_overflow(m, k, &mk) || __builtin_mul_overflow(k, n, &kn) ||
-       __builtin_mul_overflow(p, mk, &ea) || __builtin_mul_overflow(p, kn, &eb)))
-    /* an empty result whose broadcast operands could not even be shaped (a batch of 2^62
-     * matrices of 0 rows): its zeros, made directly (no history: nothing flows through it) */
+  bool huge = __builtin_mul_overflow(m, k, &mk) || __builtin_mul_overflow(k, n, &kn) ||
+              __builtin_mul_overflow(p, mk, &ea) || __builtin_mul_overflow(p, kn, &eb);
+  if ((rows == 0 || n == 0) && (huge || !clt__grad_wanted((clt_tensor *[]){a, b}, 2)))
+    /* an empty result: nothing to compute, and broadcast operands need not be copied (a batch
+     * of 2^40 matrices of 0 rows against a small one would copy the small one 2^40 times):
+     * its shape, made directly; where autograd must record it, through the views below
+     * unless even their shapes cannot be made */
     return clt_zeros(a->dtype, rank, shape, a->storage->dev, out);
 
   clt_tensor *t[6] = {NULL}; /* a as a matrix, b as one, their batched forms, the product */
