@@ -31,6 +31,7 @@
 #define CLT_FAULT_NO_REDIRECT /* the test's own malloc is not counted */
 #include "opencl/cl-internal.h" /* clt__cl: the context and queue behind a device */
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -602,8 +603,17 @@ static void walk(const walk_config *c, const char *test) {
                 r.count[CLT__FAULT_BUILD], r.count[CLT__FAULT_HOST]);
   if (fig && !c->contexts_per_device && c->kind < CLT__FAULT_ANY)
     fig->sites[c->kind] = sites;
-  /* CLT_FAULT_WALK_STRIDE=k fails only every k-th call (and the last), for a quicker run. */
-  const char *e = getenv("CLT_FAULT_WALK_STRIDE");
+  /* CLT_FAULT_WALK_STRIDE=k fails only every k-th call (and the last), for a quicker run;
+   * CLT_FAULT_WALK_STRIDE_HOST (_ALLOC, _ENQUEUE, _BUILD) sets it for one kind (.ci/lanes/60-gpu
+   * walks the host's allocations, hundreds of sites that no device changes, with a stride on
+   * the simulator, where each run of the workload takes a second). */
+  char ename[64];
+  snprintf(ename, sizeof ename, "CLT_FAULT_WALK_STRIDE_%s", kind);
+  for (char *p = ename; *p; p++)
+    *p = (char)toupper((unsigned char)*p);
+  const char *e = getenv(ename);
+  if (!e || !*e)
+    e = getenv("CLT_FAULT_WALK_STRIDE");
   long stride = e && atol(e) > 1 ? atol(e) : 1, walked = 0;
   long errors = 0, recovered = 0, missed = 0;
   for (long n = 1; n <= sites; n = n < sites && n + stride > sites ? sites : n + stride) {
