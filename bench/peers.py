@@ -113,6 +113,30 @@ def run_numpy(reps):
             rr = rr2
         return x
     print("kv cg2048_cpu_numpy_ms %.4f" % (1e3 * median_time(cg, reps)))
+    # bench/linalg's rows: solve 2048 (diagonally dominant), cholesky 2048 and eigh 1024
+    # (M M^T / n + I), svd 1024 x 512 (uniform, reduced)
+    la = np.linalg
+    n = 2048
+    a64 = rng.random((n, n)) - 0.5 + np.eye(n) * (n / 4)
+    b64 = rng.random(n) - 0.5
+    a32, b32 = a64.astype(np.float32), b64.astype(np.float32)
+    lreps = max(3, reps // 3)
+    print("kv linalg_solve2048_f64_cpu_numpy_ms %.4f"
+          % (1e3 * median_time(lambda: la.solve(a64, b64), lreps)))
+    print("kv linalg_solve2048_f32_cpu_numpy_ms %.4f"
+          % (1e3 * median_time(lambda: la.solve(a32, b32), lreps)))
+    g = rng.random((n, n)) - 0.5
+    spd32 = (g @ g.T / n + np.eye(n)).astype(np.float32)
+    print("kv linalg_cholesky2048_f32_cpu_numpy_ms %.4f"
+          % (1e3 * median_time(lambda: la.cholesky(spd32), lreps)))
+    e = 1024
+    g = rng.random((e, e)) - 0.5
+    spd = g @ g.T / e + np.eye(e)
+    print("kv linalg_eigh1024_f64_cpu_numpy_ms %.4f"
+          % (1e3 * median_time(lambda: la.eigh(spd), lreps)))
+    sv = rng.random((1024, 512)) - 0.5
+    print("kv linalg_svd1024x512_f64_cpu_numpy_ms %.4f"
+          % (1e3 * median_time(lambda: la.svd(sv, full_matrices=False), lreps)))
 
 
 def run_pyopencl(reps):

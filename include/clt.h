@@ -100,7 +100,8 @@ CLT_API const char *clt_version(void);
   X(ERR_IO, -11, "input/output error")                                                             \
   X(ERR_FORMAT, -12, "malformed file")                                                             \
   X(ERR_INTERNAL, -13, "internal error")                                                           \
-  X(ERR_TRANSFER_GUARD, -14, "implicit transfer refused by the transfer guard")
+  X(ERR_TRANSFER_GUARD, -14, "implicit transfer refused by the transfer guard")                   \
+  X(ERR_LINALG, -15, "the matrix is singular, not positive-definite, or the method did not converge")
 
 /** What a call returns: CLT_OK (0) on success, a negative CLT_ERR_ value on failure, with the
  *  details in clt_last_error(). The values and their default messages are the rows of
@@ -111,7 +112,9 @@ CLT_API const char *clt_version(void);
  *  not compatible"; CLT_ERR_DTYPE "dtype not supported by this operation"; CLT_ERR_OPENCL "an
  *  OpenCL call failed"; CLT_ERR_BUILD "kernel build failed"; CLT_ERR_IO "input/output error";
  *  CLT_ERR_FORMAT "malformed file"; CLT_ERR_INTERNAL "internal error";
- *  CLT_ERR_TRANSFER_GUARD "implicit transfer refused by the transfer guard". */
+ *  CLT_ERR_TRANSFER_GUARD "implicit transfer refused by the transfer guard"; CLT_ERR_LINALG
+ *  "the matrix is singular, not positive-definite, or the method did not converge" (the
+ *  clt_linalg_* routines; PyTorch's LinAlgError). */
 typedef enum clt_status {
 #define CLT_STATUS_ENUM_(name, value, msg) CLT_##name = value,
   CLT_STATUS_MAP(CLT_STATUS_ENUM_)
@@ -438,6 +441,7 @@ typedef struct clt_transfer_stats {
   uint64_t d2d_in_count, d2d_in_bytes;     /**< another device to this one */
   uint64_t d2d_out_count, d2d_out_bytes;   /**< this device to another one */
   uint64_t implicit_count, implicit_bytes; /**< this device to the host, implicit (printing) */
+  uint64_t internal_count, internal_bytes; /**< clt's own trips for an operation, both ways */
 } clt_transfer_stats;
 /** @var clt_transfer_stats::h2d_count
  *  Copies from the host to this device (h2d_bytes: their bytes). */
@@ -450,6 +454,11 @@ typedef struct clt_transfer_stats {
 /** @var clt_transfer_stats::implicit_count
  *  Implicit copies from this device to the host, made by printing (implicit_bytes: their
  *  bytes). */
+/** @var clt_transfer_stats::internal_count
+ *  Copies between this device and the host, either way, that clt makes for an operation it
+ *  computes on the host: the clt_linalg_* routines on a device where LAPACK cannot run on the
+ *  data (docs/linalg.md says which). The tensors stay on this device; the transfer guard does
+ *  not apply (internal_bytes: their bytes). */
 
 /** Fills *out with dev's counters since the start of the process or the last reset. The host
  *  has none (all zero): each copy is counted on the OpenCL device at its other end.
@@ -659,6 +668,105 @@ CLT_API clt_status clt_eye(int64_t n, int64_t m, clt_dtype dtype, clt_device *de
  *  CLT_ERR_UNSUPPORTED (f64 where the device lacks it). */
 CLT_API clt_status clt_linspace(double start, double end, int64_t steps, clt_dtype dtype,
                                 clt_device *dev, clt_tensor **out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Factorizations and solvers, as torch.linalg (docs/linalg.md)                              */
+/*                                                                                            */
+/* Matrices are the last two dimensions of a tensor; the dimensions before them are a batch   */
+/* (each matrix solved on its own), which broadcasts between two operands as in torch. f32 and */
+/* f64 only (CLT_ERR_DTYPE for the rest: cast first); every operand on one device, where the   */
+/* results are made. LAPACK (LAPACKE over OpenBLAS) computes them on the host: on an OpenCL    */
+/* device the operands are copied to the host and the results back, counted as the device's   */
+/* internal trips (clt_transfer_stats::internal_count; the transfer guard does not apply). The */
+/* call waits for the result, as PyTorch's checks of LAPACK's verdict do. A matrix LAPACK     */
+/* cannot factor gives CLT_ERR_LINALG with a message that says why and which batch element.   */
+/* Autograd has no derivatives of these yet: an operand that requires grad, in grad mode, is  */
+/* refused (CLT_ERR_UNSUPPORTED). Common errors: CLT_ERR_INVALID_ARGUMENT (NULL),              */
+/* CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE, CLT_ERR_SHAPE_MISMATCH (fewer than 2 dimensions,    */
+/* not square where square is needed, shapes or batches that do not match: the message names  */
+/* both), CLT_ERR_UNSUPPORTED (built without LAPACKE; a matrix of more than 2^31-1 elements),  */
+/* CLT_ERR_OUT_OF_MEMORY. On any error the outputs are left untouched.                        */
+
+/** X with A X = B (torch.linalg.solve): A (*, n, n); B (*, n, k), or a vector of n elements
+ *  (B 1-D, or B's shape is A's without its last dimension), whose X is a vector too. LU with
+ *  partial pivoting (getrf, getrs). CLT_ERR_LINALG where A is singular (the message names the
+ *  zero of U). */
+CLT_API clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X);
+/** X with op(A) X = B (left) or X op(A) = B (left = 0) for triangular A (*, n, n), upper or
+ *  lower (the other triangle is not read), its diagonal taken as ones if unitriangular
+ *  (torch.linalg.solve_triangular); B (*, n, k) for left, (*, k, n) otherwise. CLT_ERR_LINALG
+ *  where a diagonal element is exactly zero (PyTorch returns inf there). */
+CLT_API clt_status clt_linalg_solve_triangular(clt_tensor *A, clt_tensor *B, int upper, int left,
+                                               int unitriangular, clt_tensor **X);
+/** The Cholesky factor of a symmetric positive-definite A (*, n, n): lower L with L L^T = A,
+ *  or upper U with U^T U = A (torch.linalg.cholesky); only A's lower (upper) triangle is read;
+ *  the other triangle of the result is zero. CLT_ERR_LINALG where A is not positive-definite
+ *  (the message names the order of the leading minor that is not). */
+CLT_API clt_status clt_linalg_cholesky(clt_tensor *A, int upper, clt_tensor **L);
+/** The LU factorization with partial pivoting of A (*, m, n) (torch.linalg.lu_factor): LU holds
+ *  L (unit diagonal, not stored) below its diagonal and U on and above it; pivots (*, min(m, n))
+ *  i32, 1-based as LAPACK's: row i was swapped with row pivots[i]. CLT_ERR_LINALG where U has
+ *  an exact zero on its diagonal (lu_solve would divide by it), as torch. */
+CLT_API clt_status clt_linalg_lu_factor(clt_tensor *A, clt_tensor **LU, clt_tensor **pivots);
+/** X with A X = B from clt_linalg_lu_factor's LU (*, n, n) and pivots (*, n) (i32, each in
+ *  1..n, else CLT_ERR_INVALID_ARGUMENT); B (*, n, k), its batch broadcasting with LU's
+ *  (torch.linalg.lu_solve). */
+CLT_API clt_status clt_linalg_lu_solve(clt_tensor *LU, clt_tensor *pivots, clt_tensor *B,
+                                       clt_tensor **X);
+/** The reduced QR factorization of A (*, m, n) (torch.linalg.qr, mode "reduced"): Q (*, m, k)
+ *  with orthonormal columns and upper triangular R (*, k, n), k = min(m, n), A = Q R
+ *  (Householder: geqrf, orgqr; R's diagonal may be negative, as LAPACK's and torch's). */
+CLT_API clt_status clt_linalg_qr(clt_tensor *A, clt_tensor **Q, clt_tensor **R);
+/** The least-squares solution X (*, n, k) of A X ~ B for A (*, m, n) and B (*, m, k)
+ *  (torch.linalg.lstsq's solution, its default driver gelsy on the host): singular values
+ *  below eps * max(m, n) times the largest count as zero, so a rank-deficient A gives the
+ *  solution of least norm among the best fits. */
+CLT_API clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X);
+/** The eigenvalues w (*, n), ascending, and eigenvectors V (*, n, n) (the columns, orthonormal;
+ *  NULL V: the values only) of the symmetric A (*, n, n), of which only the lower triangle is
+ *  read (torch.linalg.eigh, UPLO "L"; divide and conquer, syevd). A V = V diag(w). Each vector's
+ *  sign is LAPACK's. CLT_ERR_LINALG where the method does not converge (NaN in A). */
+CLT_API clt_status clt_linalg_eigh(clt_tensor *A, clt_tensor **w, clt_tensor **V);
+/** The singular value decomposition A = U diag(S) Vh of A (*, m, n) (torch.linalg.svd): S (*, k)
+ *  descending, k = min(m, n); U (*, m, m) and Vh (*, n, n) with full_matrices, else (*, m, k)
+ *  and (*, k, n); U and Vh both NULL: the values only (torch.linalg.svdvals). Divide and conquer
+ *  (gesdd). Signs of the vectors are LAPACK's. CLT_ERR_LINALG where it does not converge. */
+CLT_API clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U,
+                                  clt_tensor **S, clt_tensor **Vh);
+/** The inverse of A (*, n, n) (torch.linalg.inv; getrf, getri). CLT_ERR_LINALG where A is
+ *  singular. Solving with clt_linalg_solve is faster and more accurate than multiplying by the
+ *  inverse. */
+CLT_API clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out);
+/** The determinant of each matrix of A (*, n, n), of A's batch shape (torch.linalg.det): the
+ *  product of U's diagonal from the LU factorization, in f64, its sign by the row swaps; 0 for
+ *  a singular matrix (no error); 1 for 0 x 0. */
+CLT_API clt_status clt_linalg_det(clt_tensor *A, clt_tensor **out);
+/** The sign (1, -1, or 0 where singular) and the log of the absolute value of the determinant
+ *  (-inf where singular) of each matrix of A (*, n, n), of A's batch shape and dtype
+ *  (torch.linalg.slogdet): no overflow where det itself would overflow. */
+CLT_API clt_status clt_linalg_slogdet(clt_tensor *A, clt_tensor **sign, clt_tensor **logabsdet);
+/** The norm of A (torch.linalg.norm): ord NULL, the 2-norm of all of A's elements (a 0-d
+ *  tensor; the Frobenius norm of a matrix); for a 1-D A, "1" (sum of |a|), "2", "inf" (max
+ *  |a|); for a matrix or a batch of them (the last two dimensions; a tensor of the batch's
+ *  shape), "fro", "nuc" (the sum of the singular values), "1" (the largest column sum of |A|),
+ *  "2" (the largest singular value), "inf" (the largest row sum). "fro", "1", "inf" and the
+ *  vector norms are elementwise operations and reductions on A's device (autograd records
+ *  them; any float dtype); "2" and "nuc" take the singular values (f32, f64; no autograd).
+ *  Errors: also CLT_ERR_INVALID_ARGUMENT (an unknown ord), CLT_ERR_SHAPE_MISMATCH (a matrix
+ *  norm of a 1-D tensor, "fro" or "nuc" of a vector). */
+CLT_API clt_status clt_linalg_norm(clt_tensor *A, const char *ord, clt_tensor **out);
+/** The 2-norm condition number of each matrix of A (*, m, n): its largest singular value over
+ *  its smallest (inf where singular), of the batch's shape (torch.linalg.cond, p = None).
+ *  CLT_ERR_SHAPE_MISMATCH for empty matrices. */
+CLT_API clt_status clt_linalg_cond(clt_tensor *A, clt_tensor **out);
+/** The rank of each matrix of A (*, m, n): how many singular values exceed max(m, n) * eps *
+ *  the largest (torch.linalg.matrix_rank's default tolerance), an i64 tensor of the batch's
+ *  shape. */
+CLT_API clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out);
+/** The Moore-Penrose pseudo-inverse of A (*, m, n), of shape (*, n, m) (torch.linalg.pinv):
+ *  V diag(1/s) U^T over the singular values s above max(m, n) * eps * the largest, the rest
+ *  taken as zero. */
+CLT_API clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out);
 
 /** Which implementation clt_matmul uses on d: "blas" (the host's CBLAS), "loop" (the host's
  *  own blocked loops, built without CBLAS), "clblast" (CLBlast on the device's queue), "native"

@@ -49,6 +49,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -697,6 +698,97 @@ inline Tensor addmm(const Tensor &c, const Tensor &a, const Tensor &b, double be
   return detail::make(
       [&](clt_tensor **o) { return clt_addmm(c.get(), a.get(), b.get(), beta, alpha, o); });
 }
+/** Factorizations and solvers, as torch.linalg (clt_linalg_* in clt.h; docs/linalg.md): batched
+ *  over leading dimensions, f32 and f64, results on the operands' device; several results come
+ *  as a std::tuple (auto [Q, R] = clt::linalg::qr(A)). A failure throws clt::Error with its
+ *  status (CLT_ERR_LINALG for a singular or indefinite matrix); with CLT_NO_EXCEPTIONS every
+ *  result is undefined. */
+namespace linalg {
+namespace detail {
+inline std::tuple<Tensor, Tensor> take(clt_status s, clt_tensor *a, clt_tensor *b) {
+  if (!clt::detail::check(s))
+    return {Tensor(), Tensor()};
+  return {Tensor::adopt(a), Tensor::adopt(b)};
+}
+} // namespace detail
+inline Tensor solve(const Tensor &A, const Tensor &B) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_solve(A.get(), B.get(), o); });
+}
+inline Tensor solve_triangular(const Tensor &A, const Tensor &B, bool upper, bool left = true,
+                               bool unitriangular = false) {
+  return clt::detail::make([&](clt_tensor **o) {
+    return clt_linalg_solve_triangular(A.get(), B.get(), upper, left, unitriangular, o);
+  });
+}
+inline Tensor cholesky(const Tensor &A, bool upper = false) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_cholesky(A.get(), upper, o); });
+}
+/** (LU, pivots) */
+inline std::tuple<Tensor, Tensor> lu_factor(const Tensor &A) {
+  clt_tensor *a = nullptr, *b = nullptr;
+  clt_status s = clt_linalg_lu_factor(A.get(), &a, &b);
+  return detail::take(s, a, b);
+}
+inline Tensor lu_solve(const Tensor &LU, const Tensor &pivots, const Tensor &B) {
+  return clt::detail::make(
+      [&](clt_tensor **o) { return clt_linalg_lu_solve(LU.get(), pivots.get(), B.get(), o); });
+}
+/** (Q, R), reduced */
+inline std::tuple<Tensor, Tensor> qr(const Tensor &A) {
+  clt_tensor *a = nullptr, *b = nullptr;
+  clt_status s = clt_linalg_qr(A.get(), &a, &b);
+  return detail::take(s, a, b);
+}
+/** The solution of torch.linalg.lstsq (driver gelsy). */
+inline Tensor lstsq(const Tensor &A, const Tensor &B) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_lstsq(A.get(), B.get(), o); });
+}
+/** (eigenvalues ascending, eigenvectors as columns) */
+inline std::tuple<Tensor, Tensor> eigh(const Tensor &A) {
+  clt_tensor *a = nullptr, *b = nullptr;
+  clt_status s = clt_linalg_eigh(A.get(), &a, &b);
+  return detail::take(s, a, b);
+}
+inline Tensor eigvalsh(const Tensor &A) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_eigh(A.get(), o, nullptr); });
+}
+/** (U, S descending, Vh); full_matrices true by default, as torch */
+inline std::tuple<Tensor, Tensor, Tensor> svd(const Tensor &A, bool full_matrices = true) {
+  clt_tensor *u = nullptr, *s = nullptr, *v = nullptr;
+  if (!clt::detail::check(clt_linalg_svd(A.get(), full_matrices, &u, &s, &v)))
+    return {Tensor(), Tensor(), Tensor()};
+  return {Tensor::adopt(u), Tensor::adopt(s), Tensor::adopt(v)};
+}
+inline Tensor svdvals(const Tensor &A) {
+  return clt::detail::make(
+      [&](clt_tensor **o) { return clt_linalg_svd(A.get(), 0, nullptr, o, nullptr); });
+}
+inline Tensor inv(const Tensor &A) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_inv(A.get(), o); });
+}
+inline Tensor det(const Tensor &A) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_det(A.get(), o); });
+}
+/** (sign, logabsdet) */
+inline std::tuple<Tensor, Tensor> slogdet(const Tensor &A) {
+  clt_tensor *a = nullptr, *b = nullptr;
+  clt_status s = clt_linalg_slogdet(A.get(), &a, &b);
+  return detail::take(s, a, b);
+}
+/** ord: "fro", "nuc", "1", "2", "inf", or nullptr (the 2-norm of all elements) */
+inline Tensor norm(const Tensor &A, const char *ord = nullptr) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_norm(A.get(), ord, o); });
+}
+inline Tensor cond(const Tensor &A) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_cond(A.get(), o); });
+}
+inline Tensor matrix_rank(const Tensor &A) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_matrix_rank(A.get(), o); });
+}
+inline Tensor pinv(const Tensor &A) {
+  return clt::detail::make([&](clt_tensor **o) { return clt_linalg_pinv(A.get(), o); });
+}
+} // namespace linalg
 inline Tensor transpose(const Tensor &t, int dim0, int dim1) { return t.transpose(dim0, dim1); }
 inline Tensor reshape(const Tensor &t, const Shape &s) { return t.reshape(s); }
 /** x W^T + b (clt_linear); bias may be an undefined Tensor. */

@@ -460,6 +460,12 @@ clt_status clt__read_bytes_implicit(const clt_tensor *t, void *dst, const char *
 /* The transfer counters (device.c): a copy of bytes from src to dst, counted on the device
  * side(s); implicit: printing's copy to the host. */
 void clt__count_transfer(clt_device *src, clt_device *dst, size_t bytes, bool implicit);
+/* An internal trip between dev and the host (clt_transfer_stats::internal_count). */
+void clt__count_internal(clt_device *dev, size_t bytes);
+/* A copy of t (its elements, contiguous) on dev for clt's own use, counted as an internal trip
+ * on the device end (never the transfer guard's business); dev may be t's own device (a private
+ * copy). */
+clt_status clt__copy_internal(clt_tensor *t, clt_device *dev, const char *fn, clt_tensor **out);
 /* Counts an upload of bytes from the host to dev (clt_from_host and friends). */
 void clt__count_h2d(clt_device *dev, size_t bytes);
 /* Counts an explicit download of bytes from dev to the host (libclt_mpi's staging). */

@@ -398,6 +398,11 @@ void clt__count_transfer(clt_device *src, clt_device *dst, size_t bytes, bool im
   }
 }
 
+void clt__count_internal(clt_device *dev, size_t bytes) {
+  if (bytes > 0 && dev->kind != CLT_DEVICE_HOST)
+    add(dev, &dev->xfer.internal_count, &dev->xfer.internal_bytes, bytes);
+}
+
 void clt__count_h2d(clt_device *dev, size_t bytes) {
   clt__count_transfer(clt_cpu(), dev, bytes, false);
 }

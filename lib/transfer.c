@@ -54,7 +54,8 @@ clt_status clt_transfer_stats_print(FILE *f) {
   for (int i = 0; i < n; i++) {
     clt_transfer_stats x;
     clt_transfer_stats_get(list[i], &x);
-    if (!(x.h2d_count | x.d2h_count | x.d2d_in_count | x.d2d_out_count | x.implicit_count))
+    if (!(x.h2d_count | x.d2h_count | x.d2d_in_count | x.d2d_out_count | x.implicit_count |
+          x.internal_count))
       continue;
     fprintf(f,
             "%s: host->device %llu (%llu B), device->host %llu (%llu B), from other devices "
@@ -64,6 +65,9 @@ clt_status clt_transfer_stats_print(FILE *f) {
             (unsigned long long)x.d2d_in_count, (unsigned long long)x.d2d_in_bytes,
             (unsigned long long)x.d2d_out_count, (unsigned long long)x.d2d_out_bytes,
             (unsigned long long)x.implicit_count, (unsigned long long)x.implicit_bytes);
+    if (x.internal_count)
+      fprintf(f, "%s: internal (clt's own trips for an operation) %llu (%llu B)\n", list[i]->name,
+              (unsigned long long)x.internal_count, (unsigned long long)x.internal_bytes);
     shown++;
   }
   if (!shown)
@@ -157,7 +161,8 @@ static clt_status check_to(clt_tensor *t, clt_device *dev, clt_tensor **out, con
   return CLT_OK;
 }
 
-static clt_status copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out, const char *fn) {
+static clt_status copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out, const char *fn,
+                          bool internal) {
   clt_tensor *n;
   clt_status s = clt__tensor_new(t->dtype, t->ndim, t->shape, dev, fn, &n);
   if (s != CLT_OK)
@@ -174,9 +179,16 @@ static clt_status copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out, cons
     return s;
   }
   clt_tensor_release(c); /* kept alive by the pending copy */
-  clt__count_transfer(t->storage->dev, dev, t->nbytes, false);
+  if (!internal)
+    clt__count_transfer(t->storage->dev, dev, t->nbytes, false);
+  else if (t->storage->dev != dev)
+    clt__count_internal(dev->kind == CLT_DEVICE_HOST ? t->storage->dev : dev, t->nbytes);
   *out = n;
   return CLT_OK;
+}
+
+clt_status clt__copy_internal(clt_tensor *t, clt_device *dev, const char *fn, clt_tensor **out) {
+  return copy_to(t, dev, out, fn, true);
 }
 
 clt_status clt_to(clt_tensor *t, clt_device *dev, clt_tensor **out) {
@@ -188,13 +200,13 @@ clt_status clt_to(clt_tensor *t, clt_device *dev, clt_tensor **out) {
     *out = clt_tensor_retain(t);
     return CLT_OK;
   }
-  return copy_to(t, dev, out, fn);
+  return copy_to(t, dev, out, fn, false);
 }
 
 clt_status clt_copy_to(clt_tensor *t, clt_device *dev, clt_tensor **out) {
   static const char fn[] = "clt_copy_to";
   clt_status s = check_to(t, dev, out, fn);
-  return s != CLT_OK ? s : copy_to(t, dev, out, fn);
+  return s != CLT_OK ? s : copy_to(t, dev, out, fn, false);
 }
 
 clt_status clt_move(clt_tensor **t, clt_device *dev) {
@@ -207,7 +219,7 @@ clt_status clt_move(clt_tensor **t, clt_device *dev) {
     return s;
   if ((*t)->storage->dev == dev)
     return CLT_OK;
-  if ((s = copy_to(*t, dev, &n, fn)) != CLT_OK)
+  if ((s = copy_to(*t, dev, &n, fn, false)) != CLT_OK)
     return s;
   clt_tensor_release(*t);
   *t = n;
@@ -242,7 +254,7 @@ clt_status clt_copy(clt_tensor *dst, clt_tensor *src) {
   /* Across devices into a view, or with broadcasting or conversion: src's elements go to dst's
    * device first (counted there), then into dst by the elementwise copy. */
   clt_tensor *t;
-  if ((s = copy_to(src, dd, &t, fn)) != CLT_OK)
+  if ((s = copy_to(src, dd, &t, fn, false)) != CLT_OK)
     return s;
   s = clt__copy_into(dst, t, fn);
   clt_tensor_release(t);

@@ -260,6 +260,58 @@ START_TEST(test_bad_operations) {
       BAD_OUT(&t, clt_outer(elsewhere, v, &t), CLT_ERR_DEVICE_MISMATCH, "clt_outer");
       BAD_OUT(&t, clt_addmm(elsewhere, x, y, 1, 1, &t), CLT_ERR_DEVICE_MISMATCH, "clt_addmm");
     }
+    /* linalg: NULLs, ranks, square, dtypes, devices, pivots */
+    {
+      clt_tensor *sq = cu_tensor(a4, CLT_F32, 2, (int64_t[]){2, 2}, d), *o2 = NULL, *o3 = NULL;
+      clt_tensor *sqi = NULL, *piv = NULL;
+      CU_OK(clt_cast(sq, CLT_I32, &sqi));
+      CU_OK(clt_full(CLT_I32, 1, (int64_t[]){2}, 7, d, &piv)); /* pivots out of 1..2 */
+      BAD_OUT(&t, clt_linalg_solve(NULL, v, &t), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_solve");
+      BAD_OUT(&t, clt_linalg_solve(x, v, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_solve");
+      BAD_OUT(&t, clt_linalg_solve(sq, v, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_solve");
+      BAD_OUT(&t, clt_linalg_solve(sqi, sqi, &t), CLT_ERR_DTYPE, "clt_linalg_solve");
+      BAD(clt_linalg_solve(sq, sq, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_solve");
+      BAD_OUT(&t, clt_linalg_solve_triangular(sq, x, 1, 0, 0, &t), CLT_ERR_SHAPE_MISMATCH,
+              "clt_linalg_solve_triangular");
+      BAD_OUT(&t, clt_linalg_solve_triangular(sq, v, 1, 1, 0, &t), CLT_ERR_SHAPE_MISMATCH,
+              "clt_linalg_solve_triangular");
+      BAD_OUT(&t, clt_linalg_cholesky(x, 0, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_cholesky");
+      BAD_OUT(&t, clt_linalg_cholesky(v, 0, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_cholesky");
+      BAD(clt_linalg_cholesky(sq, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_cholesky");
+      BAD_OUT(&t, clt_linalg_lu_factor(sqi, &t, &o2), CLT_ERR_DTYPE, "clt_linalg_lu_factor");
+      BAD(clt_linalg_lu_factor(sq, NULL, &o2), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_lu_factor");
+      BAD_OUT(&t, clt_linalg_lu_solve(sq, piv, sq, &t), CLT_ERR_INVALID_ARGUMENT,
+              "clt_linalg_lu_solve");
+      BAD_OUT(&t, clt_linalg_lu_solve(sq, sqi, sq, &t), CLT_ERR_SHAPE_MISMATCH,
+              "clt_linalg_lu_solve");
+      BAD_OUT(&t, clt_linalg_lu_solve(sq, v, sq, &t), CLT_ERR_DTYPE, "clt_linalg_lu_solve");
+      BAD_OUT(&t, clt_linalg_qr(v, &t, &o2), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_qr");
+      BAD(clt_linalg_qr(x, &o2, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_qr");
+      BAD_OUT(&t, clt_linalg_lstsq(x, y, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_lstsq");
+      BAD_OUT(&t, clt_linalg_eigh(x, &t, &o2), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_eigh");
+      BAD(clt_linalg_eigh(sq, NULL, &o2), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_eigh");
+      BAD_OUT(&t, clt_linalg_svd(sqi, 0, &o2, &t, &o3), CLT_ERR_DTYPE, "clt_linalg_svd");
+      BAD_OUT(&t, clt_linalg_svd(sq, 0, &o2, &t, NULL), CLT_ERR_INVALID_ARGUMENT,
+              "clt_linalg_svd");
+      BAD_OUT(&t, clt_linalg_inv(x, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_inv");
+      BAD_OUT(&t, clt_linalg_det(NULL, &t), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_det");
+      BAD_OUT(&t, clt_linalg_slogdet(x, &t, &o2), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_slogdet");
+      BAD(clt_linalg_slogdet(sq, &o2, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_slogdet");
+      BAD_OUT(&t, clt_linalg_norm(x, "fro2", &t), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_norm");
+      BAD_OUT(&t, clt_linalg_norm(v, "nuc", &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_norm");
+      BAD_OUT(&t, clt_linalg_norm(sqi, "1", &t), CLT_ERR_DTYPE, "clt_linalg_norm");
+      BAD(clt_linalg_norm(x, NULL, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_norm");
+      BAD_OUT(&t, clt_linalg_cond(v, &t), CLT_ERR_SHAPE_MISMATCH, "clt_linalg_cond");
+      BAD_OUT(&t, clt_linalg_matrix_rank(sqi, &t), CLT_ERR_DTYPE, "clt_linalg_matrix_rank");
+      BAD(clt_linalg_pinv(x, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_pinv");
+      if (elsewhere) {
+        clt_tensor *sq2 = cu_tensor(a4, CLT_F32, 2, (int64_t[]){2, 2}, other);
+        BAD_OUT(&t, clt_linalg_solve(sq, sq2, &t), CLT_ERR_DEVICE_MISMATCH, "clt_linalg_solve");
+        BAD_OUT(&t, clt_linalg_lstsq(sq2, sq, &t), CLT_ERR_DEVICE_MISMATCH, "clt_linalg_lstsq");
+        clt_tensor_release(sq2);
+      }
+      clt_tensor_release(sq), clt_tensor_release(sqi), clt_tensor_release(piv);
+    }
     /* transpose, reshape, cast, where */
     BAD_OUT(&t, clt_transpose(x, 0, 2, &t), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");
     BAD_OUT(&t, clt_transpose(x, -3, 1, &t), CLT_ERR_INVALID_ARGUMENT, "clt_transpose");

@@ -58,6 +58,7 @@ static const struct {
     {"diff", diff_suite},
     {"autograd", autograd_suite},
     {"optim", optim_suite},
+    {"linalg", linalg_suite},
 };
 
 /* Whether the space-separated list holds name. */

@@ -42,6 +42,7 @@ Suite *fuzz_suite(void);
 Suite *oom_suite(void);    /* check_oom.c: out of memory (reliability) */
 Suite *faults_suite(void); /* check_faults.c: injected faults (reliability) */
 Suite *ref_suite(void);    /* check_ref.c: the reference backend, lib/ref/ (issue 12) */
+Suite *linalg_suite(void); /* check_linalg.c: factorizations and solvers (issue 27) */
 
 /* 1 when Check runs each test in its own child process (the default); set by check_main.c
  * before any test runs. Tests that need a fresh process (environment variables read once at

@@ -203,6 +203,33 @@ static void compute(clt::Device dev) {
         same(clt::diag(clt::diag(m)).to_vector<float>(), {0, 0, 0, 4}));
   CHECK(clt::eye(3, -1, dev).sum().item() == 3 &&
         same(clt::linspace(0, 1, 5, dev).to_vector<float>(), {0, 0.25, 0.5, 0.75, 1}));
+  /* clt::linalg: A = [[4, 1], [1, 3]] (SPD), b = [1, 2]: x = [1/11, 7/11] */
+  clt::Tensor A = clt::from_vector(std::vector<double>{4, 1, 1, 3}, {2, 2}, dev);
+  clt::Tensor b = clt::from_vector(std::vector<double>{1, 2}, {2}, dev);
+  std::vector<double> x = clt::linalg::solve(A, b).to_vector<double>();
+  CHECK(std::fabs(x[0] - 1.0 / 11) < 1e-15 && std::fabs(x[1] - 7.0 / 11) < 1e-15);
+  CHECK(std::fabs(clt::linalg::det(A).item() - 11) < 1e-12);
+  auto [w, V] = clt::linalg::eigh(A);
+  CHECK(w.numel() == 2 && (V.shape() == clt::Shape{2, 2}) && w.to_vector<double>()[0] < 3);
+  auto [Q, R] = clt::linalg::qr(A);
+  CHECK(std::fabs(clt::matmul(Q, R).sub(A).abs().max().item()) < 1e-14);
+  auto [LU, piv] = clt::linalg::lu_factor(A);
+  CHECK(std::fabs(clt::linalg::lu_solve(LU, piv, b.reshape({2, 1})).to_vector<double>()[1] -
+                  7.0 / 11) < 1e-15);
+  auto [U, S, Vh] = clt::linalg::svd(A, false);
+  CHECK(clt::linalg::svdvals(A).numel() == 2 && S.to_vector<double>()[0] > 3);
+  auto [sg, la] = clt::linalg::slogdet(A);
+  CHECK(sg.item() == 1 && std::fabs(la.item() - std::log(11.0)) < 1e-14);
+  CHECK(clt::linalg::cholesky(A).to_vector<double>()[0] == 2 &&
+        clt::linalg::inv(A).numel() == 4 && clt::linalg::eigvalsh(A).numel() == 2);
+  CHECK(clt::linalg::solve_triangular(clt::linalg::cholesky(A), b.reshape({2, 1}), false)
+            .numel() == 2 &&
+        clt::linalg::lstsq(A, b.reshape({2, 1})).numel() == 2);
+  CHECK(clt::linalg::norm(A, "inf").item() == 5 && clt::linalg::matrix_rank(A).item() == 2 &&
+        clt::linalg::cond(A).item() > 1 && (clt::linalg::pinv(A).shape() == clt::Shape{2, 2}) &&
+        std::fabs(clt::linalg::norm(b).item() - std::sqrt(5.0)) < 1e-15);
+  CHECK_THROWS(clt::linalg::cholesky(clt::from_vector(std::vector<double>{1, 2, 2, 1}, {2, 2}, dev)),
+               CLT_ERR_LINALG, "clt_linalg_cholesky: ");
   clt::Tensor y = clt::linear(m, clt::ones({1, 3}, dev), clt::full({1}, 1, dev));
   CHECK(same(y.to_vector<float>(), {4, 13}));
   /* losses and layers: uniform logits give log(3) */

@@ -1,0 +1,1154 @@
+/* SPDX-License-Identifier: MIT */
+/* solve.c - factorizations and solvers, as torch.linalg: solve, solve_triangular, cholesky,
+ * lu_factor, lu_solve, qr, eigh, svd, inv, det, slogdet, lstsq (docs/linalg.md).
+ *
+ * Each routine checks its operands (float dtype f32 or f64, shapes, one device), gathers them
+ * into private contiguous host copies (their leading batch dimensions broadcast where torch
+ * broadcasts them), runs LAPACK on the copies (lib/host/lapack.c) and gives its results on the
+ * operands' device. On an OpenCL device the copies to the host and back are clt's own trips,
+ * counted in clt_transfer_stats::internal_count, never refused by the transfer guard: the
+ * tensors do not change device. The routine waits for LAPACK, whose verdict (singular, not
+ * positive-definite, no convergence) is its status, as PyTorch's checks of `info` do.
+ * Autograd has no derivatives for these yet: an operand that would record is refused. */
+#include "backend.h" /* lib/host/lapack.c's routines */
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void release_all(clt_tensor **ts, int n) {
+  for (int i = 0; i < n; i++)
+    clt_tensor_release(ts[i]);
+}
+
+static clt_status no_grad(const char *fn, clt_tensor *const *ts, int n) {
+  if (clt__grad_wanted(ts, n))
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "an operand requires grad, and clt has no derivative of this routine yet; "
+                      "pass clt_detach'ed operands or turn grad mode off "
+                      "(clt_set_grad_enabled(0))");
+  return CLT_OK;
+}
+
+/* t: a tensor of f32 or f64 with at least 2 dimensions (square ones where square is set),
+ * named arg in messages. */
+static clt_status check_matrix(const char *fn, const clt_tensor *t, const char *arg,
+                               bool square) {
+  clt_status s = clt__check_tensor(t, fn, arg);
+  if (s != CLT_OK)
+    return s;
+  char shape[160];
+  clt__format_shape(shape, sizeof shape, t->ndim, t->shape);
+  if (t->dtype != CLT_F32 && t->dtype != CLT_F64)
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "%s is %s; the linalg routines take f32 and f64 (cast first: "
+                      "clt_cast(%s, CLT_F32, &c)%s)",
+                      arg, clt_dtype_name(t->dtype), arg,
+                      t->dtype == CLT_F16 || t->dtype == CLT_BF16
+                          ? "; f16 and bf16 are too narrow for LAPACK, as in PyTorch"
+                          : "");
+  if (t->ndim < 2)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "%s has shape %s; a matrix (or a batch of them) needs at least 2 "
+                      "dimensions",
+                      arg, shape);
+  int64_t r = t->shape[t->ndim - 2], c = t->shape[t->ndim - 1], rc;
+  if (square && r != c)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "%s has shape %s; its matrices must be square (the last two dimensions "
+                      "equal)",
+                      arg, shape);
+  if (r > CLT__LAPACK_MAX || c > CLT__LAPACK_MAX || __builtin_mul_overflow(r, c, &rc) ||
+      rc > CLT__LAPACK_MAX)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "%s has shape %s; LAPACK takes matrices of up to 2^31-1 elements", arg,
+                      shape);
+  return CLT_OK;
+}
+
+static clt_status same_device(const char *fn, const clt_tensor *a, const char *wa,
+                              const clt_tensor *b, const char *wb) {
+  if (a->storage->dev != b->storage->dev)
+    return clt__device_mismatch(fn, a->storage->dev, wa, b->storage->dev, wb);
+  return CLT_OK;
+}
+
+/* The broadcast of the leading (batch) dimensions of a (its first na) and b (its first nb):
+ * *nout dimensions into out, *p matrices. */
+static clt_status batch_of(const char *fn, const clt_tensor *a, int na, const char *wa,
+                           const clt_tensor *b, int nb, const char *wb, int *nout, int64_t *out,
+                           int64_t *p) {
+  int n = na > nb ? na : nb;
+  for (int i = 0; i < n; i++) {
+    int ia = i - (n - na), ib = i - (n - nb);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      char sa[160], sb[160];
+      clt__format_shape(sa, sizeof sa, a->ndim, a->shape);
+      clt__format_shape(sb, sizeof sb, b->ndim, b->shape);
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                        "the batch dimensions of %s %s and %s %s do not broadcast (%lld and %lld "
+                        "in batch dimension %d)",
+                        wa, sa, wb, sb, (long long)da, (long long)db, i);
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  *nout = n;
+  int64_t q = 1;
+  for (int i = 0; i < n; i++)
+    if (__builtin_mul_overflow(q, out[i], &q))
+      return clt__error(CLT_ERR_UNSUPPORTED, fn, "the batch has more than 2^63 matrices");
+  *p = q;
+  return CLT_OK;
+}
+
+/* The number of matrices in t's batch (its dimensions but the last two). */
+static int64_t matrices(const clt_tensor *t) {
+  int64_t p = 1;
+  for (int i = 0; i < t->ndim - 2; i++)
+    p *= t->shape[i];
+  return p;
+}
+
+/* A private contiguous copy on the host of t, or of t expanded to the batch (nb dimensions)
+ * followed by its last `keep` dimensions; *ptr its data. */
+static clt_status stage(clt_tensor *t, int nb, const int64_t *batch, int keep, const char *fn,
+                        clt_tensor **h, void **ptr) {
+  clt_tensor *e = NULL;
+  clt_status s = CLT_OK;
+  if (batch) {
+    int64_t full[CLT_MAX_DIMS];
+    if (nb + keep > CLT_MAX_DIMS)
+      return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the batch has too many dimensions");
+    memcpy(full, batch, sizeof(int64_t) * (size_t)nb);
+    memcpy(full + nb, t->shape + t->ndim - keep, sizeof(int64_t) * (size_t)keep);
+    s = clt_expand(t, nb + keep, full, &e);
+  }
+  if (s == CLT_OK)
+    s = clt__copy_internal(e ? e : t, clt_cpu(), fn, h);
+  clt_tensor_release(e);
+  if (s != CLT_OK)
+    return s;
+  if ((s = clt__storage_host_wait((*h)->storage, true, fn)) != CLT_OK) {
+    clt_tensor_release(*h);
+    *h = NULL;
+    return s;
+  }
+  *ptr = clt__host_ptr(*h);
+  return CLT_OK;
+}
+
+/* A new host tensor to write results into. */
+static clt_status host_new(clt_dtype dt, int ndim, const int64_t *shape, const char *fn,
+                           clt_tensor **h, void **ptr) {
+  clt_status s = clt__tensor_new(dt, ndim, shape, clt_cpu(), fn, h);
+  if (s != CLT_OK)
+    return s;
+  if ((s = clt__storage_host_wait((*h)->storage, true, fn)) != CLT_OK) {
+    clt_tensor_release(*h);
+    *h = NULL;
+    return s;
+  }
+  *ptr = clt__host_ptr(*h);
+  return CLT_OK;
+}
+
+/* *t (on the host) onto dev, as clt's own trip; *t replaced. */
+static clt_status to_device(clt_tensor **t, clt_device *dev, const char *fn) {
+  if (dev->kind == CLT_DEVICE_HOST)
+    return CLT_OK;
+  clt_tensor *d;
+  clt_status s = clt__copy_internal(*t, dev, fn, &d);
+  if (s != CLT_OK)
+    return s;
+  clt_tensor_release(*t);
+  *t = d;
+  return CLT_OK;
+}
+
+/* " (batch element k)" where the operand has a batch, else "". */
+static const char *element(char *buf, size_t size, const clt_tensor *t, int64_t which) {
+  if (t->ndim <= 2)
+    return "";
+  snprintf(buf, size, " (batch element %lld)", (long long)which);
+  return buf;
+}
+
+/* A status for LAPACK's code (< 0: ours or an argument); > 0 codes are the callers'. */
+static clt_status lapack_error(const char *fn, int code, const char *routine) {
+  if (code == CLT__LAPACK_NOMEM)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory in LAPACK's %s", routine);
+  if (code == CLT__LAPACK_MISSING)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "clt was built without LAPACKE (apt-get install liblapacke-dev, then run "
+                      "configure again)");
+  return clt__error(CLT_ERR_INTERNAL, fn, "LAPACK's %s refused its argument %d", routine, -code);
+}
+
+static clt_status singular(const char *fn, const clt_tensor *a, int64_t which, int info,
+                           const char *what) {
+  char b[48];
+  return clt__error(CLT_ERR_LINALG, fn,
+                    "the matrix is singular%s: U[%d,%d] of its LU factorization is exactly zero%s",
+                    element(b, sizeof b, a, which), info - 1, info - 1, what);
+}
+
+/* Whether the n values of dt at p are all finite. */
+static bool finite(clt_dtype dt, int64_t n, const void *p) {
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(dt == CLT_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i]))
+      return false;
+  return true;
+}
+
+/* Sets the n values of dt at p to NaN. */
+static void fill_nan(clt_dtype dt, int64_t n, void *p) {
+  for (int64_t i = 0; i < n; i++)
+    if (dt == CLT_F32)
+      ((float *)p)[i] = NAN;
+    else
+      ((double *)p)[i] = NAN;
+}
+
+enum { NOT_FINITE = -2000 }; /* no code of LAPACK's or lib/host/lapack.c's */
+
+static clt_status not_finite(const char *fn, const char *what) {
+  return clt__error(CLT_ERR_LINALG, fn,
+                    "the matrix holds NaN or inf: %s has no meaning for it (the method would "
+                    "not converge)",
+                    what);
+}
+
+/* Whether b is the right-hand side vector of torch.linalg.solve: 1-D, or a's shape without its
+ * last dimension. */
+static bool vector_rhs(const clt_tensor *a, const clt_tensor *b) {
+  if (b->ndim == 1)
+    return true;
+  return b->ndim == a->ndim - 1 && memcmp(a->shape, b->shape, sizeof(int64_t) * b->ndim) == 0;
+}
+
+/* The empty result of a given shape (nothing for LAPACK to do), on dev. */
+static clt_status empty(clt_dtype dt, int ndim, const int64_t *shape, clt_device *dev,
+                        clt_tensor **out) {
+  return clt_zeros(dt, ndim, shape, dev, out);
+}
+
+/* ---- solve, lu_solve, solve_triangular, lstsq ----------------------------------------------- */
+
+clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
+  static const char fn[] = "clt_linalg_solve";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK || (s = clt__check_tensor(B, fn, "B")) != CLT_OK)
+    return s;
+  if (!X)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "X is NULL");
+  if ((s = same_device(fn, A, "A", B, "B")) != CLT_OK ||
+      (s = no_grad(fn, (clt_tensor *[]){A, B}, 2)) != CLT_OK)
+    return s;
+  if (B->dtype != A->dtype)
+    return clt__error(CLT_ERR_DTYPE, fn, "A is %s and B %s; cast one (clt_cast)",
+                      clt_dtype_name(A->dtype), clt_dtype_name(B->dtype));
+  int64_t n = A->shape[A->ndim - 1];
+  bool vec = vector_rhs(A, B);
+  int bk = vec ? 1 : 2; /* B's own (not batch) dimensions */
+  if (B->ndim < bk || B->shape[B->ndim - bk] != n) {
+    char sa[160], sb[160];
+    clt__format_shape(sa, sizeof sa, A->ndim, A->shape);
+    clt__format_shape(sb, sizeof sb, B->ndim, B->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "A %s and B %s do not match: B needs %lld rows (or, as a vector, %lld "
+                      "elements)",
+                      sa, sb, (long long)n, (long long)n);
+  }
+  int64_t k = vec ? 1 : B->shape[B->ndim - 1], batch[CLT_MAX_DIMS], p;
+  int nb;
+  if ((s = batch_of(fn, A, A->ndim - 2, "A", B, B->ndim - bk, "B", &nb, batch, &p)) != CLT_OK)
+    return s;
+  int64_t shape[CLT_MAX_DIMS + 2];
+  memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
+  shape[nb] = n;
+  if (!vec)
+    shape[nb + 1] = k;
+  int rank = nb + bk;
+  if (rank > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
+  clt_device *dev = A->storage->dev;
+  if (p == 0 || n == 0 || k == 0)
+    return empty(A->dtype, rank, shape, dev, X);
+  clt_tensor *t[2] = {NULL};
+  void *pa, *px;
+  int32_t *piv = malloc(sizeof(int32_t) * (size_t)(p * n));
+  if (!piv)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  if ((s = stage(A, nb, batch, 2, fn, &t[0], &pa)) == CLT_OK &&
+      (s = stage(B, nb, batch, bk, fn, &t[1], &px)) == CLT_OK) {
+    int64_t which = 0;
+    int info = clt__lapack_lu(A->dtype, p, n, n, pa, piv, &which);
+    if (info > 0)
+      s = singular(fn, A, which, info, "");
+    else if (info < 0)
+      s = lapack_error(fn, info, "getrf");
+    else if ((info = clt__lapack_lu_solve(A->dtype, p, n, k, pa, piv, px)) != 0)
+      s = lapack_error(fn, info, "getrs");
+  }
+  free(piv);
+  if (s == CLT_OK && (s = to_device(&t[1], dev, fn)) == CLT_OK) {
+    *X = t[1];
+    t[1] = NULL;
+  }
+  release_all(t, 2);
+  return s;
+}
+
+clt_status clt_linalg_lu_factor(clt_tensor *A, clt_tensor **LU, clt_tensor **pivots) {
+  static const char fn[] = "clt_linalg_lu_factor";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+    return s;
+  if (!LU || !pivots)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", !LU ? "LU" : "pivots");
+  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+    return s;
+  int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = m < n ? m : n;
+  int64_t p = matrices(A), pshape[CLT_MAX_DIMS];
+  memcpy(pshape, A->shape, sizeof(int64_t) * (size_t)(A->ndim - 1));
+  pshape[A->ndim - 2] = k;
+  clt_device *dev = A->storage->dev;
+  clt_tensor *t[2] = {NULL};
+  void *pa, *pp;
+  if (p == 0 || k == 0) {
+    if ((s = empty(A->dtype, A->ndim, A->shape, dev, &t[0])) == CLT_OK &&
+        (s = empty(CLT_I32, A->ndim - 1, pshape, dev, &t[1])) == CLT_OK) {
+      *LU = t[0];
+      *pivots = t[1];
+      return CLT_OK;
+    }
+    release_all(t, 2);
+    return s;
+  }
+  if ((s = stage(A, 0, NULL, 2, fn, &t[0], &pa)) == CLT_OK &&
+      (s = host_new(CLT_I32, A->ndim - 1, pshape, fn, &t[1], &pp)) == CLT_OK) {
+    int64_t which = 0;
+    int info = clt__lapack_lu(A->dtype, p, m, n, pa, pp, &which);
+    if (info > 0)
+      s = singular(fn, A, which, info,
+                   "; lu_solve would divide by it (clt_linalg_det and slogdet take such "
+                   "matrices)");
+    else if (info < 0)
+      s = lapack_error(fn, info, "getrf");
+  }
+  if (s == CLT_OK && (s = to_device(&t[0], dev, fn)) == CLT_OK &&
+      (s = to_device(&t[1], dev, fn)) == CLT_OK) {
+    *LU = t[0];
+    *pivots = t[1];
+    return CLT_OK;
+  }
+  release_all(t, 2);
+  return s;
+}
+
+clt_status clt_linalg_lu_solve(clt_tensor *LU, clt_tensor *pivots, clt_tensor *B,
+                               clt_tensor **X) {
+  static const char fn[] = "clt_linalg_lu_solve";
+  clt_status s;
+  if ((s = check_matrix(fn, LU, "LU", true)) != CLT_OK ||
+      (s = clt__check_tensor(pivots, fn, "pivots")) != CLT_OK ||
+      (s = check_matrix(fn, B, "B", false)) != CLT_OK)
+    return s;
+  if (!X)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "X is NULL");
+  if ((s = same_device(fn, LU, "LU", pivots, "pivots")) != CLT_OK ||
+      (s = same_device(fn, LU, "LU", B, "B")) != CLT_OK ||
+      (s = no_grad(fn, (clt_tensor *[]){LU, B}, 2)) != CLT_OK)
+    return s;
+  if (B->dtype != LU->dtype)
+    return clt__error(CLT_ERR_DTYPE, fn, "LU is %s and B %s; cast one (clt_cast)",
+                      clt_dtype_name(LU->dtype), clt_dtype_name(B->dtype));
+  if (pivots->dtype != CLT_I32)
+    return clt__error(CLT_ERR_DTYPE, fn,
+                      "pivots is %s; it must be i32, as clt_linalg_lu_factor gives it",
+                      clt_dtype_name(pivots->dtype));
+  int64_t n = LU->shape[LU->ndim - 1];
+  char sl[160], sp[160], sb[160];
+  clt__format_shape(sl, sizeof sl, LU->ndim, LU->shape);
+  clt__format_shape(sp, sizeof sp, pivots->ndim, pivots->shape);
+  clt__format_shape(sb, sizeof sb, B->ndim, B->shape);
+  if (pivots->ndim != LU->ndim - 1 ||
+      memcmp(pivots->shape, LU->shape, sizeof(int64_t) * (size_t)(LU->ndim - 2)) != 0 ||
+      pivots->shape[pivots->ndim - 1] != n)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "LU %s and pivots %s do not match: pivots must have LU's batch and %lld "
+                      "entries, as clt_linalg_lu_factor gives them",
+                      sl, sp, (long long)n);
+  if (B->shape[B->ndim - 2] != n)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "LU %s and B %s do not match: B needs %lld rows",
+                      sl, sb, (long long)n);
+  int64_t k = B->shape[B->ndim - 1], batch[CLT_MAX_DIMS], p;
+  int nb;
+  if ((s = batch_of(fn, LU, LU->ndim - 2, "LU", B, B->ndim - 2, "B", &nb, batch, &p)) != CLT_OK)
+    return s;
+  int64_t shape[CLT_MAX_DIMS + 2];
+  memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
+  shape[nb] = n;
+  shape[nb + 1] = k;
+  if (nb + 2 > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
+  clt_device *dev = LU->storage->dev;
+  if (p == 0 || n == 0 || k == 0)
+    return empty(LU->dtype, nb + 2, shape, dev, X);
+  clt_tensor *t[3] = {NULL};
+  void *pl, *pp, *px;
+  if ((s = stage(LU, nb, batch, 2, fn, &t[0], &pl)) == CLT_OK &&
+      (s = stage(pivots, nb, batch, 1, fn, &t[1], &pp)) == CLT_OK) {
+    /* LAPACK swaps rows by the pivots as they are: each must be a row, 1..n */
+    const int32_t *pv = pp;
+    for (int64_t i = 0; i < p * n && s == CLT_OK; i++)
+      if (pv[i] < 1 || pv[i] > n)
+        s = clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                       "pivots holds %d (at flat index %lld of the broadcast batch); pivots are "
+                       "rows 1..%lld, as clt_linalg_lu_factor gives them",
+                       (int)pv[i], (long long)i, (long long)n);
+  }
+  if (s == CLT_OK && (s = stage(B, nb, batch, 2, fn, &t[2], &px)) == CLT_OK) {
+    int info = clt__lapack_lu_solve(LU->dtype, p, n, k, pl, pp, px);
+    if (info != 0)
+      s = lapack_error(fn, info, "getrs");
+  }
+  if (s == CLT_OK && (s = to_device(&t[2], dev, fn)) == CLT_OK) {
+    *X = t[2];
+    t[2] = NULL;
+  }
+  release_all(t, 3);
+  return s;
+}
+
+/* Transposes each of p row-major r x c matrices of src into dst (c x r). */
+static void transpose(clt_dtype dt, int64_t p, int64_t r, int64_t c, const void *src, void *dst) {
+  for (int64_t b = 0; b < p; b++)
+    for (int64_t i = 0; i < r; i++)
+      for (int64_t j = 0; j < c; j++) {
+        int64_t from = b * r * c + i * c + j, to = b * r * c + j * r + i;
+        if (dt == CLT_F32)
+          ((float *)dst)[to] = ((const float *)src)[from];
+        else
+          ((double *)dst)[to] = ((const double *)src)[from];
+      }
+}
+
+clt_status clt_linalg_solve_triangular(clt_tensor *A, clt_tensor *B, int upper, int left,
+                                       int unitriangular, clt_tensor **X) {
+  static const char fn[] = "clt_linalg_solve_triangular";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK ||
+      (s = check_matrix(fn, B, "B", false)) != CLT_OK)
+    return s;
+  if (!X)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "X is NULL");
+  if ((s = same_device(fn, A, "A", B, "B")) != CLT_OK ||
+      (s = no_grad(fn, (clt_tensor *[]){A, B}, 2)) != CLT_OK)
+    return s;
+  if (B->dtype != A->dtype)
+    return clt__error(CLT_ERR_DTYPE, fn, "A is %s and B %s; cast one (clt_cast)",
+                      clt_dtype_name(A->dtype), clt_dtype_name(B->dtype));
+  int64_t n = A->shape[A->ndim - 1];
+  int64_t br = B->shape[B->ndim - 2], bc = B->shape[B->ndim - 1];
+  if ((left ? br : bc) != n) {
+    char sa[160], sb[160];
+    clt__format_shape(sa, sizeof sa, A->ndim, A->shape);
+    clt__format_shape(sb, sizeof sb, B->ndim, B->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "A %s and B %s do not match: with left = %d, B needs %lld %s", sa, sb,
+                      left ? 1 : 0, (long long)n, left ? "rows (A X = B)" : "columns (X A = B)");
+  }
+  int64_t batch[CLT_MAX_DIMS], p;
+  int nb;
+  if ((s = batch_of(fn, A, A->ndim - 2, "A", B, B->ndim - 2, "B", &nb, batch, &p)) != CLT_OK)
+    return s;
+  int64_t shape[CLT_MAX_DIMS + 2];
+  memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
+  shape[nb] = br;
+  shape[nb + 1] = bc;
+  if (nb + 2 > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
+  clt_device *dev = A->storage->dev;
+  if (p == 0 || br == 0 || bc == 0)
+    return empty(A->dtype, nb + 2, shape, dev, X);
+  clt_tensor *t[3] = {NULL};
+  void *pa, *pb, *pt = NULL;
+  int64_t k = left ? bc : br; /* right-hand sides */
+  if ((s = stage(A, nb, batch, 2, fn, &t[0], &pa)) == CLT_OK &&
+      (s = stage(B, nb, batch, 2, fn, &t[1], &pb)) == CLT_OK && !left)
+    s = host_new(A->dtype, 1, (int64_t[]){p * n * k}, fn, &t[2], &pt); /* B^T */
+  if (s == CLT_OK) {
+    /* X A = B is A^T X^T = B^T: the right side solves the transposes */
+    void *x = left ? pb : pt;
+    if (!left)
+      transpose(A->dtype, p, br, bc, pb, pt);
+    int64_t which = 0;
+    int info = clt__lapack_trsolve(A->dtype, p, n, k, upper != 0, !left, unitriangular != 0, pa, x,
+                                   &which);
+    if (info > 0) {
+      char b[48];
+      s = clt__error(CLT_ERR_LINALG, fn, "the matrix is singular%s: A[%d,%d] is exactly zero",
+                     element(b, sizeof b, A, which), info - 1, info - 1);
+    } else if (info < 0) {
+      s = lapack_error(fn, info, "trtrs");
+    } else if (!left) {
+      transpose(A->dtype, p, n, k, pt, pb);
+    }
+  }
+  if (s == CLT_OK && (s = to_device(&t[1], dev, fn)) == CLT_OK) {
+    *X = t[1];
+    t[1] = NULL;
+  }
+  release_all(t, 3);
+  return s;
+}
+
+clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
+  static const char fn[] = "clt_linalg_lstsq";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK ||
+      (s = check_matrix(fn, B, "B", false)) != CLT_OK)
+    return s;
+  if (!X)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "X is NULL");
+  if ((s = same_device(fn, A, "A", B, "B")) != CLT_OK ||
+      (s = no_grad(fn, (clt_tensor *[]){A, B}, 2)) != CLT_OK)
+    return s;
+  if (B->dtype != A->dtype)
+    return clt__error(CLT_ERR_DTYPE, fn, "A is %s and B %s; cast one (clt_cast)",
+                      clt_dtype_name(A->dtype), clt_dtype_name(B->dtype));
+  int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = B->shape[B->ndim - 1];
+  if (B->shape[B->ndim - 2] != m) {
+    char sa[160], sb[160];
+    clt__format_shape(sa, sizeof sa, A->ndim, A->shape);
+    clt__format_shape(sb, sizeof sb, B->ndim, B->shape);
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "A %s and B %s do not match: B needs %lld rows",
+                      sa, sb, (long long)m);
+  }
+  int64_t batch[CLT_MAX_DIMS], p;
+  int nb;
+  if ((s = batch_of(fn, A, A->ndim - 2, "A", B, B->ndim - 2, "B", &nb, batch, &p)) != CLT_OK)
+    return s;
+  int64_t shape[CLT_MAX_DIMS + 2];
+  memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
+  shape[nb] = n;
+  shape[nb + 1] = k;
+  if (nb + 2 > CLT_MAX_DIMS)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
+  clt_device *dev = A->storage->dev;
+  if (p == 0 || n == 0 || k == 0 || m == 0)
+    return empty(A->dtype, nb + 2, shape, dev, X); /* m = 0: no equations, the 0 solution */
+  int64_t ld = m > n ? m : n;
+  if (ld * k > CLT__LAPACK_MAX)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn, "LAPACK takes matrices of up to 2^31-1 elements");
+  clt_tensor *t[4] = {NULL};
+  void *pa, *pb, *pw, *px;
+  if ((s = stage(A, nb, batch, 2, fn, &t[0], &pa)) == CLT_OK &&
+      (s = stage(B, nb, batch, 2, fn, &t[1], &pb)) == CLT_OK &&
+      (s = host_new(A->dtype, 1, (int64_t[]){p * ld * k}, fn, &t[2], &pw)) == CLT_OK &&
+      (s = host_new(A->dtype, nb + 2, shape, fn, &t[3], &px)) == CLT_OK) {
+    size_t es = clt_dtype_size(A->dtype);
+    memset(pw, 0, (size_t)(p * ld * k) * es);
+    for (int64_t b = 0; b < p; b++)
+      memcpy((char *)pw + (size_t)(b * ld * k) * es, (char *)pb + (size_t)(b * m * k) * es,
+             (size_t)(m * k) * es);
+    /* torch.linalg.lstsq's default: singular values below eps * max(m, n) * the largest count
+     * as zero */
+    double rcond = (A->dtype == CLT_F32 ? FLT_EPSILON : DBL_EPSILON) * (double)ld;
+    if (!finite(A->dtype, p * m * n, pa) || !finite(A->dtype, p * ld * k, pw)) {
+      fill_nan(A->dtype, p * ld * k, pw); /* NaN in, NaN out (LAPACKE refuses NaN here) */
+    } else {
+      int info = clt__lapack_lstsq(A->dtype, p, m, n, k, pa, pw, rcond);
+      if (info != 0)
+        s = lapack_error(fn, info, "gelsy");
+    }
+    for (int64_t b = 0; b < p && s == CLT_OK; b++)
+      memcpy((char *)px + (size_t)(b * n * k) * es, (char *)pw + (size_t)(b * ld * k) * es,
+             (size_t)(n * k) * es);
+  }
+  if (s == CLT_OK && (s = to_device(&t[3], dev, fn)) == CLT_OK) {
+    *X = t[3];
+    t[3] = NULL;
+  }
+  release_all(t, 4);
+  return s;
+}
+
+/* ---- inv, cholesky, det, slogdet --------------------------------------------------------------- */
+
+clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
+  static const char fn[] = "clt_linalg_inv";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+    return s;
+  clt_device *dev = A->storage->dev;
+  int64_t n = A->shape[A->ndim - 1], p = matrices(A);
+  if (p == 0 || n == 0)
+    return empty(A->dtype, A->ndim, A->shape, dev, out);
+  clt_tensor *h = NULL;
+  void *pa;
+  if ((s = stage(A, 0, NULL, 2, fn, &h, &pa)) == CLT_OK) {
+    int64_t which = 0;
+    int info = clt__lapack_inv(A->dtype, p, n, pa, &which);
+    if (info > 0)
+      s = singular(fn, A, which, info, "");
+    else if (info < 0)
+      s = lapack_error(fn, info, "getri");
+  }
+  if (s == CLT_OK && (s = to_device(&h, dev, fn)) == CLT_OK) {
+    *out = h;
+    return CLT_OK;
+  }
+  clt_tensor_release(h);
+  return s;
+}
+
+clt_status clt_linalg_cholesky(clt_tensor *A, int upper, clt_tensor **L) {
+  static const char fn[] = "clt_linalg_cholesky";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK)
+    return s;
+  if (!L)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "L is NULL");
+  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+    return s;
+  clt_device *dev = A->storage->dev;
+  int64_t n = A->shape[A->ndim - 1], p = matrices(A);
+  if (p == 0 || n == 0)
+    return empty(A->dtype, A->ndim, A->shape, dev, L);
+  clt_tensor *h = NULL;
+  void *pa;
+  if ((s = stage(A, 0, NULL, 2, fn, &h, &pa)) == CLT_OK) {
+    int64_t which = 0;
+    int info = clt__lapack_cholesky(A->dtype, p, n, upper != 0, pa, &which);
+    if (info > 0) {
+      char b[48];
+      s = clt__error(CLT_ERR_LINALG, fn,
+                     "the matrix is not positive-definite%s: its leading minor of order %d is "
+                     "not positive-definite",
+                     element(b, sizeof b, A, which), info);
+    } else if (info < 0) {
+      s = lapack_error(fn, info, "potrf");
+    }
+  }
+  if (s == CLT_OK && (s = to_device(&h, dev, fn)) == CLT_OK) {
+    *L = h;
+    return CLT_OK;
+  }
+  clt_tensor_release(h);
+  return s;
+}
+
+/* The LU factorization of A's matrices (square), then for each: the sign (+1, -1, or 0 when
+ * singular) and log |det| (-inf when singular), in f64. */
+static clt_status lu_det(const char *fn, clt_tensor *A, int64_t p, int64_t n, double *sign,
+                         double *logabs, double *det) {
+  clt_tensor *h = NULL;
+  void *pa;
+  clt_status s = stage(A, 0, NULL, 2, fn, &h, &pa);
+  int32_t *piv = s == CLT_OK ? malloc(sizeof(int32_t) * (size_t)(p * n)) : NULL;
+  if (s == CLT_OK && !piv)
+    s = clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  if (s == CLT_OK) {
+    int64_t which = 0;
+    int info = clt__lapack_lu(A->dtype, p, n, n, pa, piv, &which);
+    if (info < 0)
+      s = lapack_error(fn, info, "getrf");
+    for (int64_t b = 0; b < p && s == CLT_OK; b++) {
+      double sg = 1, la = 0, d = 1;
+      for (int64_t i = 0; i < n; i++) {
+        int64_t at = b * n * n + i * n + i;
+        double u = A->dtype == CLT_F32 ? ((float *)pa)[at] : ((double *)pa)[at];
+        if (piv[b * n + i] != i + 1)
+          sg = -sg;
+        if (u < 0)
+          sg = -sg;
+        else if (u == 0 || isnan(u))
+          sg = isnan(u) ? NAN : 0;
+        la += log(fabs(u));
+        d *= piv[b * n + i] != i + 1 ? -u : u;
+      }
+      sign[b] = sg;
+      logabs[b] = la;
+      det[b] = d;
+    }
+  }
+  free(piv);
+  clt_tensor_release(h);
+  return s;
+}
+
+/* A new tensor of A's batch shape, of dtype dt, with values v[0..p-1], on A's device. */
+static clt_status batch_values(const char *fn, clt_tensor *A, clt_dtype dt, const double *v,
+                               clt_tensor **out) {
+  clt_tensor *h;
+  void *ph;
+  clt_status s = host_new(dt, A->ndim - 2, A->shape, fn, &h, &ph);
+  if (s != CLT_OK)
+    return s;
+  int64_t p = matrices(A);
+  for (int64_t b = 0; b < p; b++)
+    if (dt == CLT_F32)
+      ((float *)ph)[b] = (float)v[b];
+    else
+      ((double *)ph)[b] = v[b];
+  if ((s = to_device(&h, A->storage->dev, fn)) != CLT_OK) {
+    clt_tensor_release(h);
+    return s;
+  }
+  *out = h;
+  return CLT_OK;
+}
+
+static clt_status det_common(const char *fn, clt_tensor *A, clt_tensor **o1, clt_tensor **o2) {
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK)
+    return s;
+  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+    return s;
+  int64_t n = A->shape[A->ndim - 1], p = matrices(A);
+  size_t q = (size_t)(p ? p : 1);
+  double *v = malloc(sizeof(double) * 3 * q);
+  if (!v)
+    return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  double *sign = v, *logabs = v + q, *det = v + 2 * q;
+  for (int64_t b = 0; b < p; b++)
+    sign[b] = 1, logabs[b] = 0, det[b] = 1; /* 0 x 0: det 1 */
+  if (n > 0 && p > 0)
+    s = lu_det(fn, A, p, n, sign, logabs, det);
+  clt_tensor *t[2] = {NULL};
+  if (s == CLT_OK && !o2) { /* det: the product of U's diagonal, its sign by the pivots */
+    s = batch_values(fn, A, A->dtype, det, &t[0]);
+  } else if (s == CLT_OK) {
+    if ((s = batch_values(fn, A, A->dtype, sign, &t[0])) == CLT_OK)
+      s = batch_values(fn, A, A->dtype, logabs, &t[1]);
+  }
+  free(v);
+  if (s != CLT_OK) {
+    release_all(t, 2);
+    return s;
+  }
+  *o1 = t[0];
+  if (o2)
+    *o2 = t[1];
+  return CLT_OK;
+}
+
+clt_status clt_linalg_det(clt_tensor *A, clt_tensor **out) {
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_linalg_det", "out is NULL");
+  return det_common("clt_linalg_det", A, out, NULL);
+}
+
+clt_status clt_linalg_slogdet(clt_tensor *A, clt_tensor **sign, clt_tensor **logabsdet) {
+  if (!sign || !logabsdet)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_linalg_slogdet", "%s is NULL",
+                      !sign ? "sign" : "logabsdet");
+  return det_common("clt_linalg_slogdet", A, sign, logabsdet);
+}
+
+/* ---- qr, eigh, svd ------------------------------------------------------------------------------ */
+
+clt_status clt_linalg_qr(clt_tensor *A, clt_tensor **Q, clt_tensor **R) {
+  static const char fn[] = "clt_linalg_qr";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+    return s;
+  if (!Q || !R)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", !Q ? "Q" : "R");
+  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+    return s;
+  int nd = A->ndim;
+  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], k = m < n ? m : n, p = matrices(A);
+  int64_t qs[CLT_MAX_DIMS], rs[CLT_MAX_DIMS];
+  memcpy(qs, A->shape, sizeof(int64_t) * (size_t)nd);
+  memcpy(rs, A->shape, sizeof(int64_t) * (size_t)nd);
+  qs[nd - 1] = k;
+  rs[nd - 2] = k;
+  clt_device *dev = A->storage->dev;
+  clt_tensor *t[3] = {NULL};
+  void *pa, *pq, *pr;
+  if (p == 0 || k == 0) {
+    if ((s = empty(A->dtype, nd, qs, dev, &t[0])) == CLT_OK &&
+        (s = empty(A->dtype, nd, rs, dev, &t[1])) == CLT_OK) {
+      *Q = t[0];
+      *R = t[1];
+      return CLT_OK;
+    }
+    release_all(t, 3);
+    return s;
+  }
+  if ((s = stage(A, 0, NULL, 2, fn, &t[2], &pa)) == CLT_OK &&
+      (s = host_new(A->dtype, nd, qs, fn, &t[0], &pq)) == CLT_OK &&
+      (s = host_new(A->dtype, nd, rs, fn, &t[1], &pr)) == CLT_OK) {
+    if (!finite(A->dtype, p * m * n, pa)) { /* NaN in, NaN out (LAPACKE refuses NaN here) */
+      fill_nan(A->dtype, p * m * k, pq);
+      fill_nan(A->dtype, p * k * n, pr);
+    } else {
+      int info = clt__lapack_qr(A->dtype, p, m, n, pa, pq, pr);
+      if (info != 0)
+        s = lapack_error(fn, info, "geqrf/orgqr");
+    }
+  }
+  if (s == CLT_OK && (s = to_device(&t[0], dev, fn)) == CLT_OK &&
+      (s = to_device(&t[1], dev, fn)) == CLT_OK) {
+    *Q = t[0];
+    *R = t[1];
+    t[0] = t[1] = NULL;
+  }
+  release_all(t, 3);
+  return s;
+}
+
+clt_status clt_linalg_eigh(clt_tensor *A, clt_tensor **w, clt_tensor **V) {
+  static const char fn[] = "clt_linalg_eigh";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK)
+    return s;
+  if (!w)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "w is NULL");
+  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+    return s;
+  int nd = A->ndim;
+  int64_t n = A->shape[nd - 1], p = matrices(A);
+  clt_device *dev = A->storage->dev;
+  clt_tensor *t[2] = {NULL};
+  void *pa, *pw;
+  if (p == 0 || n == 0) {
+    if ((s = empty(A->dtype, nd - 1, A->shape, dev, &t[0])) == CLT_OK &&
+        (!V || (s = empty(A->dtype, nd, A->shape, dev, &t[1])) == CLT_OK)) {
+      *w = t[0];
+      if (V)
+        *V = t[1];
+      return CLT_OK;
+    }
+    release_all(t, 2);
+    return s;
+  }
+  if ((s = stage(A, 0, NULL, 2, fn, &t[1], &pa)) == CLT_OK &&
+      (s = host_new(A->dtype, nd - 1, A->shape, fn, &t[0], &pw)) == CLT_OK) {
+    int64_t which = 0;
+    int info = finite(A->dtype, p * n * n, pa)
+                   ? clt__lapack_eigh(A->dtype, p, n, V != NULL, pa, pw, &which)
+                   : NOT_FINITE;
+    if (info == NOT_FINITE) {
+      s = not_finite(fn, "an eigendecomposition");
+    } else if (info > 0) {
+      char b[48];
+      s = clt__error(CLT_ERR_LINALG, fn,
+                     "the eigenvalue algorithm did not converge%s (%d off-diagonal elements "
+                     "did not converge to zero; NaN or inf in the matrix?)",
+                     element(b, sizeof b, A, which), info);
+    } else if (info < 0) {
+      s = lapack_error(fn, info, "syevd");
+    }
+  }
+  if (s == CLT_OK && (s = to_device(&t[0], dev, fn)) == CLT_OK &&
+      (!V || (s = to_device(&t[1], dev, fn)) == CLT_OK)) {
+    *w = t[0];
+    t[0] = NULL;
+    if (V) {
+      *V = t[1];
+      t[1] = NULL;
+    }
+  }
+  release_all(t, 2);
+  return s;
+}
+
+clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U, clt_tensor **S,
+                          clt_tensor **Vh) {
+  static const char fn[] = "clt_linalg_svd";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+    return s;
+  if (!S)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "S is NULL");
+  if ((U == NULL) != (Vh == NULL))
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "U and Vh must both be given (the vectors) or both be NULL (the values "
+                      "only)");
+  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+    return s;
+  int nd = A->ndim;
+  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], k = m < n ? m : n, p = matrices(A);
+  bool full = full_matrices != 0, vec = U != NULL;
+  int64_t us[CLT_MAX_DIMS], ss[CLT_MAX_DIMS], vs[CLT_MAX_DIMS];
+  memcpy(us, A->shape, sizeof(int64_t) * (size_t)nd);
+  memcpy(vs, A->shape, sizeof(int64_t) * (size_t)nd);
+  memcpy(ss, A->shape, sizeof(int64_t) * (size_t)(nd - 1));
+  us[nd - 1] = full ? m : k;
+  vs[nd - 2] = full ? n : k;
+  ss[nd - 2] = k;
+  if (vec && (us[nd - 2] * us[nd - 1] > CLT__LAPACK_MAX || vs[nd - 2] * vs[nd - 1] > CLT__LAPACK_MAX))
+    return clt__error(CLT_ERR_UNSUPPORTED, fn, "LAPACK takes matrices of up to 2^31-1 elements");
+  clt_device *dev = A->storage->dev;
+  clt_tensor *t[4] = {NULL}; /* U, S, Vh, A's copy */
+  void *pa, *pu = NULL, *ps, *pv = NULL;
+  if (p == 0 || k == 0) {
+    /* no values; the vectors: with full_matrices, identities of order m (U) and n (Vh) over
+     * the batch, as torch gives them; reduced, empty */
+    s = empty(A->dtype, nd - 1, ss, dev, &t[1]);
+    for (int i = 0; i < 2 && vec && s == CLT_OK; i++) {
+      int64_t *shape = i == 0 ? us : vs, o = shape[nd - 1];
+      clt_tensor **dst = &t[i == 0 ? 0 : 2];
+      if (!full || o == 0 || p == 0) {
+        s = empty(A->dtype, nd, shape, dev, dst);
+        continue;
+      }
+      clt_tensor *e = NULL, *x = NULL;
+      if ((s = clt_eye(o, o, A->dtype, dev, &e)) == CLT_OK &&
+          (s = clt_expand(e, nd, shape, &x)) == CLT_OK)
+        s = clt_contiguous(x, dst);
+      clt_tensor_release(x);
+      clt_tensor_release(e);
+    }
+    if (s == CLT_OK) {
+      *S = t[1];
+      if (vec) {
+        *U = t[0];
+        *Vh = t[2];
+      }
+      return CLT_OK;
+    }
+    release_all(t, 4);
+    return s;
+  }
+  if ((s = stage(A, 0, NULL, 2, fn, &t[3], &pa)) == CLT_OK &&
+      (s = host_new(A->dtype, nd - 1, ss, fn, &t[1], &ps)) == CLT_OK && vec &&
+      (s = host_new(A->dtype, nd, us, fn, &t[0], &pu)) == CLT_OK)
+    s = host_new(A->dtype, nd, vs, fn, &t[2], &pv);
+  if (s == CLT_OK) {
+    int64_t which = 0;
+    int info = finite(A->dtype, p * m * n, pa)
+                   ? clt__lapack_svd(A->dtype, p, m, n, full, pa, pu, ps, pv, &which)
+                   : NOT_FINITE;
+    if (info == NOT_FINITE) {
+      s = not_finite(fn, "a singular value decomposition");
+    } else if (info > 0) {
+      char b[48];
+      s = clt__error(CLT_ERR_LINALG, fn,
+                     "the SVD did not converge%s (NaN or inf in the matrix?)",
+                     element(b, sizeof b, A, which));
+    } else if (info < 0) {
+      s = lapack_error(fn, info, "gesdd");
+    }
+  }
+  for (int i = 0; i < 3 && s == CLT_OK; i++)
+    if (t[i])
+      s = to_device(&t[i], dev, fn);
+  if (s == CLT_OK) {
+    *S = t[1];
+    t[1] = NULL;
+    if (vec) {
+      *U = t[0];
+      *Vh = t[2];
+      t[0] = t[2] = NULL;
+    }
+  }
+  release_all(t, 4);
+  return s;
+}
+
+/* ---- norm, cond, matrix_rank, pinv: composed of the operations above and the public ones ------ */
+
+/* The singular values S (*, k) of A, f32 or f64, checked; k > 0 unless allow_empty. */
+static clt_status svdvals(const char *fn, clt_tensor *A, clt_tensor **S) {
+  clt_status s = clt_linalg_svd(A, 0, NULL, S, NULL);
+  if (s != CLT_OK) /* the message names clt_linalg_svd: say who called it */
+    return clt__error(clt_last_status(), fn, "%s", clt_last_error());
+  return CLT_OK;
+}
+
+clt_status clt_linalg_norm(clt_tensor *A, const char *ord, clt_tensor **out) {
+  static const char fn[] = "clt_linalg_norm";
+  clt_status s = clt__check_tensor(A, fn, "A");
+  if (s != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if (A->dtype != CLT_F32 && A->dtype != CLT_F64 && A->dtype != CLT_F16 && A->dtype != CLT_BF16)
+    return clt__error(CLT_ERR_DTYPE, fn, "A is %s; norms take float dtypes (cast first: clt_cast)",
+                      clt_dtype_name(A->dtype));
+  enum { FRO, NUC, ONE, TWO, INF, DEFAULT } o;
+  if (!ord)
+    o = DEFAULT;
+  else if (strcmp(ord, "fro") == 0)
+    o = FRO;
+  else if (strcmp(ord, "nuc") == 0)
+    o = NUC;
+  else if (strcmp(ord, "1") == 0)
+    o = ONE;
+  else if (strcmp(ord, "2") == 0)
+    o = TWO;
+  else if (strcmp(ord, "inf") == 0)
+    o = INF;
+  else
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "ord is '%s'; expected \"fro\", \"nuc\", \"1\", \"2\", \"inf\" or NULL (the "
+                      "2-norm of all elements)",
+                      ord);
+  bool vector = A->ndim == 1 || o == DEFAULT;
+  if (!vector && A->ndim < 2)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "A is %d-D; a matrix norm (ord \"%s\") needs a matrix (or a batch of them), "
+                      "a vector norm a 1-D tensor",
+                      A->ndim, ord);
+  if (vector && (o == FRO || o == NUC))
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "ord \"%s\" is a matrix norm, and A is 1-D (the vector norms: \"1\", \"2\", "
+                      "\"inf\")",
+                      ord);
+  clt_tensor *t[6] = {NULL};
+  int last = A->ndim - 1;
+  if (vector) { /* over all elements (1-D A, or ord NULL: torch's flattened 2-norm) */
+    if ((s = clt_reshape(A, 1, (int64_t[]){A->numel}, &t[0])) != CLT_OK)
+      return s;
+    if (o == ONE)
+      s = clt_abs(t[0], &t[1]) == CLT_OK ? clt_sum(t[1], out) : clt_last_status();
+    else if (o == INF)
+      s = A->numel == 0 ? clt_zeros(A->dtype, 0, NULL, A->storage->dev, out)
+          : clt_abs(t[0], &t[1]) == CLT_OK ? clt_max(t[1], out)
+                                           : clt_last_status();
+    else if ((s = clt_mul(t[0], t[0], &t[1])) == CLT_OK && (s = clt_sum(t[1], &t[2])) == CLT_OK)
+      s = clt_sqrt(t[2], out);
+    release_all(t, 6);
+    return s;
+  }
+  int64_t m = A->shape[last - 1], n = A->shape[last];
+  switch (o) {
+  case FRO:
+    if ((s = clt_mul(A, A, &t[0])) == CLT_OK && (s = clt_sum_dim(t[0], last, 0, &t[1])) == CLT_OK &&
+        (s = clt_sum_dim(t[1], last - 1, 0, &t[2])) == CLT_OK)
+      s = clt_sqrt(t[2], out);
+    break;
+  case ONE: /* the largest column sum of |A| */
+  case INF: /* the largest row sum */
+    if ((o == ONE ? n : m) == 0 || (o == ONE ? m : n) == 0) {
+      int64_t shape[CLT_MAX_DIMS];
+      memcpy(shape, A->shape, sizeof(int64_t) * (size_t)(A->ndim - 2));
+      s = clt_zeros(A->dtype, A->ndim - 2, shape, A->storage->dev, out);
+      break;
+    }
+    if ((s = clt_abs(A, &t[0])) == CLT_OK &&
+        (s = clt_sum_dim(t[0], o == ONE ? last - 1 : last, 0, &t[1])) == CLT_OK)
+      s = clt_max_dim(t[1], last - 1, 0, out);
+    break;
+  default: /* "2": the largest singular value; "nuc": their sum */
+    if (A->dtype != CLT_F32 && A->dtype != CLT_F64)
+      return clt__error(CLT_ERR_DTYPE, fn,
+                        "A is %s; the \"%s\" norm takes its singular values, which need f32 or "
+                        "f64 (cast first: clt_cast)",
+                        clt_dtype_name(A->dtype), ord);
+    if ((s = svdvals(fn, A, &t[0])) != CLT_OK)
+      break;
+    if (m == 0 || n == 0) {
+      int64_t shape[CLT_MAX_DIMS];
+      memcpy(shape, A->shape, sizeof(int64_t) * (size_t)(A->ndim - 2));
+      s = clt_zeros(A->dtype, A->ndim - 2, shape, A->storage->dev, out);
+    } else if (o == TWO) {
+      s = clt_select(t[0], last - 1, 0, &t[1]) == CLT_OK ? clt_contiguous(t[1], out)
+                                                         : clt_last_status();
+    } else {
+      s = clt_sum_dim(t[0], last - 1, 0, out);
+    }
+  }
+  release_all(t, 6);
+  return s;
+}
+
+clt_status clt_linalg_cond(clt_tensor *A, clt_tensor **out) {
+  static const char fn[] = "clt_linalg_cond";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = m < n ? m : n;
+  if (k == 0)
+    return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
+                      "A's matrices are %lld x %lld: an empty matrix has no condition number",
+                      (long long)m, (long long)n);
+  clt_tensor *t[3] = {NULL};
+  if ((s = svdvals(fn, A, &t[0])) == CLT_OK && (s = clt_select(t[0], -1, 0, &t[1])) == CLT_OK &&
+      (s = clt_select(t[0], -1, k - 1, &t[2])) == CLT_OK)
+    s = clt_div(t[1], t[2], out); /* the 2-norm condition: S max / S min (inf where singular) */
+  release_all(t, 3);
+  return s;
+}
+
+clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out) {
+  static const char fn[] = "clt_linalg_matrix_rank";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = m < n ? m : n;
+  if (k == 0) {
+    int64_t shape[CLT_MAX_DIMS];
+    memcpy(shape, A->shape, sizeof(int64_t) * (size_t)(A->ndim - 2));
+    return clt_zeros(CLT_I64, A->ndim - 2, shape, A->storage->dev, out);
+  }
+  /* singular values above max(m, n) * eps * the largest count (torch's default tolerance) */
+  double rtol = (double)(m > n ? m : n) * (A->dtype == CLT_F32 ? FLT_EPSILON : DBL_EPSILON);
+  clt_tensor *t[5] = {NULL};
+  if ((s = svdvals(fn, A, &t[0])) == CLT_OK && (s = clt_narrow(t[0], -1, 0, 1, &t[1])) == CLT_OK &&
+      (s = clt_mul_scalar(t[1], rtol, &t[2])) == CLT_OK && (s = clt_gt(t[0], t[2], &t[3])) == CLT_OK)
+    s = clt_sum_dim(t[3], -1, 0, out);
+  release_all(t, 5);
+  return s;
+}
+
+clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
+  static const char fn[] = "clt_linalg_pinv";
+  clt_status s;
+  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  int nd = A->ndim;
+  int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], k = m < n ? m : n;
+  if (k == 0) { /* the n x m zeros */
+    int64_t shape[CLT_MAX_DIMS];
+    memcpy(shape, A->shape, sizeof(int64_t) * (size_t)nd);
+    shape[nd - 2] = n;
+    shape[nd - 1] = m;
+    return clt_zeros(A->dtype, nd, shape, A->storage->dev, out);
+  }
+  /* V diag(1/s) U^T over the singular values above max(m, n) * eps * the largest */
+  double rtol = (double)(m > n ? m : n) * (A->dtype == CLT_F32 ? FLT_EPSILON : DBL_EPSILON);
+  clt_tensor *t[12] = {NULL}; /* U, S, Vh, cut, keep, ones, 1/S, sinv, V, V sinv, U^T, sinv row */
+  if ((s = clt_linalg_svd(A, 0, &t[0], &t[1], &t[2])) != CLT_OK)
+    return clt__error(clt_last_status(), fn, "%s", clt_last_error());
+  if ((s = clt_narrow(t[1], -1, 0, 1, &t[3])) == CLT_OK &&
+      (s = clt_mul_scalar(t[3], rtol, &t[4])) == CLT_OK) {
+    clt_tensor *keep = NULL;
+    if ((s = clt_gt(t[1], t[4], &keep)) == CLT_OK) {
+      clt_tensor_release(t[4]);
+      t[4] = keep;
+    }
+  }
+  if (s == CLT_OK &&
+      (s = clt_full(A->dtype, t[1]->ndim, t[1]->shape, 1.0, A->storage->dev, &t[5])) == CLT_OK &&
+      (s = clt_div(t[5], t[1], &t[6])) == CLT_OK) {
+    clt_tensor *zero = NULL;
+    if ((s = clt_zeros(A->dtype, 0, NULL, A->storage->dev, &zero)) == CLT_OK)
+      s = clt_where(t[4], t[6], zero, &t[7]);
+    clt_tensor_release(zero);
+  }
+  if (s == CLT_OK && (s = clt_transpose(t[2], -2, -1, &t[8])) == CLT_OK &&
+      (s = clt_unsqueeze(t[7], -2, &t[11])) == CLT_OK && (s = clt_mul(t[8], t[11], &t[9])) == CLT_OK &&
+      (s = clt_transpose(t[0], -2, -1, &t[10])) == CLT_OK)
+    s = clt_matmul(t[9], t[10], out);
+  release_all(t, 12);
+  return s;
+}
