@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # cxx_examples.sh - the C++ examples against their C twins (issue 16): examples/portable_cpp prints
 # exactly what examples/portable prints, examples/train_linear_cpp trains to the same weights and
-# examples/train_mlp_cpp to the same losses,
+# examples/train_mlp_cpp to the same losses, examples/cg_poisson_cpp to the same solution,
 # bit for bit (--weights prints them with %.9g, which tells every f32 apart), printing the same
 # lines on the way (stdout and stderr both compared). On cl:0 when there is one, else on cpu.
 set -u
@@ -38,4 +38,6 @@ same portable
 same train_linear --weights
 # --losses: the per-epoch losses of the MLP (autograd, cross_entropy, AdamW), at %.9g
 same train_mlp --losses
+# the Poisson problem by CG and by clt::linalg::solve, without the times
+same cg_poisson --no-times 12
 exit $fail
