@@ -7,9 +7,9 @@
  * differences are exact for it, so the grid values are u's but for rounding), with the time of
  * each.
  *
- *   $ ./examples/cg_poisson                     # N = 24, on the default device (first GPU, else cpu)
- *   $ CLT_DEVICE=cl:1 ./examples/cg_poisson 32  # any device by name, any N
- *   $ ./examples/cg_poisson --no-times 16       # what tests/cxx_examples.sh compares
+ *   $ ./examples/cg_poisson                     # N = 24, on the default device (first GPU, else
+ * cpu) $ CLT_DEVICE=cl:1 ./examples/cg_poisson 32  # any device by name, any N $
+ * ./examples/cg_poisson --no-times 16       # what tests/cxx_examples.sh compares
  *
  * f64 where the device has it, else f32. CG reads its residual back each step to decide when to
  * stop (one small explicit trip per step, in the transfer counters); the matrix-vector products
@@ -169,8 +169,8 @@ int main(int argc, char **argv) {
   printf("largest error against the exact solution: CG %.2g, direct %.2g\n", err_cg, err_direct);
   if (times)
     printf("times: CG %.1f ms, clt_linalg_solve %.1f ms\n", 1e3 * t_cg, 1e3 * t_direct);
-  bool ok = it < n && rel < (dt == CLT_F64 ? 1e-8 : 1e-3) &&
-            err_direct < (dt == CLT_F64 ? 1e-10 : 1e-4);
+  bool ok =
+      it < n && rel < (dt == CLT_F64 ? 1e-8 : 1e-3) && err_direct < (dt == CLT_F64 ? 1e-10 : 1e-4);
   printf("%s\n", ok ? "ok" : "FAILED: CG and the direct solve disagree");
   clt_tensor *all[] = {A64, f64, Ac, bc, A, b, x, r, p, rr, xd, xh, xdh, x64, xd64};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)

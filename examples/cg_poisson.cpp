@@ -102,8 +102,8 @@ int main(int argc, char **argv) try {
   double rel = std::sqrt(diff / norm);
   std::printf("CG: %d iterations, residual |r| / |b| = %.3g\n", it, rnorm / bnorm);
   std::printf("CG against clt_linalg_solve: relative difference %.3g\n", rel);
-  std::printf("largest error against the exact solution: CG %.2g, direct %.2g\n",
-              err_cg, err_direct);
+  std::printf("largest error against the exact solution: CG %.2g, direct %.2g\n", err_cg,
+              err_direct);
   if (times)
     std::printf("times: CG %.1f ms, clt_linalg_solve %.1f ms\n", 1e3 * t_cg, 1e3 * t_direct);
   bool ok = it < n && rel < (dt == clt::dtype::f64 ? 1e-8 : 1e-3) &&

@@ -504,18 +504,21 @@ extern const struct clt_backend clt__ref_backend; /* lib/ref/: off unless CLT_RE
  * in *which), CLT__LAPACK_NOMEM, or CLT__LAPACK_MISSING (built without LAPACKE). Dimensions are
  * at most CLT__LAPACK_MAX, one matrix at most CLT__LAPACK_MAX elements (32-bit LAPACK). lu:
  * getrf in place, piv (batch, min(m, n)), 1-based; lu_solve: getrs of x (n x nrhs) in place;
- * inv: getrf and getri in place; cholesky: potrf in place, the other triangle zeroed; trsolve:
- * trtrs of x in place (trans: op(A) = A^T); qr: geqrf of a (overwritten) into q (m x k) and r
- * (k x n), k = min(m, n); eigh: syevd of a's lower triangle, w ascending, a the vectors (as
- * columns) when asked; svd: gesdd of a (overwritten), s descending, u and vt reduced or full, or
- * all three NULL but s; lstsq: gelsy, bx max(m, n) x nrhs with B in its first m rows and X in
- * its first n after. */
+ * solve: A X = B, a overwritten by the factors of A^T, piv n entries (reused), x (n x nrhs) in
+ * place, work n x nrhs elements (unused for nrhs = 1); inv: getrf and getri in place; cholesky:
+ * potrf in place, the other triangle zeroed; trsolve: trtrs of x in place (trans: op(A) = A^T);
+ * qr: geqrf of a (overwritten) into q (m x k) and r (k x n), k = min(m, n); eigh: syevd of a's
+ * lower triangle, w ascending, a the vectors (as columns) when asked; svd: gesdd of a
+ * (overwritten), s descending, u and vt reduced or full, or all three NULL but s; lstsq: gelsy,
+ * bx max(m, n) x nrhs with B in its first m rows and X in its first n after. */
 enum { CLT__LAPACK_NOMEM = -1000, CLT__LAPACK_MISSING = -1001 };
 #define CLT__LAPACK_MAX ((int64_t)INT32_MAX)
 int clt__lapack_lu(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, int32_t *piv,
                    int64_t *which);
 int clt__lapack_lu_solve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, const void *lu,
                          const int32_t *piv, void *x);
+int clt__lapack_solve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, void *a, int32_t *piv,
+                      void *x, void *work, int64_t *which);
 int clt__lapack_inv(clt_dtype dt, int64_t batch, int64_t n, void *a, int64_t *which);
 int clt__lapack_cholesky(clt_dtype dt, int64_t batch, int64_t n, bool upper, void *a,
                          int64_t *which);

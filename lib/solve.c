@@ -34,8 +34,7 @@ static clt_status no_grad(const char *fn, clt_tensor *const *ts, int n) {
 
 /* t: a tensor of f32 or f64 with at least 2 dimensions (square ones where square is set),
  * named arg in messages. */
-static clt_status check_matrix(const char *fn, const clt_tensor *t, const char *arg,
-                               bool square) {
+static clt_status check_matrix(const char *fn, const clt_tensor *t, const char *arg, bool square) {
   clt_status s = clt__check_tensor(t, fn, arg);
   if (s != CLT_OK)
     return s;
@@ -240,7 +239,8 @@ static clt_status empty(clt_dtype dt, int ndim, const int64_t *shape, clt_device
 clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
   static const char fn[] = "clt_linalg_solve";
   clt_status s;
-  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK || (s = clt__check_tensor(B, fn, "B")) != CLT_OK)
+  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK ||
+      (s = clt__check_tensor(B, fn, "B")) != CLT_OK)
     return s;
   if (!X)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "X is NULL");
@@ -279,21 +279,24 @@ clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
     return empty(A->dtype, rank, shape, dev, X);
   clt_tensor *t[2] = {NULL};
   void *pa, *px;
-  int32_t *piv = malloc(sizeof(int32_t) * (size_t)(p * n));
-  if (!piv)
+  int32_t *piv = malloc(sizeof(int32_t) * (size_t)n);
+  void *work = k > 1 ? malloc(clt_dtype_size(A->dtype) * (size_t)(n * k)) : NULL;
+  if (!piv || (k > 1 && !work)) {
+    free(piv);
+    free(work);
     return clt__error(CLT_ERR_OUT_OF_MEMORY, fn, "out of host memory");
+  }
   if ((s = stage(A, nb, batch, 2, fn, &t[0], &pa)) == CLT_OK &&
       (s = stage(B, nb, batch, bk, fn, &t[1], &px)) == CLT_OK) {
     int64_t which = 0;
-    int info = clt__lapack_lu(A->dtype, p, n, n, pa, piv, &which);
+    int info = clt__lapack_solve(A->dtype, p, n, k, pa, piv, px, work, &which);
     if (info > 0)
-      s = singular(fn, A, which, info, "");
+      s = singular(fn, A, which, info, " (LAPACK factors the transpose, as it lies in memory)");
     else if (info < 0)
-      s = lapack_error(fn, info, "getrf");
-    else if ((info = clt__lapack_lu_solve(A->dtype, p, n, k, pa, piv, px)) != 0)
-      s = lapack_error(fn, info, "getrs");
+      s = lapack_error(fn, info, "getrf/getrs");
   }
   free(piv);
+  free(work);
   if (s == CLT_OK && (s = to_device(&t[1], dev, fn)) == CLT_OK) {
     *X = t[1];
     t[1] = NULL;
@@ -349,8 +352,7 @@ clt_status clt_linalg_lu_factor(clt_tensor *A, clt_tensor **LU, clt_tensor **piv
   return s;
 }
 
-clt_status clt_linalg_lu_solve(clt_tensor *LU, clt_tensor *pivots, clt_tensor *B,
-                               clt_tensor **X) {
+clt_status clt_linalg_lu_solve(clt_tensor *LU, clt_tensor *pivots, clt_tensor *B, clt_tensor **X) {
   static const char fn[] = "clt_linalg_lu_solve";
   clt_status s;
   if ((s = check_matrix(fn, LU, "LU", true)) != CLT_OK ||
@@ -578,7 +580,8 @@ clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
   return s;
 }
 
-/* ---- inv, cholesky, det, slogdet --------------------------------------------------------------- */
+/* ---- inv, cholesky, det, slogdet ---------------------------------------------------------------
+ */
 
 clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_inv";
@@ -599,7 +602,7 @@ clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
     int64_t which = 0;
     int info = clt__lapack_inv(A->dtype, p, n, pa, &which);
     if (info > 0)
-      s = singular(fn, A, which, info, "");
+      s = singular(fn, A, which, info, " (LAPACK factors the transpose, as it lies in memory)");
     else if (info < 0)
       s = lapack_error(fn, info, "getri");
   }
@@ -755,7 +758,8 @@ clt_status clt_linalg_slogdet(clt_tensor *A, clt_tensor **sign, clt_tensor **log
   return det_common("clt_linalg_slogdet", A, sign, logabsdet);
 }
 
-/* ---- qr, eigh, svd ------------------------------------------------------------------------------ */
+/* ---- qr, eigh, svd ------------------------------------------------------------------------------
+ */
 
 clt_status clt_linalg_qr(clt_tensor *A, clt_tensor **Q, clt_tensor **R) {
   static const char fn[] = "clt_linalg_qr";
@@ -888,7 +892,8 @@ clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U, clt_
   us[nd - 1] = full ? m : k;
   vs[nd - 2] = full ? n : k;
   ss[nd - 2] = k;
-  if (vec && (us[nd - 2] * us[nd - 1] > CLT__LAPACK_MAX || vs[nd - 2] * vs[nd - 1] > CLT__LAPACK_MAX))
+  if (vec &&
+      (us[nd - 2] * us[nd - 1] > CLT__LAPACK_MAX || vs[nd - 2] * vs[nd - 1] > CLT__LAPACK_MAX))
     return clt__error(CLT_ERR_UNSUPPORTED, fn, "LAPACK takes matrices of up to 2^31-1 elements");
   clt_device *dev = A->storage->dev;
   clt_tensor *t[4] = {NULL}; /* U, S, Vh, A's copy */
@@ -935,8 +940,7 @@ clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U, clt_
       s = not_finite(fn, "a singular value decomposition");
     } else if (info > 0) {
       char b[48];
-      s = clt__error(CLT_ERR_LINALG, fn,
-                     "the SVD did not converge%s (NaN or inf in the matrix?)",
+      s = clt__error(CLT_ERR_LINALG, fn, "the SVD did not converge%s (NaN or inf in the matrix?)",
                      element(b, sizeof b, A, which));
     } else if (info < 0) {
       s = lapack_error(fn, info, "gesdd");
@@ -958,7 +962,8 @@ clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U, clt_
   return s;
 }
 
-/* ---- norm, cond, matrix_rank, pinv: composed of the operations above and the public ones ------ */
+/* ---- norm, cond, matrix_rank, pinv: composed of the operations above and the public ones ------
+ */
 
 /* The singular values S (*, k) of A, f32 or f64, checked; k > 0 unless allow_empty. */
 static clt_status svdvals(const char *fn, clt_tensor *A, clt_tensor **S) {
@@ -1015,7 +1020,7 @@ clt_status clt_linalg_norm(clt_tensor *A, const char *ord, clt_tensor **out) {
     if (o == ONE)
       s = clt_abs(t[0], &t[1]) == CLT_OK ? clt_sum(t[1], out) : clt_last_status();
     else if (o == INF)
-      s = A->numel == 0 ? clt_zeros(A->dtype, 0, NULL, A->storage->dev, out)
+      s = A->numel == 0                    ? clt_zeros(A->dtype, 0, NULL, A->storage->dev, out)
           : clt_abs(t[0], &t[1]) == CLT_OK ? clt_max(t[1], out)
                                            : clt_last_status();
     else if ((s = clt_mul(t[0], t[0], &t[1])) == CLT_OK && (s = clt_sum(t[1], &t[2])) == CLT_OK)
@@ -1102,7 +1107,8 @@ clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out) {
   double rtol = (double)(m > n ? m : n) * (A->dtype == CLT_F32 ? FLT_EPSILON : DBL_EPSILON);
   clt_tensor *t[5] = {NULL};
   if ((s = svdvals(fn, A, &t[0])) == CLT_OK && (s = clt_narrow(t[0], -1, 0, 1, &t[1])) == CLT_OK &&
-      (s = clt_mul_scalar(t[1], rtol, &t[2])) == CLT_OK && (s = clt_gt(t[0], t[2], &t[3])) == CLT_OK)
+      (s = clt_mul_scalar(t[1], rtol, &t[2])) == CLT_OK &&
+      (s = clt_gt(t[0], t[2], &t[3])) == CLT_OK)
     s = clt_sum_dim(t[3], -1, 0, out);
   release_all(t, 5);
   return s;
@@ -1146,7 +1152,8 @@ clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
     clt_tensor_release(zero);
   }
   if (s == CLT_OK && (s = clt_transpose(t[2], -2, -1, &t[8])) == CLT_OK &&
-      (s = clt_unsqueeze(t[7], -2, &t[11])) == CLT_OK && (s = clt_mul(t[8], t[11], &t[9])) == CLT_OK &&
+      (s = clt_unsqueeze(t[7], -2, &t[11])) == CLT_OK &&
+      (s = clt_mul(t[8], t[11], &t[9])) == CLT_OK &&
       (s = clt_transpose(t[0], -2, -1, &t[10])) == CLT_OK)
     s = clt_matmul(t[9], t[10], out);
   release_all(t, 12);

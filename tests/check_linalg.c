@@ -124,7 +124,8 @@ static int lapack_ok(const char *test) {
 
 #define TOL(cond, ...) ck_assert_msg(cond, __VA_ARGS__)
 
-/* ---- solve, lu, inv, det on general matrices --------------------------------------------------- */
+/* ---- solve, lu, inv, det on general matrices ---------------------------------------------------
+ */
 
 START_TEST(test_solve_residuals) {
   if (!lapack_ok("test_solve_residuals"))
@@ -214,7 +215,8 @@ START_TEST(test_solve_residuals) {
 }
 END_TEST
 
-/* ---- cholesky, eigh, solve_triangular on SPD matrices ------------------------------------------ */
+/* ---- cholesky, eigh, solve_triangular on SPD matrices ------------------------------------------
+ */
 
 START_TEST(test_spd_residuals) {
   if (!lapack_ok("test_spd_residuals"))
@@ -259,8 +261,7 @@ START_TEST(test_spd_residuals) {
           for (int64_t j = 0; j < n; j++) {
             lt[j * n + i] = lh[i * n + j];
             if (j > i)
-              TOL(lh[i * n + j] == 0 && uh[j * n + i] == 0, "%s: nonzero off the triangle",
-                  what);
+              TOL(lh[i * n + j] == 0 && uh[j * n + i] == 0, "%s: nonzero off the triangle", what);
           }
         double e = resid(lh, false, lt, ah, n, n, n) / na;
         TOL(e <= tol, "%s: L L^T - A: %g > %g", what, e, tol);
@@ -318,7 +319,8 @@ START_TEST(test_spd_residuals) {
 }
 END_TEST
 
-/* ---- qr, svd, lstsq on rectangular matrices ------------------------------------------------------ */
+/* ---- qr, svd, lstsq on rectangular matrices
+ * ------------------------------------------------------ */
 
 START_TEST(test_rect_residuals) {
   if (!lapack_ok("test_rect_residuals"))
@@ -340,8 +342,8 @@ START_TEST(test_rect_residuals) {
         if (!cu_dtype_ok("test_rect_residuals", d, dt) || (cu_is_oclgrind(d) && m > 17))
           continue;
         char what[96];
-        snprintf(what, sizeof what, "%s %s %lldx%lld", cu_dev_name(d), cu_dt_name(dt),
-                 (long long)m, (long long)n);
+        snprintf(what, sizeof what, "%s %s %lldx%lld", cu_dev_name(d), cu_dt_name(dt), (long long)m,
+                 (long long)n);
         int64_t big = m > n ? m : n;
         double tol = 50 * (double)big * eps_of(dt);
         clt_tensor *A = tens(a, dt, 2, (int64_t[]){m, n}, d);
@@ -412,18 +414,26 @@ START_TEST(test_rect_residuals) {
 }
 END_TEST
 
-/* ---- fixed matrices: NumPy's values ------------------------------------------------------------ */
+/* ---- fixed matrices: NumPy's values ------------------------------------------------------------
+ */
 
 START_TEST(test_numpy_values) {
   if (!lapack_ok("test_numpy_values"))
     return;
   /* numpy 1.24 (Debian 12), float64 */
   const double a[9] = {4, 1, 2, 1, 5, 3, 2, 3, 6}, b[3] = {1, 2, 3};
-  const double chol[9] = {2, 0, 0, 0.5, 2.179449471770337, 0, 1, 1.1470786693528088,
-                          1.9194297398747862};
+  const double chol[9] = {
+      2, 0, 0, 0.5, 2.179449471770337, 0, 1, 1.1470786693528088, 1.9194297398747862};
   const double w[3] = {2.194397167422409, 3.3867701566075485, 9.418832675970037};
-  const double inv[9] = {0.3, 0, -0.1, 0, 0.2857142857142857, -0.14285714285714282, -0.1,
-                         -0.14285714285714285, 0.2714285714285714};
+  const double inv[9] = {0.3,
+                         0,
+                         -0.1,
+                         0,
+                         0.2857142857142857,
+                         -0.14285714285714282,
+                         -0.1,
+                         -0.14285714285714285,
+                         0.2714285714285714};
   const double x[3] = {0, 1.0 / 7, 3.0 / 7}; /* exact: numpy gives -6.9e-18, 1/7, 3/7 */
   const double r32[6] = {1, 2, 3, 4, 5, 6}, sv[2] = {9.525518091565107, 0.5143005806586443};
   clt_device *devs[CU_MAX_DEVICES];
@@ -445,21 +455,21 @@ START_TEST(test_numpy_values) {
     double *xh = cu_read_double(X), *lh = cu_read_double(L), *wh = cu_read_double(W);
     double *ih = cu_read_double(I), *sh = cu_read_double(S);
     for (int i = 0; i < 9; i++) {
-      TOL(fabs(lh[i] - chol[i]) <= 1e-15 * 4, "%s: cholesky[%d] %.17g, NumPy %.17g",
-          cu_dev_name(d), i, lh[i], chol[i]);
-      TOL(fabs(ih[i] - inv[i]) <= 1e-15, "%s: inv[%d] %.17g, NumPy %.17g", cu_dev_name(d), i,
-          ih[i], inv[i]);
+      TOL(fabs(lh[i] - chol[i]) <= 1e-15 * 4, "%s: cholesky[%d] %.17g, NumPy %.17g", cu_dev_name(d),
+          i, lh[i], chol[i]);
+      TOL(fabs(ih[i] - inv[i]) <= 1e-15, "%s: inv[%d] %.17g, NumPy %.17g", cu_dev_name(d), i, ih[i],
+          inv[i]);
     }
     for (int i = 0; i < 3; i++) {
       TOL(fabs(xh[i] - x[i]) <= 1e-15, "%s: solve[%d] %.17g", cu_dev_name(d), i, xh[i]);
-      TOL(fabs(wh[i] - w[i]) <= 1e-14, "%s: eigh[%d] %.17g, NumPy %.17g", cu_dev_name(d), i,
-          wh[i], w[i]);
+      TOL(fabs(wh[i] - w[i]) <= 1e-14, "%s: eigh[%d] %.17g, NumPy %.17g", cu_dev_name(d), i, wh[i],
+          w[i]);
     }
     for (int i = 0; i < 2; i++)
-      TOL(fabs(sh[i] - sv[i]) <= 1e-14, "%s: svd[%d] %.17g, NumPy %.17g", cu_dev_name(d), i,
-          sh[i], sv[i]);
-    TOL(fabs(cu_item(D) - 70) <= 1e-12, "%s: det %.17g, NumPy 69.99999999999996",
-        cu_dev_name(d), cu_item(D));
+      TOL(fabs(sh[i] - sv[i]) <= 1e-14, "%s: svd[%d] %.17g, NumPy %.17g", cu_dev_name(d), i, sh[i],
+          sv[i]);
+    TOL(fabs(cu_item(D) - 70) <= 1e-12, "%s: det %.17g, NumPy 69.99999999999996", cu_dev_name(d),
+        cu_item(D));
     free(xh), free(lh), free(wh), free(ih), free(sh);
     clt_tensor *ts[] = {A, B, M, X, L, W, I, D, S};
     for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
@@ -468,7 +478,8 @@ START_TEST(test_numpy_values) {
 }
 END_TEST
 
-/* ---- edges ------------------------------------------------------------------------------------ */
+/* ---- edges ------------------------------------------------------------------------------------
+ */
 
 static void assert_shape(const clt_tensor *t, int nd, const int64_t *shape, const char *what) {
   ck_assert_msg(clt_tensor_ndim(t) == nd, "%s: %d dimensions, expected %d", what,
@@ -578,8 +589,8 @@ START_TEST(test_edges) {
     o1 = CU_SENTINEL;
     CU_FAILS(clt_linalg_solve(S1, bb, &o1), CLT_ERR_LINALG, "clt_linalg_solve");
     ck_assert_ptr_eq(o1, CU_SENTINEL);
-    ck_assert_msg(strstr(clt_last_error(), "singular") && strstr(clt_last_error(), "U[1,1]"),
-                  "%s", clt_last_error());
+    ck_assert_msg(strstr(clt_last_error(), "singular") && strstr(clt_last_error(), "U[1,1]"), "%s",
+                  clt_last_error());
     CU_FAILS(clt_linalg_inv(S2, &o1), CLT_ERR_LINALG, "clt_linalg_inv");
     ck_assert_msg(strstr(clt_last_error(), "batch element 1"), "%s", clt_last_error());
     CU_FAILS(clt_linalg_lu_factor(S1, &o1, &o2), CLT_ERR_LINALG, "clt_linalg_lu_factor");
@@ -591,8 +602,7 @@ START_TEST(test_edges) {
     TOL(cu_item(o1) == 0, "%s: det of a singular matrix is %g", dn, cu_item(o1));
     clt_tensor_release(o1);
     CU_OK(clt_linalg_slogdet(S1, &o1, &o2));
-    TOL(cu_item(o1) == 0 && isinf(cu_item(o2)) && cu_item(o2) < 0, "%s: slogdet of singular",
-        dn);
+    TOL(cu_item(o1) == 0 && isinf(cu_item(o2)) && cu_item(o2) < 0, "%s: slogdet of singular", dn);
     clt_tensor_release(o1), clt_tensor_release(o2);
     CU_OK(clt_linalg_det(IN, &o1));
     TOL(cu_item(o1) == -3, "%s: det of [[1,2],[2,1]] is %g", dn, cu_item(o1));
@@ -623,7 +633,8 @@ START_TEST(test_edges) {
 }
 END_TEST
 
-/* ---- batches, views, lazy operands --------------------------------------------------------------- */
+/* ---- batches, views, lazy operands
+ * --------------------------------------------------------------- */
 
 START_TEST(test_batches_and_views) {
   if (!lapack_ok("test_batches_and_views"))
@@ -692,7 +703,8 @@ START_TEST(test_batches_and_views) {
 }
 END_TEST
 
-/* ---- device rules --------------------------------------------------------------------------------- */
+/* ---- device rules
+ * --------------------------------------------------------------------------------- */
 
 START_TEST(test_device_rules) {
   if (!lapack_ok("test_device_rules"))
@@ -756,7 +768,8 @@ START_TEST(test_device_rules) {
 }
 END_TEST
 
-/* ---- norm, cond, matrix_rank, pinv ------------------------------------------------------------ */
+/* ---- norm, cond, matrix_rank, pinv ------------------------------------------------------------
+ */
 
 START_TEST(test_norms) {
   if (!lapack_ok("test_norms"))
@@ -781,10 +794,16 @@ START_TEST(test_norms) {
         clt_tensor *a;
         const char *ord;
         double want;
-      } cases[] = {{M, "fro", sqrt(30.0)}, {M, "1", 6},   {M, "inf", 7},
-                   {M, "2", 5.116672736016927}, {M, "nuc", 7.0710678118654755},
-                   {M, NULL, sqrt(30.0)},       {V, "1", 7}, {V, "2", 5},
-                   {V, "inf", 4},               {V, NULL, 5}};
+      } cases[] = {{M, "fro", sqrt(30.0)},
+                   {M, "1", 6},
+                   {M, "inf", 7},
+                   {M, "2", 5.116672736016927},
+                   {M, "nuc", 7.0710678118654755},
+                   {M, NULL, sqrt(30.0)},
+                   {V, "1", 7},
+                   {V, "2", 5},
+                   {V, "inf", 4},
+                   {V, NULL, 5}};
       for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         CU_OK(clt_linalg_norm(cases[i].a, cases[i].ord, &o));
         ck_assert_int_eq(clt_tensor_ndim(o), 0);

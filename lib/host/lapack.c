@@ -45,9 +45,9 @@ int clt__lapack_lu(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, i
     char *ab = (char *)a + (size_t)(b * m * n) * es;
     lapack_int *pb = (lapack_int *)(piv + b * k);
     int info = dt == CLT_F32 ? LAPACKE_sgetrf_work(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)n,
-                                              F32(ab), (lapack_int)(n ? n : 1), pb)
+                                                   F32(ab), (lapack_int)(n ? n : 1), pb)
                              : LAPACKE_dgetrf_work(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)n,
-                                              F64(ab), (lapack_int)(n ? n : 1), pb);
+                                                   F64(ab), (lapack_int)(n ? n : 1), pb);
     if (info < 0)
       return fail(info);
     if (info > 0 && first == 0) {
@@ -67,23 +67,24 @@ int clt__lapack_lu_solve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, c
     const lapack_int *pb = (const lapack_int *)(piv + b * n);
     int info = dt == CLT_F32
                    ? LAPACKE_sgetrs_work(LAPACK_ROW_MAJOR, 'N', (lapack_int)n, (lapack_int)nrhs,
-                                    CF32(lb), (lapack_int)n, pb, F32(xb), (lapack_int)nrhs)
+                                         CF32(lb), (lapack_int)n, pb, F32(xb), (lapack_int)nrhs)
                    : LAPACKE_dgetrs_work(LAPACK_ROW_MAJOR, 'N', (lapack_int)n, (lapack_int)nrhs,
-                                    CF64(lb), (lapack_int)n, pb, F64(xb), (lapack_int)nrhs);
+                                         CF64(lb), (lapack_int)n, pb, F64(xb), (lapack_int)nrhs);
     if (info != 0)
       return fail(info);
   }
   return 0;
 }
 
-/* getri through its _work form (no scan for NaN: it propagates), with its workspace */
+/* getri (column-major) through its _work form (no scan for NaN: it propagates), with its
+ * workspace */
 static int getri(clt_dtype dt, int64_t n, void *a, const lapack_int *piv) {
   double q = 0;
   float qf = 0;
-  int info = dt == CLT_F32 ? LAPACKE_sgetri_work(LAPACK_ROW_MAJOR, (lapack_int)n, NULL,
-                                                 (lapack_int)n, piv, &qf, -1)
-                           : LAPACKE_dgetri_work(LAPACK_ROW_MAJOR, (lapack_int)n, NULL,
-                                                 (lapack_int)n, piv, &q, -1);
+  int info =
+      dt == CLT_F32
+          ? LAPACKE_sgetri_work(LAPACK_COL_MAJOR, (lapack_int)n, NULL, (lapack_int)n, piv, &qf, -1)
+          : LAPACKE_dgetri_work(LAPACK_COL_MAJOR, (lapack_int)n, NULL, (lapack_int)n, piv, &q, -1);
   if (info != 0)
     return info;
   lapack_int lwork = (lapack_int)(dt == CLT_F32 ? qf : q);
@@ -92,15 +93,52 @@ static int getri(clt_dtype dt, int64_t n, void *a, const lapack_int *piv) {
   void *work = malloc(esize(dt) * (size_t)lwork);
   if (!work)
     return CLT__LAPACK_NOMEM;
-  info = dt == CLT_F32 ? LAPACKE_sgetri_work(LAPACK_ROW_MAJOR, (lapack_int)n, F32(a),
-                                             (lapack_int)n, piv, F32(work), lwork)
-                       : LAPACKE_dgetri_work(LAPACK_ROW_MAJOR, (lapack_int)n, F64(a),
-                                             (lapack_int)n, piv, F64(work), lwork);
+  info = dt == CLT_F32 ? LAPACKE_sgetri_work(LAPACK_COL_MAJOR, (lapack_int)n, F32(a), (lapack_int)n,
+                                             piv, F32(work), lwork)
+                       : LAPACKE_dgetri_work(LAPACK_COL_MAJOR, (lapack_int)n, F64(a), (lapack_int)n,
+                                             piv, F64(work), lwork);
   free(work);
   return info;
 }
 
+/* A X = B for row-major A and X: a row-major A is its transpose in column-major order, so LAPACK
+ * factors A^T where it lies (getrf, no copy) and solves with the transposed factors (getrs 'T');
+ * LAPACKE's row-major forms would transpose A into a copy and back (two passes over n^2 elements
+ * that cost a 2048 x 2048 solve a third of its time). X (n x nrhs) is transposed into work when
+ * nrhs > 1. */
+int clt__lapack_solve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, void *a, int32_t *piv,
+                      void *x, void *work, int64_t *which) {
+  size_t es = esize(dt);
+  for (int64_t b = 0; b < batch; b++) {
+    char *ab = (char *)a + (size_t)(b * n * n) * es, *xb = (char *)x + (size_t)(b * n * nrhs) * es;
+    lapack_int *pb = (lapack_int *)piv, ln = (lapack_int)n; /* n entries, reused */
+    int info = dt == CLT_F32 ? LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, ln, ln, F32(ab), ln, pb)
+                             : LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, ln, ln, F64(ab), ln, pb);
+    if (info != 0) {
+      if (info > 0)
+        *which = b;
+      return fail(info);
+    }
+    char *cb = nrhs == 1 ? xb : work; /* X in column-major order */
+    for (int64_t i = 0; nrhs > 1 && i < n; i++)
+      for (int64_t j = 0; j < nrhs; j++)
+        memcpy(cb + (size_t)(j * n + i) * es, xb + (size_t)(i * nrhs + j) * es, es);
+    info = dt == CLT_F32 ? LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, 'T', ln, (lapack_int)nrhs,
+                                               CF32(ab), ln, pb, F32(cb), ln)
+                         : LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', ln, (lapack_int)nrhs,
+                                               CF64(ab), ln, pb, F64(cb), ln);
+    if (info != 0)
+      return fail(info);
+    for (int64_t i = 0; nrhs > 1 && i < n; i++)
+      for (int64_t j = 0; j < nrhs; j++)
+        memcpy(xb + (size_t)(i * nrhs + j) * es, cb + (size_t)(j * n + i) * es, es);
+  }
+  return 0;
+}
+
 int clt__lapack_inv(clt_dtype dt, int64_t batch, int64_t n, void *a, int64_t *which) {
+  /* in column-major order the buffer is A^T, whose inverse (A^-1)^T read back in row-major
+   * order is A^-1: LAPACK inverts it where it lies */
   size_t es = esize(dt);
   lapack_int *piv = malloc(sizeof(lapack_int) * (size_t)(n ? n : 1));
   if (!piv)
@@ -108,10 +146,10 @@ int clt__lapack_inv(clt_dtype dt, int64_t batch, int64_t n, void *a, int64_t *wh
   int ret = 0;
   for (int64_t b = 0; b < batch && ret == 0; b++) {
     char *ab = (char *)a + (size_t)(b * n * n) * es;
-    int info = dt == CLT_F32 ? LAPACKE_sgetrf_work(LAPACK_ROW_MAJOR, (lapack_int)n, (lapack_int)n,
-                                              F32(ab), (lapack_int)n, piv)
-                             : LAPACKE_dgetrf_work(LAPACK_ROW_MAJOR, (lapack_int)n, (lapack_int)n,
-                                              F64(ab), (lapack_int)n, piv);
+    int info = dt == CLT_F32 ? LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n,
+                                                   F32(ab), (lapack_int)n, piv)
+                             : LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n,
+                                                   F64(ab), (lapack_int)n, piv);
     if (info == 0)
       info = getri(dt, n, ab, piv);
     if (info > 0)
@@ -127,10 +165,14 @@ int clt__lapack_cholesky(clt_dtype dt, int64_t batch, int64_t n, bool upper, voi
   size_t es = esize(dt);
   for (int64_t b = 0; b < batch; b++) {
     char *ab = (char *)a + (size_t)(b * n * n) * es;
-    char uplo = upper ? 'U' : 'L';
-    int info = dt == CLT_F32
-                   ? LAPACKE_spotrf_work(LAPACK_ROW_MAJOR, uplo, (lapack_int)n, F32(ab), (lapack_int)n)
-                   : LAPACKE_dpotrf_work(LAPACK_ROW_MAJOR, uplo, (lapack_int)n, F64(ab), (lapack_int)n);
+    /* A is symmetric: in column-major order the buffer is A itself, and the upper factor U
+     * (U^T U = A) there reads back in row-major order as L = U^T: LAPACK works where the
+     * data lie, on the other triangle (row-major lower is column-major upper) */
+    char uplo = upper ? 'L' : 'U';
+    int info =
+        dt == CLT_F32
+            ? LAPACKE_spotrf_work(LAPACK_COL_MAJOR, uplo, (lapack_int)n, F32(ab), (lapack_int)n)
+            : LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, uplo, (lapack_int)n, F64(ab), (lapack_int)n);
     if (info != 0) {
       if (info > 0)
         *which = b;
@@ -153,12 +195,12 @@ int clt__lapack_trsolve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, bo
     const char *ab = (const char *)a + (size_t)(b * n * n) * es;
     char *xb = (char *)x + (size_t)(b * n * nrhs) * es;
     char uplo = upper ? 'U' : 'L', tr = trans ? 'T' : 'N', diag = unit ? 'U' : 'N';
-    int info = dt == CLT_F32 ? LAPACKE_strtrs_work(LAPACK_ROW_MAJOR, uplo, tr, diag, (lapack_int)n,
-                                              (lapack_int)nrhs, CF32(ab), (lapack_int)n, F32(xb),
-                                              (lapack_int)nrhs)
-                             : LAPACKE_dtrtrs_work(LAPACK_ROW_MAJOR, uplo, tr, diag, (lapack_int)n,
-                                              (lapack_int)nrhs, CF64(ab), (lapack_int)n, F64(xb),
-                                              (lapack_int)nrhs);
+    int info =
+        dt == CLT_F32
+            ? LAPACKE_strtrs_work(LAPACK_ROW_MAJOR, uplo, tr, diag, (lapack_int)n, (lapack_int)nrhs,
+                                  CF32(ab), (lapack_int)n, F32(xb), (lapack_int)nrhs)
+            : LAPACKE_dtrtrs_work(LAPACK_ROW_MAJOR, uplo, tr, diag, (lapack_int)n, (lapack_int)nrhs,
+                                  CF64(ab), (lapack_int)n, F64(xb), (lapack_int)nrhs);
     if (info != 0) {
       if (info > 0)
         *which = b;
@@ -168,8 +210,7 @@ int clt__lapack_trsolve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, bo
   return 0;
 }
 
-int clt__lapack_qr(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, void *q,
-                   void *r) {
+int clt__lapack_qr(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, void *q, void *r) {
   size_t es = esize(dt);
   int64_t k = m < n ? m : n;
   void *tau = malloc(es * (size_t)(k ? k : 1));
@@ -191,8 +232,7 @@ int clt__lapack_qr(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, v
     for (int64_t i = 0; i < k; i++) {
       memset(rb + (size_t)(i * n) * es, 0, (size_t)(i < n ? i : n) * es);
       if (n > i)
-        memcpy(rb + (size_t)(i * n + i) * es, ab + (size_t)(i * n + i) * es,
-               (size_t)(n - i) * es);
+        memcpy(rb + (size_t)(i * n + i) * es, ab + (size_t)(i * n + i) * es, (size_t)(n - i) * es);
     }
     for (int64_t i = 0; i < m; i++)
       memcpy(qb + (size_t)(i * k) * es, ab + (size_t)(i * n) * es, (size_t)k * es);
@@ -225,8 +265,8 @@ int clt__lapack_eigh(clt_dtype dt, int64_t batch, int64_t n, bool vectors, void 
   return 0;
 }
 
-int clt__lapack_svd(clt_dtype dt, int64_t batch, int64_t m, int64_t n, bool full, void *a,
-                    void *u, void *s, void *vt, int64_t *which) {
+int clt__lapack_svd(clt_dtype dt, int64_t batch, int64_t m, int64_t n, bool full, void *a, void *u,
+                    void *s, void *vt, int64_t *which) {
   size_t es = esize(dt);
   int64_t k = m < n ? m : n;
   int64_t uc = full ? m : k, vr = full ? n : k; /* U is m x uc, Vh is vr x n */
@@ -240,8 +280,7 @@ int clt__lapack_svd(clt_dtype dt, int64_t batch, int64_t m, int64_t n, bool full
                    ? LAPACKE_sgesdd(LAPACK_ROW_MAJOR, job, (lapack_int)m, (lapack_int)n, F32(ab),
                                     (lapack_int)(n ? n : 1), F32(sb), F32(ub), ldu, F32(vb), ldvt)
                    : LAPACKE_dgesdd(LAPACK_ROW_MAJOR, job, (lapack_int)m, (lapack_int)n, F64(ab),
-                                    (lapack_int)(n ? n : 1), F64(sb), F64(ub), ldu, F64(vb),
-                                    ldvt);
+                                    (lapack_int)(n ? n : 1), F64(sb), F64(ub), ldu, F64(vb), ldvt);
     if (info != 0) {
       if (info > 0)
         *which = b;
@@ -261,7 +300,8 @@ int clt__lapack_lstsq(clt_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t
     return CLT__LAPACK_NOMEM;
   int ret = 0;
   for (int64_t b = 0; b < batch && ret == 0; b++) {
-    char *ab = (char *)a + (size_t)(b * m * n) * es, *xb = (char *)bx + (size_t)(b * ld * nrhs) * es;
+    char *ab = (char *)a + (size_t)(b * m * n) * es,
+         *xb = (char *)bx + (size_t)(b * ld * nrhs) * es;
     memset(jpvt, 0, sizeof(lapack_int) * (size_t)(n ? n : 1));
     lapack_int rank;
     int info = dt == CLT_F32
@@ -289,6 +329,11 @@ int clt__lapack_lu_solve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, c
   (void)dt, (void)batch, (void)n, (void)nrhs, (void)lu, (void)piv, (void)x;
   return CLT__LAPACK_MISSING;
 }
+int clt__lapack_solve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, void *a, int32_t *piv,
+                      void *x, void *work, int64_t *which) {
+  (void)dt, (void)batch, (void)n, (void)nrhs, (void)a, (void)piv, (void)x, (void)work, (void)which;
+  return CLT__LAPACK_MISSING;
+}
 int clt__lapack_inv(clt_dtype dt, int64_t batch, int64_t n, void *a, int64_t *which) {
   (void)dt, (void)batch, (void)n, (void)a, (void)which;
   return CLT__LAPACK_MISSING;
@@ -304,8 +349,7 @@ int clt__lapack_trsolve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, bo
       (void)x, (void)which;
   return CLT__LAPACK_MISSING;
 }
-int clt__lapack_qr(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, void *q,
-                   void *r) {
+int clt__lapack_qr(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, void *q, void *r) {
   (void)dt, (void)batch, (void)m, (void)n, (void)a, (void)q, (void)r;
   return CLT__LAPACK_MISSING;
 }
@@ -314,8 +358,8 @@ int clt__lapack_eigh(clt_dtype dt, int64_t batch, int64_t n, bool vectors, void 
   (void)dt, (void)batch, (void)n, (void)vectors, (void)a, (void)w, (void)which;
   return CLT__LAPACK_MISSING;
 }
-int clt__lapack_svd(clt_dtype dt, int64_t batch, int64_t m, int64_t n, bool full, void *a,
-                    void *u, void *s, void *vt, int64_t *which) {
+int clt__lapack_svd(clt_dtype dt, int64_t batch, int64_t m, int64_t n, bool full, void *a, void *u,
+                    void *s, void *vt, int64_t *which) {
   (void)dt, (void)batch, (void)m, (void)n, (void)full, (void)a, (void)u, (void)s, (void)vt,
       (void)which;
   return CLT__LAPACK_MISSING;
