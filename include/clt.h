@@ -718,8 +718,9 @@ CLT_API clt_status clt_linalg_lu_solve(clt_tensor *LU, clt_tensor *pivots, clt_t
  *  (Householder: geqrf, orgqr; R's diagonal may be negative, as LAPACK's and torch's). */
 CLT_API clt_status clt_linalg_qr(clt_tensor *A, clt_tensor **Q, clt_tensor **R);
 /** The least-squares solution X (*, n, k) of A X ~ B for A (*, m, n) and B (*, m, k)
- *  (torch.linalg.lstsq's solution, its default driver gelsy on the host): singular values
- *  below eps * max(m, n) times the largest count as zero, so a rank-deficient A gives the
+ *  (torch.linalg.lstsq's solution, its default driver gelsy on the host): a QR factorization
+ *  with column pivoting whose effective rank is where the estimated condition of its leading
+ *  block passes 1 / (eps * max(m, n)) (torch's default rcond), so a rank-deficient A gives the
  *  solution of least norm among the best fits. */
 CLT_API clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X);
 /** The eigenvalues w (*, n), ascending, and eigenvectors V (*, n, n) (the columns, orthonormal;
@@ -756,7 +757,8 @@ CLT_API clt_status clt_linalg_slogdet(clt_tensor *A, clt_tensor **sign, clt_tens
  *  norm of a 1-D tensor, "fro" or "nuc" of a vector). */
 CLT_API clt_status clt_linalg_norm(clt_tensor *A, const char *ord, clt_tensor **out);
 /** The 2-norm condition number of each matrix of A (*, m, n): its largest singular value over
- *  its smallest (inf where singular), of the batch's shape (torch.linalg.cond, p = None).
+ *  its smallest (inf where singular, NaN for a zero matrix: 0 / 0), of the batch's shape
+ *  (torch.linalg.cond, p = None).
  *  CLT_ERR_SHAPE_MISMATCH for empty matrices. */
 CLT_API clt_status clt_linalg_cond(clt_tensor *A, clt_tensor **out);
 /** The rank of each matrix of A (*, m, n): how many singular values exceed max(m, n) * eps *

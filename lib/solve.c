@@ -97,6 +97,11 @@ static clt_status batch_of(const char *fn, const clt_tensor *a, int na, const ch
   *nout = n;
   int64_t q = 1;
   for (int i = 0; i < n; i++)
+    if (out[i] == 0) { /* an empty batch, however large its other dimensions */
+      *p = 0;
+      return CLT_OK;
+    }
+  for (int i = 0; i < n; i++)
     if (__builtin_mul_overflow(q, out[i], &q))
       return clt__error(CLT_ERR_UNSUPPORTED, fn, "the batch has more than 2^63 matrices");
   *p = q;
@@ -105,6 +110,11 @@ static clt_status batch_of(const char *fn, const clt_tensor *a, int na, const ch
 
 /* The number of matrices in t's batch (its dimensions but the last two). */
 static int64_t matrices(const clt_tensor *t) {
+  /* 0 where a batch dimension is 0, however large the others (tensor.c takes such shapes);
+   * otherwise the product fits, as the tensor's elements do */
+  for (int i = 0; i < t->ndim - 2; i++)
+    if (t->shape[i] == 0)
+      return 0;
   int64_t p = 1;
   for (int i = 0; i < t->ndim - 2; i++)
     p *= t->shape[i];
@@ -202,6 +212,17 @@ static bool finite(clt_dtype dt, int64_t n, const void *p) {
   return true;
 }
 
+/* Whether the lower triangles (the diagonal included) of the p n x n matrices at a are finite:
+ * what eigh reads. */
+static bool lower_finite(clt_dtype dt, int64_t p, int64_t n, const void *a) {
+  size_t es = clt_dtype_size(dt);
+  for (int64_t b = 0; b < p; b++)
+    for (int64_t i = 0; i < n; i++)
+      if (!finite(dt, i + 1, (const char *)a + (size_t)(b * n * n + i * n) * es))
+        return false;
+  return true;
+}
+
 /* Sets the n values of dt at p to NaN. */
 static void fill_nan(clt_dtype dt, int64_t n, void *p) {
   for (int64_t i = 0; i < n; i++)
@@ -262,7 +283,12 @@ clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
                       "elements)",
                       sa, sb, (long long)n, (long long)n);
   }
-  int64_t k = vec ? 1 : B->shape[B->ndim - 1], batch[CLT_MAX_DIMS], p;
+  int64_t k = vec ? 1 : B->shape[B->ndim - 1], batch[CLT_MAX_DIMS], p, nk;
+  if (k > CLT__LAPACK_MAX || __builtin_mul_overflow(n, k, &nk) || nk > CLT__LAPACK_MAX)
+    return clt__error(CLT_ERR_UNSUPPORTED, fn,
+                      "B has %lld columns of %lld; LAPACK takes matrices of up to 2^31-1 "
+                      "elements",
+                      (long long)k, (long long)n);
   int nb;
   if ((s = batch_of(fn, A, A->ndim - 2, "A", B, B->ndim - bk, "B", &nb, batch, &p)) != CLT_OK)
     return s;
@@ -670,12 +696,12 @@ static clt_status lu_det(const char *fn, clt_tensor *A, int64_t p, int64_t n, do
       for (int64_t i = 0; i < n; i++) {
         int64_t at = b * n * n + i * n + i;
         double u = A->dtype == CLT_F32 ? ((float *)pa)[at] : ((double *)pa)[at];
-        if (piv[b * n + i] != i + 1)
+        if (isnan(u) || isnan(sg))
+          sg = NAN; /* NaN wins, then 0: once there, no sign flips them (no -0) */
+        else if (u == 0 || sg == 0)
+          sg = 0;
+        else if ((piv[b * n + i] != i + 1) != (u < 0))
           sg = -sg;
-        if (u < 0)
-          sg = -sg;
-        else if (u == 0 || isnan(u))
-          sg = isnan(u) ? NAN : 0;
         la += log(fabs(u));
         d *= piv[b * n + i] != i + 1 ? -u : u;
       }
@@ -840,7 +866,7 @@ clt_status clt_linalg_eigh(clt_tensor *A, clt_tensor **w, clt_tensor **V) {
   if ((s = stage(A, 0, NULL, 2, fn, &t[1], &pa)) == CLT_OK &&
       (s = host_new(A->dtype, nd - 1, A->shape, fn, &t[0], &pw)) == CLT_OK) {
     int64_t which = 0;
-    int info = finite(A->dtype, p * n * n, pa)
+    int info = lower_finite(A->dtype, p, n, pa)
                    ? clt__lapack_eigh(A->dtype, p, n, V != NULL, pa, pw, &which)
                    : NOT_FINITE;
     if (info == NOT_FINITE) {
@@ -848,8 +874,7 @@ clt_status clt_linalg_eigh(clt_tensor *A, clt_tensor **w, clt_tensor **V) {
     } else if (info > 0) {
       char b[48];
       s = clt__error(CLT_ERR_LINALG, fn,
-                     "the eigenvalue algorithm did not converge%s (%d off-diagonal elements "
-                     "did not converge to zero; NaN or inf in the matrix?)",
+                     "the eigenvalue algorithm did not converge%s (LAPACK's syevd: info %d)",
                      element(b, sizeof b, A, which), info);
     } else if (info < 0) {
       s = lapack_error(fn, info, "syevd");
@@ -965,7 +990,8 @@ clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U, clt_
 /* ---- norm, cond, matrix_rank, pinv: composed of the operations above and the public ones ------
  */
 
-/* The singular values S (*, k) of A, f32 or f64, checked; k > 0 unless allow_empty. */
+/* The singular values S (*, k) of A (f32 or f64, checked by clt_linalg_svd), the message
+ * naming fn. */
 static clt_status svdvals(const char *fn, clt_tensor *A, clt_tensor **S) {
   clt_status s = clt_linalg_svd(A, 0, NULL, S, NULL);
   if (s != CLT_OK) /* the message names clt_linalg_svd: say who called it */

@@ -607,6 +607,39 @@ START_TEST(test_edges) {
     CU_OK(clt_linalg_det(IN, &o1));
     TOL(cu_item(o1) == -3, "%s: det of [[1,2],[2,1]] is %g", dn, cu_item(o1));
     clt_tensor_release(o1);
+    /* slogdet's sign stays 0 once a pivot is 0 (not -0 after a later negative one) */
+    const double z2[4] = {0, 1, 0, -1};
+    clt_tensor *Z2 = tens(z2, CLT_F64, 2, (int64_t[]){2, 2}, d);
+    CU_OK(clt_linalg_slogdet(Z2, &o1, &o2));
+    TOL(cu_item(o1) == 0 && !signbit(cu_item(o1)), "%s: slogdet sign of [[0,1],[0,-1]] is %g", dn,
+        cu_item(o1));
+    clt_tensor_release(o1), clt_tensor_release(o2), clt_tensor_release(Z2);
+    /* batches of 0 whose other dimensions multiply past 2^63; B wider than LAPACK takes */
+    clt_tensor *HB, *b22, *wide, *one11;
+    CU_OK(clt_zeros(CLT_F64, 5, (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 30, 0, 2, 2}, d, &HB));
+    b22 = tens(z2, CLT_F64, 2, (int64_t[]){2, 2}, d);
+    CU_OK(clt_linalg_solve(HB, b22, &o1));
+    assert_shape(o1, 5, (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 30, 0, 2, 2}, "huge empty");
+    clt_tensor_release(o1);
+    CU_OK(clt_linalg_det(HB, &o1));
+    assert_shape(o1, 3, (int64_t[]){(int64_t)1 << 40, (int64_t)1 << 30, 0}, "det of huge empty");
+    clt_tensor_release(o1);
+    one11 = tens((double[]){1}, CLT_F64, 2, (int64_t[]){1, 1}, d);
+    CU_OK(clt_expand(one11, 2, (int64_t[]){1, (int64_t)1 << 31}, &wide));
+    o1 = CU_SENTINEL;
+    CU_FAILS(clt_linalg_solve(one11, wide, &o1), CLT_ERR_UNSUPPORTED, "clt_linalg_solve");
+    ck_assert_ptr_eq(o1, CU_SENTINEL);
+    clt_tensor_release(HB), clt_tensor_release(b22), clt_tensor_release(wide),
+        clt_tensor_release(one11);
+    /* eigh reads the lower triangle only: NaN above it is not its business */
+    const double up[4] = {2, NAN, 1, 3};
+    clt_tensor *UP = tens(up, CLT_F64, 2, (int64_t[]){2, 2}, d);
+    CU_OK(clt_linalg_eigh(UP, &o1, NULL));
+    double *wv = cu_read_double(o1);
+    TOL(fabs(wv[0] + wv[1] - 5) <= 1e-14 && fabs(wv[0] * wv[1] - 5) <= 1e-13,
+        "%s: eigh of [[2,.],[1,3]] gives %g %g", dn, wv[0], wv[1]);
+    free(wv);
+    clt_tensor_release(o1), clt_tensor_release(UP);
     /* NaN: a result or an error, never a hang */
     const double nn[4] = {NAN, 1, 1, 2};
     clt_tensor *NA = tens(nn, CLT_F64, 2, (int64_t[]){2, 2}, d);
@@ -618,6 +651,10 @@ START_TEST(test_edges) {
       free(v);
       clt_tensor_release(o1);
     }
+    st = clt_linalg_cholesky(NA, 0, &o1);
+    ck_assert(st == CLT_OK || st == CLT_ERR_LINALG);
+    if (st == CLT_OK)
+      clt_tensor_release(o1);
     st = clt_linalg_eigh(NA, &o1, NULL);
     ck_assert(st == CLT_OK || st == CLT_ERR_LINALG);
     if (st == CLT_OK)

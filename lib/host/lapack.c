@@ -8,8 +8,9 @@
  * LAPACK failed on (> 0: singular, not positive-definite, no convergence; its index in *which),
  * or CLT__LAPACK_NOMEM. Callers checked the sizes against CLT__LAPACK_MAX. Built without
  * LAPACKE, each returns CLT__LAPACK_MISSING. getrf, getrs, getri, potrf and trtrs go through
- * LAPACKE's _work forms, which skip its scan for NaN: a NaN propagates, as in PyTorch (potrf
- * reports it as a minor that is not positive). The routines whose workspace LAPACKE manages
+ * LAPACKE's _work forms, which skip its scan for NaN: a NaN propagates, as in PyTorch (OpenBLAS's
+ * potrf lets it through into the factor; reference LAPACK's reports a minor that is not
+ * positive). The routines whose workspace LAPACKE manages
  * refuse NaN (its scan): lib/solve.c keeps non-finite matrices from them. */
 #include "backend.h"
 
