@@ -67,6 +67,18 @@ static clt_status check_matrix(const char *fn, const clt_tensor *t, const char *
   return CLT_OK;
 }
 
+/* The checks of a routine of one matrix operand A: a matrix (square where asked), out (named
+ * out_name) given, and, where grad is set, no operand that would record. */
+static clt_status one_matrix(const char *fn, clt_tensor *A, bool square, const void *out,
+                             const char *out_name, bool grad) {
+  clt_status s = check_matrix(fn, A, "A", square);
+  if (s != CLT_OK)
+    return s;
+  if (!out)
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", out_name);
+  return grad ? no_grad(fn, &A, 1) : CLT_OK;
+}
+
 static clt_status same_device(const char *fn, const clt_tensor *a, const char *wa,
                               const clt_tensor *b, const char *wb) {
   if (a->storage->dev != b->storage->dev)
@@ -121,6 +133,19 @@ static int64_t matrices(const clt_tensor *t) {
   return p;
 }
 
+/* Waits until the host tensor *h can be written and gives its data in *ptr; on failure releases
+ * *h (NULL). */
+static clt_status host_access(clt_tensor **h, const char *fn, void **ptr) {
+  clt_status s = clt__storage_host_wait((*h)->storage, true, fn);
+  if (s != CLT_OK) {
+    clt_tensor_release(*h);
+    *h = NULL;
+    return s;
+  }
+  *ptr = clt__host_ptr(*h);
+  return CLT_OK;
+}
+
 /* A private contiguous copy on the host of t, or of t expanded to the batch (nb dimensions)
  * followed by its last `keep` dimensions; *ptr its data. */
 static clt_status stage(clt_tensor *t, int nb, const int64_t *batch, int keep, const char *fn,
@@ -138,30 +163,14 @@ static clt_status stage(clt_tensor *t, int nb, const int64_t *batch, int keep, c
   if (s == CLT_OK)
     s = clt__copy_internal(e ? e : t, clt_cpu(), fn, h);
   clt_tensor_release(e);
-  if (s != CLT_OK)
-    return s;
-  if ((s = clt__storage_host_wait((*h)->storage, true, fn)) != CLT_OK) {
-    clt_tensor_release(*h);
-    *h = NULL;
-    return s;
-  }
-  *ptr = clt__host_ptr(*h);
-  return CLT_OK;
+  return s != CLT_OK ? s : host_access(h, fn, ptr);
 }
 
 /* A new host tensor to write results into. */
 static clt_status host_new(clt_dtype dt, int ndim, const int64_t *shape, const char *fn,
                            clt_tensor **h, void **ptr) {
   clt_status s = clt__tensor_new(dt, ndim, shape, clt_cpu(), fn, h);
-  if (s != CLT_OK)
-    return s;
-  if ((s = clt__storage_host_wait((*h)->storage, true, fn)) != CLT_OK) {
-    clt_tensor_release(*h);
-    *h = NULL;
-    return s;
-  }
-  *ptr = clt__host_ptr(*h);
-  return CLT_OK;
+  return s != CLT_OK ? s : host_access(h, fn, ptr);
 }
 
 /* *t (on the host) onto dev, as clt's own trip; *t replaced. */
@@ -249,12 +258,6 @@ static bool vector_rhs(const clt_tensor *a, const clt_tensor *b) {
   return b->ndim == a->ndim - 1 && memcmp(a->shape, b->shape, sizeof(int64_t) * b->ndim) == 0;
 }
 
-/* The empty result of a given shape (nothing for LAPACK to do), on dev. */
-static clt_status empty(clt_dtype dt, int ndim, const int64_t *shape, clt_device *dev,
-                        clt_tensor **out) {
-  return clt_zeros(dt, ndim, shape, dev, out);
-}
-
 /* ---- solve, lu_solve, solve_triangular, lstsq ----------------------------------------------- */
 
 clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
@@ -302,7 +305,7 @@ clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
   clt_device *dev = A->storage->dev;
   if (p == 0 || n == 0 || k == 0)
-    return empty(A->dtype, rank, shape, dev, X);
+    return clt_zeros(A->dtype, rank, shape, dev, X);
   clt_tensor *t[2] = {NULL};
   void *pa, *px;
   int32_t *piv = malloc(sizeof(int32_t) * (size_t)n);
@@ -348,8 +351,8 @@ clt_status clt_linalg_lu_factor(clt_tensor *A, clt_tensor **LU, clt_tensor **piv
   clt_tensor *t[2] = {NULL};
   void *pa, *pp;
   if (p == 0 || k == 0) {
-    if ((s = empty(A->dtype, A->ndim, A->shape, dev, &t[0])) == CLT_OK &&
-        (s = empty(CLT_I32, A->ndim - 1, pshape, dev, &t[1])) == CLT_OK) {
+    if ((s = clt_zeros(A->dtype, A->ndim, A->shape, dev, &t[0])) == CLT_OK &&
+        (s = clt_zeros(CLT_I32, A->ndim - 1, pshape, dev, &t[1])) == CLT_OK) {
       *LU = t[0];
       *pivots = t[1];
       return CLT_OK;
@@ -425,7 +428,7 @@ clt_status clt_linalg_lu_solve(clt_tensor *LU, clt_tensor *pivots, clt_tensor *B
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
   clt_device *dev = LU->storage->dev;
   if (p == 0 || n == 0 || k == 0)
-    return empty(LU->dtype, nb + 2, shape, dev, X);
+    return clt_zeros(LU->dtype, nb + 2, shape, dev, X);
   clt_tensor *t[3] = {NULL};
   void *pl, *pp, *px;
   if ((s = stage(LU, nb, batch, 2, fn, &t[0], &pl)) == CLT_OK &&
@@ -502,7 +505,7 @@ clt_status clt_linalg_solve_triangular(clt_tensor *A, clt_tensor *B, int upper, 
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
   clt_device *dev = A->storage->dev;
   if (p == 0 || br == 0 || bc == 0)
-    return empty(A->dtype, nb + 2, shape, dev, X);
+    return clt_zeros(A->dtype, nb + 2, shape, dev, X);
   clt_tensor *t[3] = {NULL};
   void *pa, *pb, *pt = NULL;
   int64_t k = left ? bc : br; /* right-hand sides */
@@ -569,7 +572,7 @@ clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn, "the result would have more than 8 dimensions");
   clt_device *dev = A->storage->dev;
   if (p == 0 || n == 0 || k == 0 || m == 0)
-    return empty(A->dtype, nb + 2, shape, dev, X); /* m = 0: no equations, the 0 solution */
+    return clt_zeros(A->dtype, nb + 2, shape, dev, X); /* m = 0: no equations, the 0 solution */
   int64_t ld = m > n ? m : n;
   if (ld * k > CLT__LAPACK_MAX)
     return clt__error(CLT_ERR_UNSUPPORTED, fn, "LAPACK takes matrices of up to 2^31-1 elements");
@@ -612,16 +615,12 @@ clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
 clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_inv";
   clt_status s;
-  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK)
-    return s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+  if ((s = one_matrix(fn, A, true, out, "out", true)) != CLT_OK)
     return s;
   clt_device *dev = A->storage->dev;
   int64_t n = A->shape[A->ndim - 1], p = matrices(A);
   if (p == 0 || n == 0)
-    return empty(A->dtype, A->ndim, A->shape, dev, out);
+    return clt_zeros(A->dtype, A->ndim, A->shape, dev, out);
   clt_tensor *h = NULL;
   void *pa;
   if ((s = stage(A, 0, NULL, 2, fn, &h, &pa)) == CLT_OK) {
@@ -643,16 +642,12 @@ clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
 clt_status clt_linalg_cholesky(clt_tensor *A, int upper, clt_tensor **L) {
   static const char fn[] = "clt_linalg_cholesky";
   clt_status s;
-  if ((s = check_matrix(fn, A, "A", true)) != CLT_OK)
-    return s;
-  if (!L)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "L is NULL");
-  if ((s = no_grad(fn, &A, 1)) != CLT_OK)
+  if ((s = one_matrix(fn, A, true, L, "L", true)) != CLT_OK)
     return s;
   clt_device *dev = A->storage->dev;
   int64_t n = A->shape[A->ndim - 1], p = matrices(A);
   if (p == 0 || n == 0)
-    return empty(A->dtype, A->ndim, A->shape, dev, L);
+    return clt_zeros(A->dtype, A->ndim, A->shape, dev, L);
   clt_tensor *h = NULL;
   void *pa;
   if ((s = stage(A, 0, NULL, 2, fn, &h, &pa)) == CLT_OK) {
@@ -807,8 +802,8 @@ clt_status clt_linalg_qr(clt_tensor *A, clt_tensor **Q, clt_tensor **R) {
   clt_tensor *t[3] = {NULL};
   void *pa, *pq, *pr;
   if (p == 0 || k == 0) {
-    if ((s = empty(A->dtype, nd, qs, dev, &t[0])) == CLT_OK &&
-        (s = empty(A->dtype, nd, rs, dev, &t[1])) == CLT_OK) {
+    if ((s = clt_zeros(A->dtype, nd, qs, dev, &t[0])) == CLT_OK &&
+        (s = clt_zeros(A->dtype, nd, rs, dev, &t[1])) == CLT_OK) {
       *Q = t[0];
       *R = t[1];
       return CLT_OK;
@@ -853,8 +848,8 @@ clt_status clt_linalg_eigh(clt_tensor *A, clt_tensor **w, clt_tensor **V) {
   clt_tensor *t[2] = {NULL};
   void *pa, *pw;
   if (p == 0 || n == 0) {
-    if ((s = empty(A->dtype, nd - 1, A->shape, dev, &t[0])) == CLT_OK &&
-        (!V || (s = empty(A->dtype, nd, A->shape, dev, &t[1])) == CLT_OK)) {
+    if ((s = clt_zeros(A->dtype, nd - 1, A->shape, dev, &t[0])) == CLT_OK &&
+        (!V || (s = clt_zeros(A->dtype, nd, A->shape, dev, &t[1])) == CLT_OK)) {
       *w = t[0];
       if (V)
         *V = t[1];
@@ -926,12 +921,12 @@ clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U, clt_
   if (p == 0 || k == 0) {
     /* no values; the vectors: with full_matrices, identities of order m (U) and n (Vh) over
      * the batch, as torch gives them; reduced, empty */
-    s = empty(A->dtype, nd - 1, ss, dev, &t[1]);
+    s = clt_zeros(A->dtype, nd - 1, ss, dev, &t[1]);
     for (int i = 0; i < 2 && vec && s == CLT_OK; i++) {
       int64_t *shape = i == 0 ? us : vs, o = shape[nd - 1];
       clt_tensor **dst = &t[i == 0 ? 0 : 2];
       if (!full || o == 0 || p == 0) {
-        s = empty(A->dtype, nd, shape, dev, dst);
+        s = clt_zeros(A->dtype, nd, shape, dev, dst);
         continue;
       }
       clt_tensor *e = NULL, *x = NULL;
@@ -992,8 +987,9 @@ clt_status clt_linalg_svd(clt_tensor *A, int full_matrices, clt_tensor **U, clt_
 
 /* The singular values S (*, k) of A (f32 or f64, checked by clt_linalg_svd), the message
  * naming fn. */
-static clt_status svdvals(const char *fn, clt_tensor *A, clt_tensor **S) {
-  clt_status s = clt_linalg_svd(A, 0, NULL, S, NULL);
+static clt_status svd_for(const char *fn, clt_tensor *A, clt_tensor **U, clt_tensor **S,
+                          clt_tensor **Vh) {
+  clt_status s = clt_linalg_svd(A, 0, U, S, Vh);
   if (s != CLT_OK) /* the message names clt_linalg_svd: say who called it */
     return clt__error(clt_last_status(), fn, "%s", clt_last_error());
   return CLT_OK;
@@ -1079,7 +1075,7 @@ clt_status clt_linalg_norm(clt_tensor *A, const char *ord, clt_tensor **out) {
                         "A is %s; the \"%s\" norm takes its singular values, which need f32 or "
                         "f64 (cast first: clt_cast)",
                         clt_dtype_name(A->dtype), ord);
-    if ((s = svdvals(fn, A, &t[0])) != CLT_OK)
+    if ((s = svd_for(fn, A, NULL, &t[0], NULL)) != CLT_OK)
       break;
     if (m == 0 || n == 0) {
       int64_t shape[CLT_MAX_DIMS];
@@ -1099,17 +1095,16 @@ clt_status clt_linalg_norm(clt_tensor *A, const char *ord, clt_tensor **out) {
 clt_status clt_linalg_cond(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_cond";
   clt_status s;
-  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, false, out, "out", false)) != CLT_OK)
     return s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = m < n ? m : n;
   if (k == 0)
     return clt__error(CLT_ERR_SHAPE_MISMATCH, fn,
                       "A's matrices are %lld x %lld: an empty matrix has no condition number",
                       (long long)m, (long long)n);
   clt_tensor *t[3] = {NULL};
-  if ((s = svdvals(fn, A, &t[0])) == CLT_OK && (s = clt_select(t[0], -1, 0, &t[1])) == CLT_OK &&
+  if ((s = svd_for(fn, A, NULL, &t[0], NULL)) == CLT_OK &&
+      (s = clt_select(t[0], -1, 0, &t[1])) == CLT_OK &&
       (s = clt_select(t[0], -1, k - 1, &t[2])) == CLT_OK)
     s = clt_div(t[1], t[2], out); /* the 2-norm condition: S max / S min (inf where singular) */
   release_all(t, 3);
@@ -1119,10 +1114,8 @@ clt_status clt_linalg_cond(clt_tensor *A, clt_tensor **out) {
 clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_matrix_rank";
   clt_status s;
-  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, false, out, "out", false)) != CLT_OK)
     return s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = m < n ? m : n;
   if (k == 0) {
     int64_t shape[CLT_MAX_DIMS];
@@ -1132,7 +1125,8 @@ clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out) {
   /* singular values above max(m, n) * eps * the largest count (torch's default tolerance) */
   double rtol = (double)(m > n ? m : n) * (A->dtype == CLT_F32 ? FLT_EPSILON : DBL_EPSILON);
   clt_tensor *t[5] = {NULL};
-  if ((s = svdvals(fn, A, &t[0])) == CLT_OK && (s = clt_narrow(t[0], -1, 0, 1, &t[1])) == CLT_OK &&
+  if ((s = svd_for(fn, A, NULL, &t[0], NULL)) == CLT_OK &&
+      (s = clt_narrow(t[0], -1, 0, 1, &t[1])) == CLT_OK &&
       (s = clt_mul_scalar(t[1], rtol, &t[2])) == CLT_OK &&
       (s = clt_gt(t[0], t[2], &t[3])) == CLT_OK)
     s = clt_sum_dim(t[3], -1, 0, out);
@@ -1143,10 +1137,8 @@ clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out) {
 clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_pinv";
   clt_status s;
-  if ((s = check_matrix(fn, A, "A", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, false, out, "out", false)) != CLT_OK)
     return s;
-  if (!out)
-    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   int nd = A->ndim;
   int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], k = m < n ? m : n;
   if (k == 0) { /* the n x m zeros */
@@ -1159,8 +1151,8 @@ clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
   /* V diag(1/s) U^T over the singular values above max(m, n) * eps * the largest */
   double rtol = (double)(m > n ? m : n) * (A->dtype == CLT_F32 ? FLT_EPSILON : DBL_EPSILON);
   clt_tensor *t[12] = {NULL}; /* U, S, Vh, cut, keep, ones, 1/S, sinv, V, V sinv, U^T, sinv row */
-  if ((s = clt_linalg_svd(A, 0, &t[0], &t[1], &t[2])) != CLT_OK)
-    return clt__error(clt_last_status(), fn, "%s", clt_last_error());
+  if ((s = svd_for(fn, A, &t[0], &t[1], &t[2])) != CLT_OK)
+    return s;
   if ((s = clt_narrow(t[1], -1, 0, 1, &t[3])) == CLT_OK &&
       (s = clt_mul_scalar(t[3], rtol, &t[4])) == CLT_OK) {
     clt_tensor *keep = NULL;
