@@ -8,10 +8,13 @@
  *
  * Rows: solve 2048 f64 (one right-hand side) on cpu, solve 2048 f32 on cpu and cl:0 (the copies
  * to the host and back are clt's internal trips there), cholesky 2048 f32 on cpu and cl:0, eigh
- * 1024 f64 and svd 1024 x 512 f64 (values and vectors, reduced) on cpu. Matrices: diagonally
- * dominant (solve), M M^T / n + I (cholesky, eigh), uniform (svd), made on the host with a fixed
- * generator. Medians of N runs (default 5) after one warm-up; each run ends when the result is
- * on the host. The residual of each solve is checked (|A x - b| / (|A| |x|) < 1e-3).
+ * 1024 f64 and svd 1024 x 512 f64 (values and vectors, reduced) on cpu, cholesky 4096 f32 on
+ * cl:0 by the whole-matrix path (CLT_LINALG=host) and by the hybrid one (CLT_LINALG=hybrid:
+ * panels on the host, updates on the device; its factor checked against the other's).
+ * Matrices: diagonally dominant (solve), M M^T / n + I (cholesky, eigh), symmetric and
+ * diagonally dominant (cholesky 4096), uniform (svd), made on the host with a fixed generator.
+ * Medians of N runs (default 5) after one warm-up; each run ends when the result is on the host.
+ * The residual of each solve is checked (|A x - b| / (|A| |x|) < 1e-3).
  * --kv adds "kv linalg_<row>_ms value" lines for bench/run.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -46,7 +49,8 @@ static double uni(void) {
   return (double)(st >> 11) / 9007199254740992.0 - 0.5;
 }
 
-/* n x m doubles: kind 0 uniform, 1 diagonally dominant, 2 M M^T / n + I (square) */
+/* n x m doubles: kind 0 uniform, 1 diagonally dominant, 2 M M^T / n + I (square), 3 symmetric
+ * and diagonally dominant (positive-definite: n on the diagonal, the rest in [-0.5, 0.5)) */
 static double *gen(int64_t n, int64_t m, int kind) {
   double *a = malloc(sizeof(double) * (size_t)(n * m));
   if (!a)
@@ -65,6 +69,12 @@ static double *gen(int64_t n, int64_t m, int kind) {
         a[i * n + j] = a[j * n + i] = s / (double)n + (i == j);
       }
     free(g);
+    return a;
+  }
+  if (kind == 3) {
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j <= i; j++)
+        a[i * n + j] = a[j * n + i] = i == j ? (double)n : uni();
     return a;
   }
   for (int64_t i = 0; i < n * m; i++)
@@ -254,8 +264,9 @@ int main(int argc, char **argv) {
   clt_device *cl0 = clt_device_count() > 0 ? clt_device_at(0) : NULL;
   printf("clt %s bench/linalg: median of %d after 1 warm-up%s%s\n", clt_version(), runs,
          cl0 ? "; cl:0 is " : "", cl0 ? clt_device_description(cl0) : "");
-  const int64_t N = 2048, E = 1024, SM = 1024, SN = 512;
+  const int64_t N = 2048, E = 1024, SM = 1024, SN = 512, H = 4096;
   double *ad = gen(N, N, 1), *bd = gen(N, 1, 0), *spd = gen(N, N, 2), *se = gen(E, E, 2);
+  double *sh = gen(H, H, 3);
   double *sv = gen(SM, SN, 0);
   struct {
     const char *what, *key;
@@ -263,16 +274,25 @@ int main(int argc, char **argv) {
     int64_t n, m;
     clt_dtype dt;
     int which;
-    bool dev;
+    bool dev, hybrid;
   } rows[] = {
-      {"clt_linalg_solve 2048 f64, cpu", "solve2048_f64_cpu", ad, N, N, CLT_F64, 0, false},
-      {"clt_linalg_solve 2048 f32, cpu", "solve2048_f32_cpu", ad, N, N, CLT_F32, 0, false},
-      {"clt_linalg_solve 2048 f32, cl:0", "solve2048_f32_cl", ad, N, N, CLT_F32, 0, true},
-      {"clt_linalg_cholesky 2048 f32, cpu", "cholesky2048_f32_cpu", spd, N, N, CLT_F32, 1, false},
-      {"clt_linalg_cholesky 2048 f32, cl:0", "cholesky2048_f32_cl", spd, N, N, CLT_F32, 1, true},
-      {"clt_linalg_eigh 1024 f64, cpu", "eigh1024_f64_cpu", se, E, E, CLT_F64, 2, false},
-      {"clt_linalg_svd 1024x512 f64, cpu", "svd1024x512_f64_cpu", sv, SM, SN, CLT_F64, 3, false},
+      {"clt_linalg_solve 2048 f64, cpu", "solve2048_f64_cpu", ad, N, N, CLT_F64, 0, false, false},
+      {"clt_linalg_solve 2048 f32, cpu", "solve2048_f32_cpu", ad, N, N, CLT_F32, 0, false, false},
+      {"clt_linalg_solve 2048 f32, cl:0", "solve2048_f32_cl", ad, N, N, CLT_F32, 0, true, false},
+      {"clt_linalg_cholesky 2048 f32, cpu", "cholesky2048_f32_cpu", spd, N, N, CLT_F32, 1, false,
+       false},
+      {"clt_linalg_cholesky 2048 f32, cl:0", "cholesky2048_f32_cl", spd, N, N, CLT_F32, 1, true,
+       false},
+      {"clt_linalg_eigh 1024 f64, cpu", "eigh1024_f64_cpu", se, E, E, CLT_F64, 2, false, false},
+      {"clt_linalg_svd 1024x512 f64, cpu", "svd1024x512_f64_cpu", sv, SM, SN, CLT_F64, 3, false,
+       false},
+      {"clt_linalg_cholesky 4096 f32, cl:0", "cholesky4096_f32_cl", sh, H, H, CLT_F32, 1, true,
+       false},
+      {"clt_linalg_cholesky 4096 f32, cl:0, hybrid", "cholesky4096_f32_cl_hybrid", sh, H, H,
+       CLT_F32, 1, true, true},
   };
+  clt_tensor *whole = NULL; /* the 4096 factor of the whole-matrix path, for the hybrid's */
+  char *path = getenv("CLT_LINALG") ? strdup(getenv("CLT_LINALG")) : NULL;
   for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
     clt_device *d = rows[r].dev ? cl0 : clt_cpu();
     if (!d)
@@ -280,7 +300,33 @@ int main(int argc, char **argv) {
     solve_ctx c = {.n = rows[r].n, .which = rows[r].which};
     c.a = tensor(rows[r].a, rows[r].dt, 2, (int64_t[]){rows[r].n, rows[r].m}, d);
     c.b = tensor(bd, rows[r].dt, 1, (int64_t[]){rows[r].n}, d);
+    if (c.n == H) /* the whole matrix through the host, then the hybrid path, forced */
+      setenv("CLT_LINALG", rows[r].hybrid ? "hybrid" : "host", 1);
     time_it(rows[r].what, rows[r].key, run_clt, &c);
+    if (path)
+      setenv("CLT_LINALG", path, 1);
+    else
+      unsetenv("CLT_LINALG");
+    if (c.n == H && !rows[r].hybrid)
+      whole = clt_tensor_retain(c.x);
+    if (c.n == H && rows[r].hybrid && whole) {
+      clt_tensor *df = NULL, *ad_ = NULL, *mx = NULL, *wa = NULL, *wm = NULL;
+      double e = 0, w = 0;
+      T(clt_sub(c.x, whole, &df), df);
+      T(clt_abs(df, &ad_), ad_);
+      T(clt_max(ad_, &mx), mx);
+      T(clt_abs(whole, &wa), wa);
+      T(clt_max(wa, &wm), wm);
+      CLT_CHECK(clt_item(mx, &e));
+      CLT_CHECK(clt_item(wm, &w));
+      printf("  largest difference from the whole-matrix factor: %.3g of its largest element\n",
+             e / w);
+      if (!(e / w < 1e-4))
+        die("%s: the factor differs from the whole-matrix path's by %g", rows[r].what, e / w);
+      clt_tensor *ts[] = {df, ad_, mx, wa, wm};
+      for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
+        clt_tensor_release(ts[i]);
+    }
     if (c.which == 0) {
       double e = residual(&c);
       if (!(e < 1e-3))
@@ -309,6 +355,8 @@ int main(int argc, char **argv) {
     }
 #endif
   }
-  free(ad), free(bd), free(spd), free(se), free(sv);
+  clt_tensor_release(whole);
+  free(path);
+  free(ad), free(bd), free(spd), free(se), free(sv), free(sh);
   return 0;
 }

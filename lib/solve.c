@@ -639,29 +639,173 @@ clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
   return s;
 }
 
+static clt_status not_positive_definite(const char *fn, const clt_tensor *A, int64_t which,
+                                        int64_t order) {
+  char b[48];
+  return clt__error(CLT_ERR_LINALG, fn,
+                    "the matrix is not positive-definite%s: its leading minor of order %lld is "
+                    "not positive-definite",
+                    element(b, sizeof b, A, which), (long long)order);
+}
+
+/* ---- the hybrid path of GPUs: panels on the host, updates on the device ------------------ */
+
+/* The block size of the hybrid path: CLT_LINALG_BLOCK, else 256. */
+static int64_t hybrid_block(void) {
+  const char *env = getenv("CLT_LINALG_BLOCK");
+  char *end;
+  long long v = env && *env ? strtoll(env, &end, 10) : 0;
+  return env && *env && *end == '\0' && v > 0 && v <= 65536 ? (int64_t)v : 256;
+}
+
+/* Whether a factorization of order n on dev takes the hybrid path: CLT_LINALG=hybrid forces it
+ * on every device but the host, CLT_LINALG=host refuses it, and auto (or unset) takes it on
+ * GPUs from n = 4 blocks, where the whole matrix's trips outweigh the panels'. */
+static clt_status hybrid_wanted(const char *fn, const clt_device *dev, int64_t n, int64_t nb,
+                                bool *hybrid) {
+  const char *env = getenv("CLT_LINALG");
+  if (!env || !*env || strcmp(env, "auto") == 0)
+    *hybrid = dev->kind == CLT_DEVICE_CL_GPU && n >= 4 * nb;
+  else if (strcmp(env, "hybrid") == 0)
+    *hybrid = dev->kind != CLT_DEVICE_HOST;
+  else if (strcmp(env, "host") == 0)
+    *hybrid = false;
+  else
+    return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
+                      "CLT_LINALG is '%s'; expected auto, host or hybrid", env);
+  return CLT_OK;
+}
+
+/* The rows [r0, r0 + nr) and columns [c0, c0 + nc) of W's matrices: a view. */
+static clt_status block_of(clt_tensor *W, int64_t r0, int64_t nr, int64_t c0, int64_t nc,
+                           clt_tensor **out) {
+  clt_tensor *rows;
+  clt_status s = clt_narrow(W, W->ndim - 2, r0, nr, &rows);
+  if (s != CLT_OK)
+    return s;
+  s = clt_narrow(rows, W->ndim - 1, c0, nc, out);
+  clt_tensor_release(rows);
+  return s;
+}
+
+/* One step of the right-looking blocked Cholesky factorization (lower) of W in place, at
+ * column k with blocks of b, r rows below: the diagonal block A11 comes to the host, where
+ * LAPACK's potrf factors it (L11) and trtrs gives T = L11^-T; both go back (clt's own trips,
+ * 2 b^2 elements each way per matrix); the device computes the panel L21 = A21 T and the
+ * trailing update A22 -= L21 L21^T with clt_matmul (CLBlast's gemm on GPUs). The step's
+ * device work is enqueued, not waited for: the next step's read of its diagonal block waits
+ * for exactly what it needs. */
+static clt_status cholesky_step(const char *fn, clt_tensor *A, clt_tensor *W, int64_t k, int64_t b,
+                                int64_t r) {
+  clt_device *dev = W->storage->dev;
+  int nd = W->ndim;
+  int64_t p = matrices(W);
+  clt_tensor *A11 = NULL, *h = NULL, *t = NULL, *A21 = NULL, *L21 = NULL, *L21t = NULL, *A22 = NULL,
+             *S = NULL, *A12 = NULL;
+  void *pa, *pt;
+  clt_status s = block_of(W, k, b, k, b, &A11);
+  if (s == CLT_OK)
+    s = stage(A11, 0, NULL, 2, fn, &h, &pa);
+  if (s == CLT_OK) {
+    int64_t which = 0;
+    int info = clt__lapack_cholesky(W->dtype, p, b, false, pa, &which);
+    if (info > 0)
+      s = not_positive_definite(fn, A, which, k + info);
+    else if (info < 0)
+      s = lapack_error(fn, info, "potrf");
+  }
+  if (s == CLT_OK && r > 0) {
+    int64_t shape[CLT_MAX_DIMS];
+    memcpy(shape, W->shape, sizeof(int64_t) * (size_t)nd);
+    shape[nd - 2] = shape[nd - 1] = b;
+    if ((s = host_new(W->dtype, nd, shape, fn, &t, &pt)) == CLT_OK) {
+      size_t es = clt_dtype_size(W->dtype);
+      memset(pt, 0, (size_t)(p * b * b) * es);
+      for (int64_t m = 0; m < p; m++)
+        for (int64_t i = 0; i < b; i++) {
+          char *e = (char *)pt + (size_t)((m * b + i) * b + i) * es;
+          if (W->dtype == CLT_F32)
+            *(float *)e = 1.0f;
+          else
+            *(double *)e = 1.0;
+        }
+      int64_t which = 0;
+      int info = clt__lapack_trsolve(W->dtype, p, b, b, false, true, false, pa, pt, &which);
+      if (info < 0)
+        s = lapack_error(fn, info, "trtrs");
+      else if (info > 0) /* L11's diagonal is positive: not expected */
+        s = clt__error(CLT_ERR_INTERNAL, fn, "trtrs found the factor of the block at %lld singular",
+                       (long long)k);
+    }
+    if (s == CLT_OK)
+      s = to_device(&t, dev, fn);
+  }
+  if (s == CLT_OK && (s = to_device(&h, dev, fn)) == CLT_OK)
+    s = clt_copy(A11, h);
+  if (s == CLT_OK && r > 0) {
+    if ((s = block_of(W, k + b, r, k, b, &A21)) == CLT_OK &&
+        (s = clt_matmul(A21, t, &L21)) == CLT_OK && (s = clt_copy(A21, L21)) == CLT_OK &&
+        (s = clt_transpose(L21, nd - 2, nd - 1, &L21t)) == CLT_OK &&
+        (s = clt_matmul(L21, L21t, &S)) == CLT_OK &&
+        (s = block_of(W, k + b, r, k + b, r, &A22)) == CLT_OK && (s = clt_sub_(A22, S)) == CLT_OK &&
+        (s = block_of(W, k, b, k + b, r, &A12)) == CLT_OK)
+      s = clt_fill_(A12, 0.0); /* the factor is lower: zeros where A's upper triangle was */
+  }
+  clt_tensor *all[] = {A11, h, t, A21, L21, L21t, A22, S, A12};
+  release_all(all, 9);
+  return s;
+}
+
+/* cholesky by blocks of nb on A's device (n > 0, at least one matrix). */
+static clt_status cholesky_hybrid(const char *fn, clt_tensor *A, int64_t nb, int upper,
+                                  clt_tensor **L) {
+  int64_t n = A->shape[A->ndim - 1];
+  clt_tensor *low = NULL;
+  clt_status s = clt_clone(A, &low);
+  for (int64_t k = 0; s == CLT_OK && k < n; k += nb) {
+    int64_t b = n - k < nb ? n - k : nb;
+    s = cholesky_step(fn, A, low, k, b, n - k - b);
+  }
+  if (s == CLT_OK && upper) {
+    clt_tensor *tr = NULL;
+    if ((s = clt_transpose(low, A->ndim - 2, A->ndim - 1, &tr)) == CLT_OK) {
+      clt_tensor_release(low);
+      low = NULL;
+      s = clt_contiguous(tr, &low);
+      clt_tensor_release(tr);
+    }
+  }
+  if (s == CLT_OK) {
+    *L = low;
+    return CLT_OK;
+  }
+  clt_tensor_release(low);
+  return s;
+}
+
 clt_status clt_linalg_cholesky(clt_tensor *A, int upper, clt_tensor **L) {
   static const char fn[] = "clt_linalg_cholesky";
   clt_status s;
   if ((s = one_matrix(fn, A, true, L, "L", true)) != CLT_OK)
     return s;
   clt_device *dev = A->storage->dev;
-  int64_t n = A->shape[A->ndim - 1], p = matrices(A);
+  int64_t n = A->shape[A->ndim - 1], p = matrices(A), nb = hybrid_block();
   if (p == 0 || n == 0)
     return clt_zeros(A->dtype, A->ndim, A->shape, dev, L);
+  bool hybrid = false;
+  if ((s = hybrid_wanted(fn, dev, n, nb, &hybrid)) != CLT_OK)
+    return s;
+  if (hybrid)
+    return cholesky_hybrid(fn, A, nb, upper, L);
   clt_tensor *h = NULL;
   void *pa;
   if ((s = stage(A, 0, NULL, 2, fn, &h, &pa)) == CLT_OK) {
     int64_t which = 0;
     int info = clt__lapack_cholesky(A->dtype, p, n, upper != 0, pa, &which);
-    if (info > 0) {
-      char b[48];
-      s = clt__error(CLT_ERR_LINALG, fn,
-                     "the matrix is not positive-definite%s: its leading minor of order %d is "
-                     "not positive-definite",
-                     element(b, sizeof b, A, which), info);
-    } else if (info < 0) {
+    if (info > 0)
+      s = not_positive_definite(fn, A, which, info);
+    else if (info < 0)
       s = lapack_error(fn, info, "potrf");
-    }
   }
   if (s == CLT_OK && (s = to_device(&h, dev, fn)) == CLT_OK) {
     *L = h;

@@ -9,8 +9,9 @@
  * here), edge cases (0 x 0, 1 x 1, batches of 0, the Hilbert matrix of order 12, rank-deficient
  * least squares, singular and indefinite matrices, NaN), batches that broadcast, views and lazy
  * operands, and the device rules (internal trips counted, the guard not involved, mismatches
- * refused).
+ * refused), and cholesky's hybrid path against the whole-matrix one.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -805,6 +806,140 @@ START_TEST(test_device_rules) {
 }
 END_TEST
 
+/* ---- cholesky's hybrid path: panels on the host, updates on the device --------------------------
+ */
+
+static char *saved_env(const char *k) { return getenv(k) ? strdup(getenv(k)) : NULL; }
+
+static void restore_env(const char *k, char *v) {
+  if (v)
+    setenv(k, v, 1);
+  else
+    unsetenv(k);
+  free(v);
+}
+
+/* CLT_LINALG=hybrid with blocks of 8 against the whole-matrix path (CLT_LINALG=host), on every
+ * OpenCL device, lazy and eager: one block, exactly one, and three ragged ones, in a batch and
+ * through a transposed view; the factor's residual, its distance from the other path's, zeros
+ * above the diagonal, the upper factor as the lower's transpose, the trips counted as clt's;
+ * a matrix that is not positive-definite named at the same minor by both paths. */
+START_TEST(test_cholesky_hybrid) {
+  if (!lapack_ok("test_cholesky_hybrid"))
+    return;
+  char *old_path = saved_env("CLT_LINALG"), *old_block = saved_env("CLT_LINALG_BLOCK");
+  setenv("CLT_LINALG_BLOCK", "8", 1);
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = cu_devices(devs), was_lazy = clt_set_lazy(1), tried = 0;
+  const int64_t sizes[] = {5, 8, 21}, p = 2;
+  for (int lazy = 1; lazy >= 0; lazy--) {
+    clt_set_lazy(lazy);
+    for (int t = 0; t < 2; t++)
+      for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        clt_dtype dt = dts[t];
+        int64_t n = sizes[si], shape[3] = {p, n, n};
+        cu_rng r;
+        cu_rng_seed(&r, 900 + (uint64_t)n);
+        double *a = gen(&r, p, n, n, 2);
+        for (int di = 0; di < nd; di++) {
+          clt_device *d = devs[di];
+          if (d == clt_cpu() || !cu_dtype_ok("test_cholesky_hybrid", d, dt))
+            continue;
+          char what[96];
+          snprintf(what, sizeof what, "%s %s n=%lld %s", cu_dev_name(d), cu_dt_name(dt),
+                   (long long)n, lazy ? "lazy" : "eager");
+          double tol = 50 * (double)n * eps_of(dt);
+          clt_tensor *A = tens(a, dt, 3, shape, d), *At, *Lh, *L, *U, *Lv;
+          setenv("CLT_LINALG", "host", 1);
+          CU_OK(clt_linalg_cholesky(A, 0, &Lh));
+          setenv("CLT_LINALG", "hybrid", 1);
+          clt_transfer_stats before, after;
+          CU_OK(clt_transfer_stats_get(d, &before));
+          CU_OK(clt_linalg_cholesky(A, 0, &L));
+          CU_OK(clt_transfer_stats_get(d, &after));
+          CU_OK(clt_linalg_cholesky(A, 1, &U));
+          CU_OK(clt_transpose(A, 1, 2, &At)); /* A is symmetric: the same matrices, other strides */
+          CU_OK(clt_linalg_cholesky(At, 0, &Lv));
+          TOL(clt_tensor_device(L) == d && clt_tensor_dtype(L) == dt, "%s: device or dtype", what);
+          /* per block, its diagonal block down and up, and L11^-T up below the last block */
+          uint64_t blocks = (uint64_t)(n + 7) / 8;
+          TOL(after.internal_count - before.internal_count == 3 * blocks - 1 &&
+                  after.d2h_count == before.d2h_count && after.h2d_count == before.h2d_count &&
+                  after.implicit_count == before.implicit_count,
+              "%s: the hybrid path's trips were not clt's own, 3 per block but one (internal %llu, "
+              "d2h %llu, h2d %llu, implicit %llu)",
+              what, (unsigned long long)(after.internal_count - before.internal_count),
+              (unsigned long long)(after.d2h_count - before.d2h_count),
+              (unsigned long long)(after.h2d_count - before.h2d_count),
+              (unsigned long long)(after.implicit_count - before.implicit_count));
+          assert_same_bits(Lv, L, what);
+          double *ah = cu_read_double(A), *lh = cu_read_double(L), *uh = cu_read_double(U);
+          double *hh = cu_read_double(Lh);
+          double *lt = cu_malloc(sizeof(double) * (size_t)(n * n));
+          for (int64_t b = 0; b < p; b++) {
+            const double *ab = ah + b * n * n, *lb = lh + b * n * n, *ub = uh + b * n * n,
+                         *hb = hh + b * n * n;
+            double diff = 0;
+            for (int64_t i = 0; i < n; i++)
+              for (int64_t j = 0; j < n; j++) {
+                lt[j * n + i] = lb[i * n + j];
+                TOL(ub[j * n + i] == lb[i * n + j], "%s: U is not L's transpose at %lld,%lld", what,
+                    (long long)i, (long long)j);
+                if (j > i)
+                  TOL(lb[i * n + j] == 0, "%s: nonzero above the diagonal", what);
+                diff += (lb[i * n + j] - hb[i * n + j]) * (lb[i * n + j] - hb[i * n + j]);
+              }
+            double e = resid(lb, false, lt, ab, n, n, n) / norm(ab, n * n);
+            TOL(e <= tol, "%s: batch %lld: L L^T - A: %g > %g", what, (long long)b, e, tol);
+            e = sqrt(diff) / norm(hb, n * n);
+            TOL(e <= tol, "%s: batch %lld: hybrid and host factors differ by %g > %g", what,
+                (long long)b, e, tol);
+          }
+          /* not positive-definite from the minor of order 13 (in the second block) of batch
+           * element 1: both paths say so */
+          if (n == 21) {
+            double *bad = cu_malloc(sizeof(double) * (size_t)(p * n * n));
+            memcpy(bad, a, sizeof(double) * (size_t)(p * n * n));
+            bad[n * n + 12 * n + 12] = -1;
+            clt_tensor *B = tens(bad, dt, 3, shape, d), *o = CU_SENTINEL;
+            for (int path = 0; path < 2; path++) {
+              setenv("CLT_LINALG", path ? "hybrid" : "host", 1);
+              CU_FAILS(clt_linalg_cholesky(B, 0, &o), CLT_ERR_LINALG, "clt_linalg_cholesky");
+              TOL(strstr(clt_last_error(), "minor of order 13 ") &&
+                      strstr(clt_last_error(), "(batch element 1)"),
+                  "%s: %s", what, clt_last_error());
+              ck_assert_ptr_eq(o, CU_SENTINEL);
+            }
+            clt_tensor_release(B);
+            free(bad);
+          }
+          tried++;
+          free(lt);
+          double *fr[] = {ah, lh, uh, hh};
+          for (size_t i = 0; i < sizeof fr / sizeof *fr; i++)
+            free(fr[i]);
+          clt_tensor *ts[] = {A, At, Lh, L, U, Lv};
+          for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
+            clt_tensor_release(ts[i]);
+        }
+        free(a);
+      }
+  }
+  /* a value CLT_LINALG does not know is an error that names the choices */
+  setenv("CLT_LINALG", "gpu", 1);
+  double one = 1;
+  clt_tensor *I = cu_tensor(&one, CLT_F64, 2, (int64_t[]){1, 1}, clt_cpu()), *o = CU_SENTINEL;
+  CU_FAILS(clt_linalg_cholesky(I, 0, &o), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_cholesky");
+  ck_assert(strstr(clt_last_error(), "auto, host or hybrid"));
+  clt_tensor_release(I);
+  clt_set_lazy(was_lazy);
+  restore_env("CLT_LINALG", old_path);
+  restore_env("CLT_LINALG_BLOCK", old_block);
+  if (!tried)
+    cu_skip("test_cholesky_hybrid", "no OpenCL device");
+}
+END_TEST
+
 /* ---- norm, cond, matrix_rank, pinv ------------------------------------------------------------
  */
 
@@ -912,6 +1047,7 @@ Suite *linalg_suite(void) {
   tcase_add_test(tc, test_edges);
   tcase_add_test(tc, test_batches_and_views);
   tcase_add_test(tc, test_device_rules);
+  tcase_add_test(tc, test_cholesky_hybrid);
   tcase_add_test(tc, test_norms);
   suite_add_tcase(s, tc);
   return s;
