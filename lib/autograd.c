@@ -476,6 +476,10 @@ static clt_tensor *index_select_grad(ctx *c, const clt_grad_node *node, clt_tens
   return c->s != CLT_OK ? NULL : keep(c, clt_transpose(back, d, -1, &t), &t);
 }
 
+static _Atomic(clt__grad_linalg_fn) linalg_rule;
+
+void clt__grad_linalg_set(clt__grad_linalg_fn f) { atomic_store(&linalg_rule, f); }
+
 static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const bool *need,
                        clt_tensor **gx) {
   clt_tensor *const *x = node->in;
@@ -556,6 +560,23 @@ static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const b
         gx[k] = keep(c, clt_narrow(g, d, at, len, &v), &v);
       at += len;
     }
+    break;
+  }
+  case CLT__GRAD_LINALG_SOLVE:
+  case CLT__GRAD_LINALG_SOLVE_TRIANGULAR:
+  case CLT__GRAD_LINALG_CHOLESKY:
+  case CLT__GRAD_LINALG_INV:
+  case CLT__GRAD_LINALG_DET: { /* lib/solve.c's rules, summed back by the caller */
+    clt__grad_linalg_fn f = atomic_load(&linalg_rule);
+    if (!f) {
+      c->s = clt__error(CLT_ERR_INTERNAL, "clt_backward", "no derivative of %s is installed",
+                        node->fn);
+      break;
+    }
+    if ((c->s = f(node, g, need, gx)) == CLT_OK)
+      for (int k = 0; k < node->n; k++)
+        if (gx[k])
+          keep(c, CLT_OK, &gx[k]);
     break;
   }
   case CLT__GRAD_KIND_END:
@@ -741,6 +762,13 @@ static clt_status check_versions(const node_list *l, const char *fn) {
       saved = 1u; /* the values, to find the extremes */
     else if (node->kind == CLT__GRAD_INDEX_SELECT)
       saved = 2u; /* the index */
+    else if (node->kind == CLT__GRAD_LINALG_SOLVE ||
+             node->kind == CLT__GRAD_LINALG_SOLVE_TRIANGULAR)
+      saved = node->out ? 1u : 3u; /* A, and B where X must be computed again */
+    else if (node->kind == CLT__GRAD_LINALG_DET)
+      saved = 1u; /* A, for its inverse */
+    else if (node->kind == CLT__GRAD_LINALG_CHOLESKY || node->kind == CLT__GRAD_LINALG_INV)
+      saved = node->out ? 0u : 1u;
     unsigned out_now = node->out ? atomic_load(&node->out->storage->version) : 0;
     if (node->out && out_now != node->out_version)
       return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
@@ -751,7 +779,8 @@ static clt_status check_versions(const node_list *l, const char *fn) {
     for (int k = 0; k < node->n; k++) {
       const clt_tensor *x = node->in[k];
       unsigned now = x ? atomic_load(&x->storage->version) : 0;
-      if (x && (saved >> k & 1) && !node->out && now != node->version[k])
+      if (x && (saved >> k & 1) && (!node->out || node->kind >= CLT__OP_COUNT) &&
+          now != node->version[k])
         return clt__error(CLT_ERR_INVALID_ARGUMENT, fn,
                           "argument %d of %s, which the backward needs, was modified in place "
                           "after the call (its memory's version is %u, it was %u): recompute "

@@ -44,6 +44,12 @@ typedef enum clt__grad_kind {
   CLT__GRAD_MIN_DIM,             /* clt_min_dim: dim, keepdim */
   CLT__GRAD_INDEX_SELECT,        /* t and index: dim */
   CLT__GRAD_CAT,                 /* the n tensors: dim */
+  /* lib/solve.c's, whose derivatives it gives autograd through clt__grad_linalg_set */
+  CLT__GRAD_LINALG_SOLVE,            /* clt_linalg_solve: A, B */
+  CLT__GRAD_LINALG_SOLVE_TRIANGULAR, /* A, B: upper, left, unitriangular */
+  CLT__GRAD_LINALG_CHOLESKY,         /* A: upper */
+  CLT__GRAD_LINALG_INV,              /* A */
+  CLT__GRAD_LINALG_DET,              /* A */
   CLT__GRAD_KIND_END
 } clt__grad_kind;
 
@@ -527,8 +533,8 @@ int clt__lapack_trsolve(clt_dtype dt, int64_t batch, int64_t n, int64_t nrhs, bo
 int clt__lapack_qr(clt_dtype dt, int64_t batch, int64_t m, int64_t n, void *a, void *q, void *r);
 int clt__lapack_eigh(clt_dtype dt, int64_t batch, int64_t n, bool vectors, void *a, void *w,
                      int64_t *which);
-int clt__lapack_svd(clt_dtype dt, int64_t batch, int64_t m, int64_t n, bool full, void *a,
-                    void *u, void *s, void *vt, int64_t *which);
+int clt__lapack_svd(clt_dtype dt, int64_t batch, int64_t m, int64_t n, bool full, void *a, void *u,
+                    void *s, void *vt, int64_t *which);
 int clt__lapack_lstsq(clt_dtype dt, int64_t batch, int64_t m, int64_t n, int64_t nrhs, void *a,
                       void *bx, double rcond);
 clt_status clt__host_fill(clt_tensor *out, const void *pattern, const char *fn);

@@ -200,7 +200,7 @@ struct clt_tensor {
   size_t offset;   /* of the first element in the storage, in bytes */
   bool contiguous; /* strides are C order's for the shape (dimensions of size 1 aside) */
   clt_storage *storage;
-  struct clt_grad_meta *ag; /* autograd's state (NULL for a tensor that never required grad) */
+  struct clt_grad_meta *ag;     /* autograd's state (NULL for a tensor that never required grad) */
   struct clt_tensor *dead_next; /* clt_tensor_release's list of tensors to free (tensor.c) */
 };
 
@@ -255,6 +255,13 @@ void clt__grad_node_free(clt_grad_node *node);
  * gives it to *out; on failure r is released and *out untouched. */
 clt_status clt__grad_record(int kind, const char *fn, clt_tensor *const *in, int n,
                             const int64_t *p, int np, clt_tensor *r, clt_tensor **out);
+/* The derivatives of the kinds CLT__GRAD_LINALG_* (lib/backend.h), which lib/solve.c gives: the
+ * gradients of node's operands that need[] asks for, from g (its result's), as new references in
+ * gx (all NULL on failure). lib/solve.c sets it before it records such a node; autograd, a layer
+ * below it, calls it through the pointer. */
+typedef clt_status (*clt__grad_linalg_fn)(const clt_grad_node *node, clt_tensor *g,
+                                          const bool *need, clt_tensor **gx);
+void clt__grad_linalg_set(clt__grad_linalg_fn f);
 /* Whether an operation on in[0..n-1] (NULLs skipped) records: one of them requires grad and
  * grad mode is on. The test costs a load per operand where nothing requires grad. */
 static inline bool clt__grad_wanted(clt_tensor *const *in, int n) {
@@ -550,7 +557,8 @@ struct clt_optim {
 };
 /* The names of kind's state tensors ("exp_avg", ...), NULL-terminated; sgd's has one. */
 const char *const *clt__optim_keys(const clt_optim *o);
-/* Writes o's kind and hyperparameters into the metadata of st (o's state set, or one replacing it). */
+/* Writes o's kind and hyperparameters into the metadata of st (o's state set, or one replacing it).
+ */
 clt_status clt__optim_describe(const clt_optim *o, clt_params *st, const char *fn);
 
 /* The __metadata__ key prefix under which clt_save records a tensor's device. */

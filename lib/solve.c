@@ -9,7 +9,8 @@
  * counted in clt_transfer_stats::internal_count, never refused by the transfer guard: the
  * tensors do not change device. The routine waits for LAPACK, whose verdict (singular, not
  * positive-definite, no convergence) is its status, as PyTorch's checks of `info` do.
- * Autograd has no derivatives for these yet: an operand that would record is refused. */
+ * solve, solve_triangular, cholesky, inv and det record for autograd (their derivatives are at
+ * the end); the others refuse an operand that would record. */
 #include "backend.h" /* lib/host/lapack.c's routines */
 
 #include <float.h>
@@ -260,7 +261,7 @@ static bool vector_rhs(const clt_tensor *a, const clt_tensor *b) {
 
 /* ---- solve, lu_solve, solve_triangular, lstsq ----------------------------------------------- */
 
-clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
+static clt_status solve_impl(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
   static const char fn[] = "clt_linalg_solve";
   clt_status s;
   if ((s = check_matrix(fn, A, "A", true)) != CLT_OK ||
@@ -468,8 +469,8 @@ static void transpose(clt_dtype dt, int64_t p, int64_t r, int64_t c, const void 
       }
 }
 
-clt_status clt_linalg_solve_triangular(clt_tensor *A, clt_tensor *B, int upper, int left,
-                                       int unitriangular, clt_tensor **X) {
+static clt_status trsolve_impl(clt_tensor *A, clt_tensor *B, int upper, int left, int unitriangular,
+                               clt_tensor **X) {
   static const char fn[] = "clt_linalg_solve_triangular";
   clt_status s;
   if ((s = check_matrix(fn, A, "A", true)) != CLT_OK ||
@@ -612,10 +613,10 @@ clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
 /* ---- inv, cholesky, det, slogdet ---------------------------------------------------------------
  */
 
-clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
+static clt_status inv_impl(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_inv";
   clt_status s;
-  if ((s = one_matrix(fn, A, true, out, "out", true)) != CLT_OK)
+  if ((s = one_matrix(fn, A, true, out, "out", false)) != CLT_OK)
     return s;
   clt_device *dev = A->storage->dev;
   int64_t n = A->shape[A->ndim - 1], p = matrices(A);
@@ -783,10 +784,10 @@ static clt_status cholesky_hybrid(const char *fn, clt_tensor *A, int64_t nb, int
   return s;
 }
 
-clt_status clt_linalg_cholesky(clt_tensor *A, int upper, clt_tensor **L) {
+static clt_status cholesky_impl(clt_tensor *A, int upper, clt_tensor **L) {
   static const char fn[] = "clt_linalg_cholesky";
   clt_status s;
-  if ((s = one_matrix(fn, A, true, L, "L", true)) != CLT_OK)
+  if ((s = one_matrix(fn, A, true, L, "L", false)) != CLT_OK)
     return s;
   clt_device *dev = A->storage->dev;
   int64_t n = A->shape[A->ndim - 1], p = matrices(A), nb = hybrid_block();
@@ -910,7 +911,7 @@ static clt_status det_common(const char *fn, clt_tensor *A, clt_tensor **o1, clt
   return CLT_OK;
 }
 
-clt_status clt_linalg_det(clt_tensor *A, clt_tensor **out) {
+static clt_status det_impl(clt_tensor *A, clt_tensor **out) {
   if (!out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_linalg_det", "out is NULL");
   return det_common("clt_linalg_det", A, out, NULL);
@@ -1320,4 +1321,172 @@ clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
     s = clt_matmul(t[9], t[10], out);
   release_all(t, 12);
   return s;
+}
+
+/* ---- autograd: the derivatives of solve, solve_triangular, cholesky, inv and det -----------
+ *
+ * Each routine records one node (its own operations record nothing) and keeps its result;
+ * autograd (a layer below) calls linalg_grad through the pointer installed here. The rules are
+ * PyTorch's, made of clt's own operations on the result's device (batches broadcast back by
+ * autograd's sum to each operand's shape):
+ *   solve:            X = A^-1 B: gB = A^-T g, gA = -gB X^T (a vector B as a column)
+ *   solve_triangular: left: gB = A^-T g, gA = -gB X^T; right (X A = B): gB = g A^-T,
+ *                     gA = -X^T gB; gA kept to A's triangle (off the diagonal if unitriangular)
+ *   inv:              Y = A^-1: gA = -Y^T g Y^T
+ *   det:              gA = g det(A) A^-T (a singular A is an error: its inverse does not exist)
+ *   cholesky:         A = L L^T: gA = sym(L^-T Phi(L^T gL) L^-1), Phi the lower triangle with
+ *                     its diagonal halved, sym(S) = (S + S^T) / 2 (an upper factor's gradient
+ *                     is the lower's transposed) */
+
+typedef struct gtmp {
+  clt_status s;
+  int n;
+  clt_tensor *t[32];
+} gtmp;
+
+/* keep(c, f(..., &r), &r): r, owned by c, read after f ran; NULL once anything failed. */
+static clt_tensor *keep(gtmp *c, clt_status s, clt_tensor **rp) {
+  if (c->s != CLT_OK)
+    return NULL;
+  if (s != CLT_OK) {
+    c->s = s;
+    return NULL;
+  }
+  if (c->n == (int)(sizeof c->t / sizeof *c->t)) {
+    clt_tensor_release(*rp);
+    c->s = clt__error(CLT_ERR_INTERNAL, "clt_backward", "too many temporaries");
+    return NULL;
+  }
+  return c->t[c->n++] = *rp;
+}
+
+#define G(c, call) ((c)->s != CLT_OK ? NULL : (r_ = NULL, keep((c), (call), &r_)))
+
+static clt_tensor *mT(gtmp *c, clt_tensor *a) {
+  clt_tensor *r_;
+  return a ? G(c, clt_transpose(a, -2, -1, &r_)) : NULL;
+}
+static clt_tensor *mm(gtmp *c, clt_tensor *a, clt_tensor *b) {
+  clt_tensor *r_;
+  return a && b ? G(c, clt_matmul(a, b, &r_)) : NULL;
+}
+
+/* a with a trailing dimension of 1 (a vector as a column), or a itself */
+static clt_tensor *column(gtmp *c, clt_tensor *a, bool vec) {
+  clt_tensor *r_;
+  return !vec || !a ? a : G(c, clt_unsqueeze(a, a->ndim, &r_));
+}
+
+static clt_status linalg_grad(const clt_grad_node *node, clt_tensor *g, const bool *need,
+                              clt_tensor **gx) {
+  gtmp c = {CLT_OK, 0, {NULL}};
+  clt_tensor *r_, *A = node->in[0], *B = node->n > 1 ? node->in[1] : NULL, *out = node->out;
+  clt_tensor *ga = NULL, *gb = NULL;
+  switch ((clt__grad_kind)node->kind) {
+  case CLT__GRAD_LINALG_SOLVE: {
+    clt_tensor *X = out ? out : G(&c, solve_impl(A, B, &r_));
+    bool vec = vector_rhs(A, B);
+    gb = G(&c, solve_impl(mT(&c, A), g, &r_));
+    if (need[0])
+      ga = G(&c, clt_neg(mm(&c, column(&c, gb, vec), mT(&c, column(&c, X, vec))), &r_));
+    break;
+  }
+  case CLT__GRAD_LINALG_SOLVE_TRIANGULAR: {
+    int upper = (int)node->p[0], left = (int)node->p[1], unit = (int)node->p[2];
+    clt_tensor *X = out ? out : G(&c, trsolve_impl(A, B, upper, left, unit, &r_));
+    gb = G(&c, trsolve_impl(mT(&c, A), g, !upper, left, unit, &r_));
+    if (need[0]) {
+      clt_tensor *full = left ? mm(&c, gb, mT(&c, X)) : mm(&c, mT(&c, X), gb), *m = NULL;
+      int64_t k = unit ? 1 : 0;
+      m = upper ? G(&c, clt_triu(full, k, &r_)) : G(&c, clt_tril(full, -k, &r_));
+      ga = G(&c, clt_neg(m, &r_));
+    }
+    break;
+  }
+  case CLT__GRAD_LINALG_INV: {
+    clt_tensor *Yt = mT(&c, out ? out : G(&c, inv_impl(A, &r_)));
+    ga = G(&c, clt_neg(mm(&c, mm(&c, Yt, g), Yt), &r_));
+    break;
+  }
+  case CLT__GRAD_LINALG_DET: {
+    clt_tensor *d = out ? out : G(&c, det_impl(A, &r_)), *gd = G(&c, clt_mul(g, d, &r_));
+    if (gd) {
+      int64_t shape[CLT_MAX_DIMS + 2];
+      memcpy(shape, gd->shape, sizeof(int64_t) * (size_t)gd->ndim);
+      shape[gd->ndim] = shape[gd->ndim + 1] = 1;
+      clt_tensor *gd2 = G(&c, clt_reshape(gd, gd->ndim + 2, shape, &r_));
+      ga = G(&c, clt_mul(gd2, mT(&c, G(&c, inv_impl(A, &r_))), &r_));
+    }
+    break;
+  }
+  case CLT__GRAD_LINALG_CHOLESKY: {
+    bool upper = node->p[0] != 0;
+    clt_tensor *R = out ? out : G(&c, cholesky_impl(A, upper, &r_));
+    clt_tensor *L = upper ? mT(&c, R) : R, *gL = upper ? mT(&c, g) : g;
+    gL = G(&c, clt_tril(gL, 0, &r_));
+    clt_tensor *Q = mm(&c, mT(&c, L), gL);
+    /* Phi(Q) = (tril(Q) + tril(Q, -1)) / 2 */
+    clt_tensor *lower = G(&c, clt_tril(Q, 0, &r_)), *strict = G(&c, clt_tril(Q, -1, &r_));
+    clt_tensor *P = G(&c, clt_add(lower, strict, &r_));
+    P = G(&c, clt_mul_scalar(P, 0.5, &r_));
+    clt_tensor *Y = G(&c, trsolve_impl(mT(&c, L), P, 1, 1, 0, &r_)); /* L^-T P */
+    clt_tensor *S = G(&c, trsolve_impl(L, Y, 0, 0, 0, &r_));         /* (L^-T P) L^-1 */
+    ga = G(&c, clt_mul_scalar(G(&c, clt_add(S, mT(&c, S), &r_)), 0.5, &r_));
+    break;
+  }
+  default:
+    c.s = clt__error(CLT_ERR_INTERNAL, "clt_backward", "%s has no derivative here", node->fn);
+  }
+  if (c.s == CLT_OK) {
+    gx[0] = need[0] && ga ? clt_tensor_retain(ga) : NULL;
+    if (node->n > 1)
+      gx[1] = need[1] && gb ? clt_tensor_retain(gb) : NULL;
+  }
+  release_all(c.t, c.n);
+  return c.s;
+}
+
+/* The public routines that record: where an operand requires grad (and grad mode is on), the
+ * routine runs with grad mode off and one node is recorded for its result. */
+#define LINALG_RECORD(kind, fn, in, n, p, np, outp, call)                                          \
+  do {                                                                                             \
+    if (clt__grad_wanted(in, n))                                                                   \
+      clt__grad_linalg_set(linalg_grad);                                                           \
+    CLT__GRAD_RECORD(kind, fn, in, n, p, np, outp, call);                                          \
+  } while (0)
+
+clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
+  clt_tensor *in[2] = {A, B};
+  LINALG_RECORD(CLT__GRAD_LINALG_SOLVE, "clt_linalg_solve", in, 2, NULL, 0, X,
+                solve_impl(A, B, &r_));
+  return solve_impl(A, B, X);
+}
+
+clt_status clt_linalg_solve_triangular(clt_tensor *A, clt_tensor *B, int upper, int left,
+                                       int unitriangular, clt_tensor **X) {
+  clt_tensor *in[2] = {A, B};
+  int64_t p[3] = {upper != 0, left != 0, unitriangular != 0};
+  LINALG_RECORD(CLT__GRAD_LINALG_SOLVE_TRIANGULAR, "clt_linalg_solve_triangular", in, 2, p, 3, X,
+                trsolve_impl(A, B, upper, left, unitriangular, &r_));
+  return trsolve_impl(A, B, upper, left, unitriangular, X);
+}
+
+clt_status clt_linalg_cholesky(clt_tensor *A, int upper, clt_tensor **L) {
+  clt_tensor *in[1] = {A};
+  int64_t p[1] = {upper != 0};
+  LINALG_RECORD(CLT__GRAD_LINALG_CHOLESKY, "clt_linalg_cholesky", in, 1, p, 1, L,
+                cholesky_impl(A, upper, &r_));
+  return cholesky_impl(A, upper, L);
+}
+
+clt_status clt_linalg_inv(clt_tensor *A, clt_tensor **out) {
+  clt_tensor *in[1] = {A};
+  LINALG_RECORD(CLT__GRAD_LINALG_INV, "clt_linalg_inv", in, 1, NULL, 0, out, inv_impl(A, &r_));
+  return inv_impl(A, out);
+}
+
+clt_status clt_linalg_det(clt_tensor *A, clt_tensor **out) {
+  clt_tensor *in[1] = {A};
+  LINALG_RECORD(CLT__GRAD_LINALG_DET, "clt_linalg_det", in, 1, NULL, 0, out, det_impl(A, &r_));
+  return det_impl(A, out);
 }

@@ -390,9 +390,11 @@ clt_status clt__grad_record(int kind, const char *fn, clt_tensor *const *in, int
   node->np = np;
   for (int i = 0; i < np; i++)
     node->p[i] = p[i];
-  /* the derivatives of these are made of the result: keep it rather than compute it again (on
-   * failure the backward computes it again, as it did before) */
-  if ((kind == CLT__OP_exp || kind == CLT__OP_tanh || kind == CLT__OP_sigmoid) &&
+  /* the derivatives of these are made of the result (exp, tanh, sigmoid; the linalg routines':
+   * X, inv(A), det(A), the Cholesky factor): keep it rather than compute it again (on failure
+   * the backward computes it again, as it did before) */
+  if ((kind == CLT__OP_exp || kind == CLT__OP_tanh || kind == CLT__OP_sigmoid ||
+       (kind >= CLT__GRAD_LINALG_SOLVE && kind <= CLT__GRAD_LINALG_DET)) &&
       clt__tensor_view(r, r->ndim, r->shape, r->strides, clt__elem_offset(r), fn, &node->out) ==
           CLT_OK)
     node->out_version = atomic_load(&r->storage->version);

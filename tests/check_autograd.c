@@ -370,9 +370,13 @@ static const struct {
     {"clt_matmul 1-D by 1-D", {K_MATMUL, {0}}, 2, {{1, {3}}, {1, {3}}}},
     {"clt_matmul 2-D by 1-D", {K_MATMUL, {0}}, 2, {{2, {2, 3}}, {1, {3}}}},
     {"clt_matmul 1-D by 3-D", {K_MATMUL, {0}}, 2, {{1, {3}}, {3, {2, 3, 4}}}},
-    {"clt_matmul 4-D by 3-D, batches broadcast", {K_MATMUL, {0}}, 2,
+    {"clt_matmul 4-D by 3-D, batches broadcast",
+     {K_MATMUL, {0}},
+     2,
      {{4, {2, 1, 2, 3}}, {3, {3, 3, 2}}}},
-    {"clt_matmul 3-D by 3-D, batch 1 broadcast", {K_MATMUL, {0}}, 2,
+    {"clt_matmul 3-D by 3-D, batch 1 broadcast",
+     {K_MATMUL, {0}},
+     2,
      {{3, {1, 2, 3}}, {3, {2, 3, 2}}}},
     {"clt_dot", {K_DOT, {0}}, 2, {{1, {4}}, {1, {4}}}},
     {"clt_mv", {K_MV, {0}}, 2, {{2, {3, 4}}, {1, {4}}}},
@@ -435,6 +439,99 @@ START_TEST(test_other_gradcheck) {
   for (int d = 0; d < nd; d++)
     for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
       gradcheck(devs[d], calls[i].what, calls[i].n, calls[i].in, run_call, &calls[i].c, -1, 1);
+}
+END_TEST
+
+/* ---- the linalg routines that record (lib/solve.c's derivatives) ------------------------------
+ */
+
+enum { L_SOLVE, L_TRI, L_INV, L_DET, L_CHOL };
+
+/* a + 4 I (a's last two dimensions square): well conditioned for operands in [-1, 1] */
+static clt_status shifted(clt_tensor *a, double by, clt_tensor **out) {
+  int64_t n = clt_tensor_shape(a)[clt_tensor_ndim(a) - 1];
+  clt_tensor *I = NULL, *J = NULL;
+  clt_status s = clt_eye(n, n, CLT_F64, clt_tensor_device(a), &I);
+  if (s == CLT_OK && (s = clt_mul_scalar(I, by, &J)) == CLT_OK)
+    s = clt_add(a, J, out);
+  RELEASE(I, J);
+  return s;
+}
+
+static clt_status run_linalg(clt_tensor *const *x, const void *arg, clt_tensor **out) {
+  const call *c = arg;
+  const int64_t *p = c->p;
+  clt_tensor *A = NULL, *xt = NULL, *m = NULL;
+  clt_status s;
+  if (c->kind == L_CHOL) { /* x x^T + 3 I: symmetric positive-definite */
+    if ((s = clt_transpose(x[0], -2, -1, &xt)) == CLT_OK &&
+        (s = clt_matmul(x[0], xt, &m)) == CLT_OK)
+      s = shifted(m, 3, &A);
+  } else {
+    s = shifted(x[0], 4, &A);
+  }
+  if (s == CLT_OK)
+    switch (c->kind) {
+    case L_SOLVE:
+      s = clt_linalg_solve(A, x[1], out);
+      break;
+    case L_TRI:
+      s = clt_linalg_solve_triangular(A, x[1], (int)p[0], (int)p[1], (int)p[2], out);
+      break;
+    case L_INV:
+      s = clt_linalg_inv(A, out);
+      break;
+    case L_DET:
+      s = clt_linalg_det(A, out);
+      break;
+    default:
+      s = clt_linalg_cholesky(A, (int)p[0], out);
+    }
+  RELEASE(A, xt, m);
+  return s;
+}
+
+static const struct {
+  const char *what;
+  call c;
+  int n;
+  gc_in in[2];
+} linalg_calls[] = {
+    {"clt_linalg_solve", {L_SOLVE, {0}}, 2, {{2, {3, 3}}, {2, {3, 2}}}},
+    {"clt_linalg_solve of a vector", {L_SOLVE, {0}}, 2, {{2, {3, 3}}, {1, {3}}}},
+    {"clt_linalg_solve, a batch of A, one B", {L_SOLVE, {0}}, 2, {{3, {2, 3, 3}}, {2, {3, 2}}}},
+    {"clt_linalg_solve, one A, a batch of B", {L_SOLVE, {0}}, 2, {{2, {3, 3}}, {3, {2, 3, 1}}}},
+    {"clt_linalg_solve, a batch of vectors", {L_SOLVE, {0}}, 2, {{3, {2, 3, 3}}, {2, {2, 3}}}},
+    {"clt_linalg_solve_triangular lower left", {L_TRI, {0, 1, 0}}, 2, {{2, {3, 3}}, {2, {3, 2}}}},
+    {"clt_linalg_solve_triangular upper left", {L_TRI, {1, 1, 0}}, 2, {{2, {3, 3}}, {2, {3, 2}}}},
+    {"clt_linalg_solve_triangular upper right", {L_TRI, {1, 0, 0}}, 2, {{2, {3, 3}}, {2, {2, 3}}}},
+    {"clt_linalg_solve_triangular lower right, unit, batched",
+     {L_TRI, {0, 0, 1}},
+     2,
+     {{3, {2, 3, 3}}, {2, {2, 3}}}},
+    {"clt_linalg_inv", {L_INV, {0}}, 1, {{2, {3, 3}}}},
+    {"clt_linalg_inv batched", {L_INV, {0}}, 1, {{3, {2, 3, 3}}}},
+    {"clt_linalg_det", {L_DET, {0}}, 1, {{2, {3, 3}}}},
+    {"clt_linalg_det batched", {L_DET, {0}}, 1, {{3, {2, 3, 3}}}},
+    {"clt_linalg_cholesky", {L_CHOL, {0}}, 1, {{2, {3, 3}}}},
+    {"clt_linalg_cholesky upper, batched", {L_CHOL, {1}}, 1, {{3, {2, 3, 3}}}},
+};
+
+START_TEST(test_linalg_gradcheck) {
+  double one = 1;
+  clt_tensor *a = cu_tensor(&one, CLT_F64, 2, (int64_t[]){1, 1}, clt_cpu()), *d = NULL;
+  clt_status st = clt_linalg_det(a, &d);
+  RELEASE(a, d);
+  if (st == CLT_ERR_UNSUPPORTED) {
+    cu_skip("test_linalg_gradcheck", "clt was built without LAPACKE");
+    return;
+  }
+  clt_device *devs[CU_MAX_DEVICES];
+  int nd = f64_devices("linalg_gradcheck", devs);
+  for (int k = 0; k < nd; k++)
+    for (size_t i = 0; i < sizeof linalg_calls / sizeof linalg_calls[0]; i++)
+      gradcheck(devs[k], linalg_calls[i].what, linalg_calls[i].n, linalg_calls[i].in, run_linalg,
+                &linalg_calls[i].c, -1, 1);
 }
 END_TEST
 
@@ -1148,6 +1245,7 @@ Suite *autograd_suite(void) {
   TCase *tc = cu_tcase("autograd");
   tcase_add_test(tc, test_elementwise_gradcheck);
   tcase_add_test(tc, test_other_gradcheck);
+  tcase_add_test(tc, test_linalg_gradcheck);
   tcase_add_test(tc, test_known_values);
   tcase_add_test(tc, test_accumulate_and_free);
   tcase_add_test(tc, test_deep_graph);

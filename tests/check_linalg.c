@@ -790,16 +790,22 @@ START_TEST(test_device_rules) {
     ck_assert(strstr(clt_last_error(), "clt_cast"));
     CU_OK(clt_cast(A, CLT_F16, &Ah));
     CU_FAILS(clt_linalg_det(Ah, &o), CLT_ERR_DTYPE, "clt_linalg_det");
-    /* autograd: no derivatives yet, so an operand that would record is refused */
-    clt_tensor *G;
+    /* autograd: solve records (check_autograd.c checks its derivative); a routine without a
+     * derivative refuses an operand that would record, and takes it with grad mode off */
+    clt_tensor *G, *Xr, *Q, *R;
     CU_OK(clt_clone(A, &G));
     CU_OK(clt_requires_grad_(G, 1));
-    CU_FAILS(clt_linalg_solve(G, B, &o), CLT_ERR_UNSUPPORTED, "clt_linalg_solve");
+    CU_OK(clt_linalg_solve(G, B, &Xr));
+    ck_assert(clt_tensor_requires_grad(Xr));
+    CU_FAILS(clt_linalg_qr(G, &Q, &R), CLT_ERR_UNSUPPORTED, "clt_linalg_qr");
+    ck_assert(strstr(clt_last_error(), "no derivative"));
     int was = clt_set_grad_enabled(0);
     clt_tensor *Xg;
     CU_OK(clt_linalg_solve(G, B, &Xg));
+    ck_assert(!clt_tensor_requires_grad(Xg));
+    CU_OK(clt_linalg_qr(G, &Q, &R));
     clt_set_grad_enabled(was);
-    clt_tensor *ts[] = {A, B, X, Ai, Ah, G, Xg};
+    clt_tensor *ts[] = {A, B, X, Ai, Ah, G, Xg, Xr, Q, R};
     for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
       clt_tensor_release(ts[i]);
   }
