@@ -402,6 +402,10 @@ struct clt_backend {
     /* out = in gathered along its middle dimension at the indices idx, as described (numel > 0). */
     clt_status (*index_select)(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                                const clt_index_desc *g, const char *fn);
+    /* (optional: NULL makes the values on the host and uploads them, as the core does for the
+     * float dtypes) out[i] = start + i step for a new contiguous 1-D out of an integer dtype
+     * (I64, I32, U8): start and step are integers there, and every value fits. */
+    clt_status (*arange)(clt_tensor *out, double start, double step, const char *fn);
     /* (optional: NULL composes the step from the public operations, lib/optim.c) One
      * optimizer step as o describes, in place: param, grad and the state s1 and s2 (SGD:
      * s1 the momentum buffer or NULL, s2 NULL; AdamW: exp_avg and exp_avg_sq) are dense

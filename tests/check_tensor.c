@@ -212,6 +212,19 @@ START_TEST(test_full_range) {
 }
 END_TEST
 
+/* t and h (any devices) have the same elements, bit for bit. */
+static void assert_same_bits(const clt_tensor *t, const clt_tensor *h, const char *what) {
+  ck_assert_int_eq(clt_tensor_numel(t), clt_tensor_numel(h));
+  size_t es = clt_dtype_size(clt_tensor_dtype(t));
+  char *a = cu_read(t), *b = cu_read(h);
+  for (int64_t i = 0; i < clt_tensor_numel(t); i++)
+    ck_assert_msg(memcmp(a + (size_t)i * es, b + (size_t)i * es, es) == 0,
+                  "%s: element %lld is %.17g, the host's %.17g", what, (long long)i,
+                  cu_get(a, clt_tensor_dtype(t), i), cu_get(b, clt_tensor_dtype(h), i));
+  free(a);
+  free(b);
+}
+
 START_TEST(test_arange) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
@@ -245,8 +258,24 @@ START_TEST(test_arange) {
         char what[128];
         snprintf(what, sizeof what, "arange(%g, %g, %g, %s) on %s", cases[c].start, cases[c].end,
                  cases[c].step, cu_dt_name((clt_dtype)dt), dn);
+        clt_transfer_stats before, after;
+        if (dev != clt_cpu())
+          CU_OK(clt_transfer_stats_get(dev, &before));
         CU_OK(clt_arange(cases[c].start, cases[c].end, cases[c].step, (clt_dtype)dt, dev, &t));
         cu_assert_meta(t, (clt_dtype)dt, dev, 1, &cases[c].n, what);
+        if (dev != clt_cpu()) {
+          /* integers made on the device (no trip), floats on the host and uploaded; the host's
+           * bits either way */
+          bool made_there = dt == CLT_I64 || dt == CLT_I32 || dt == CLT_U8;
+          CU_OK(clt_transfer_stats_get(dev, &after));
+          ck_assert_msg(!made_there || cases[c].n == 0 || after.h2d_count == before.h2d_count,
+                        "%s: made on the host and uploaded", what);
+          clt_tensor *h;
+          CU_OK(clt_arange(cases[c].start, cases[c].end, cases[c].step, (clt_dtype)dt, clt_cpu(),
+                           &h));
+          assert_same_bits(t, h, what);
+          clt_tensor_release(h);
+        }
         double *v = cu_read_double(t);
         for (int64_t i = 0; i < cases[c].n; i++) {
           double want = cases[c].start + (double)i * cases[c].step;
@@ -258,6 +287,21 @@ START_TEST(test_arange) {
         free(v);
         clt_tensor_release(t);
       }
+    }
+    /* long ones, every work-item's chunk used (and floats with a step that is not a binary
+     * fraction): the host's bits */
+    for (int k = 0; k < 4; k++) {
+      clt_dtype dt = k == 0 ? CLT_F32 : k == 1 ? CLT_F64 : k == 2 ? CLT_I64 : CLT_I32;
+      if (dev == clt_cpu() || !cu_dtype_ok("test_arange", dev, dt) || cu_is_oclgrind(dev))
+        continue;
+      bool integer = dt == CLT_I64 || dt == CLT_I32;
+      double start = integer ? -7000001 : -1000.5, step = integer ? 3 : 0.7;
+      clt_tensor *h;
+      CU_OK(clt_arange(start, 1e6, step, dt, dev, &t));
+      CU_OK(clt_arange(start, 1e6, step, dt, clt_cpu(), &h));
+      assert_same_bits(t, h, "a long arange");
+      clt_tensor_release(h);
+      clt_tensor_release(t);
     }
     t = CU_SENTINEL;
     CU_FAILS(clt_arange(0, 10, 0, CLT_F32, dev, &t), CLT_ERR_INVALID_ARGUMENT, "clt_arange");

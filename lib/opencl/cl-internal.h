@@ -179,6 +179,8 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
 clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char *defines,
                                  const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
+/* Returns when no build of this process runs in the background (their entries are on disk). */
+void clt__cl_builds_wait(void);
 /* Whether the program (family, defines) is built for dev and in memory (no wait, no build). */
 bool clt__program_built(clt_device *dev, const char *family, const char *defines);
 /* Whether the program (family, defines) for dev is in the disk cache (its file exists): loading
@@ -215,6 +217,7 @@ clt_status clt__cl_matmul_path(clt_device *dev, const char *fn, clt_matmul_kind 
 /* Builds the tiled matmul kernel for dt on d without running it (the backend's warm hook: the
  * path clt_matmul takes may not use it, CLT_MATMUL=kernel does). */
 clt_status clt__cl_matmul_build(clt_device *d, clt_dtype dt, const char *fn);
+clt_status clt__cl_arange(clt_tensor *out, double start, double step, const char *fn);
 clt_status clt__cl_index_select(clt_tensor *out, const clt_tensor *in, const clt_tensor *idx,
                                 const clt_index_desc *g, const char *fn);
 clt_status clt__cl_optim_step(const clt_optim_desc *o, clt_tensor *param, const clt_tensor *grad,

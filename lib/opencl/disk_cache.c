@@ -151,7 +151,6 @@ const char *clt__cache_dir(void) {
 
 long clt__cache_hits(void) { return atomic_load(&cache_hits); }
 
-
 /* Computes the key of a program and its file's path; false when the disk cache is off. */
 bool clt__cl_cache_key(clt_device *dev, const char *opts, const char *const srcs[3],
                        clt__cache_key *k) {
@@ -429,6 +428,7 @@ static bool list_visit(const char *dir, const char *name, const struct stat *st,
 clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_entry *e, void *ctx),
                                  void *ctx, size_t *count) {
   list_ctx l = {each, ctx, 0};
+  clt__cl_builds_wait(); /* this process's builds in flight store their entries first */
   clt_status st = cache_walk("clt_kernel_cache_list", 1 << 1, list_visit, &l);
   if (st == CLT_OK && count)
     *count = l.count;
@@ -451,6 +451,7 @@ static bool clear_visit(const char *dir, const char *name, const struct stat *st
 
 clt_status clt_kernel_cache_clear(size_t *removed) {
   size_t n = 0;
+  clt__cl_builds_wait(); /* nor does a build in flight store an entry after the clear */
   clt_status st = cache_walk("clt_kernel_cache_clear", 1 << 1 | 1 << 2, clear_visit, &n);
   if (st == CLT_OK && removed)
     *removed = n;

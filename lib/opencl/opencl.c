@@ -174,6 +174,7 @@ const struct clt_backend clt__opencl_backend = {
     .compute.matmul = clt__cl_matmul,
     .compute.matmul_path = clt__cl_matmul_path,
     .compute.index_select = clt__cl_index_select,
+    .compute.arange = clt__cl_arange,
     .compute.optim_step = clt__cl_optim_step,
     .compute.warm = clt__cl_matmul_build,
     .memory.copy = clt__cl_copy,

@@ -9,9 +9,9 @@
 #include "cl-internal.h"
 
 #include <dirent.h>
-#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,9 +31,9 @@ typedef struct kernel_entry {
 } kernel_entry;
 
 typedef struct program_entry {
-  char *family;  /* NULL for a user's source (clt__get_user_program) */
-  char *defines; /* a user's source: the whole text */
-  char *options; /* a user's build options; NULL for clt's own programs */
+  char *family;       /* NULL for a user's source (clt__get_user_program) */
+  char *defines;      /* a user's source: the whole text */
+  char *options;      /* a user's build options; NULL for clt's own programs */
   cl_program program; /* NULL until built (or after a failed build) */
   bool building;      /* a thread is building it, outside the lock */
   bool failed;        /* a background build failed: clt__get_kernel_ready stops asking for it */
@@ -44,7 +44,6 @@ typedef struct program_entry {
 struct clt_program_cache {
   program_entry *head;
 };
-
 
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -89,7 +88,6 @@ static char *load_source(const char *name, const char *fn) {
   return NULL;
 }
 
-
 /* Builds from source that this process has finished (the exit wait of background builds, below,
  * needs it). */
 static atomic_int compiles_done;
@@ -122,9 +120,9 @@ static clt_status build_sources(clt_device *dev, const char *const srcs[3], cons
       clGetProgramBuildInfo(p, clt__cl(dev)->id, CL_PROGRAM_BUILD_LOG, log_size, log, NULL);
       log[log_size] = '\0';
     }
-    clt__error(CLT_ERR_BUILD, fn, "building %s for %s (%s) failed: %s\noptions: %s\n%sbuild log:\n%s",
-               what, dev->name, dev->model, clt__cl_error_name(err), opts, detail,
-               log ? log : "");
+    clt__error(CLT_ERR_BUILD, fn,
+               "building %s for %s (%s) failed: %s\noptions: %s\n%sbuild log:\n%s", what, dev->name,
+               dev->model, clt__cl_error_name(err), opts, detail, log ? log : "");
     free(log);
     clReleaseProgram(p);
     return CLT_ERR_BUILD;
@@ -209,8 +207,8 @@ static clt_status built_entry(clt_device *dev, const char *family, const char *d
     e = e->next;
   if (!e) {
     e = calloc(1, sizeof *e);
-    if (!e || (family && !(e->family = clt__strdup(family))) || !(e->defines = clt__strdup(defines)) ||
-        (options && !(e->options = clt__strdup(options)))) {
+    if (!e || (family && !(e->family = clt__strdup(family))) ||
+        !(e->defines = clt__strdup(defines)) || (options && !(e->options = clt__strdup(options)))) {
       if (e) {
         free(e->family);
         free(e->defines);
@@ -407,6 +405,8 @@ bool clt__cl_thread_start(clt_device *dev, void *(*run)(void *), void *arg, int 
     warm_up(dev);
   return spawn(run, arg, max);
 }
+
+void clt__cl_builds_wait(void) { bg_wait_all(); }
 
 void clt__cl_thread_end(void) {
   pthread_mutex_lock(&bg_lock);
