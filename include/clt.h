@@ -680,9 +680,9 @@ CLT_API clt_status clt_linspace(double start, double end, int64_t steps, clt_dty
 /* internal trips (clt_transfer_stats::internal_count; the transfer guard does not apply). The */
 /* call waits for the result, as PyTorch's checks of LAPACK's verdict do. A matrix LAPACK     */
 /* cannot factor gives CLT_ERR_LINALG with a message that says why and which batch element.   */
-/* Autograd: solve, solve_triangular, cholesky, inv and det record (their derivatives are     */
-/* PyTorch's); the others refuse an operand that requires grad, in grad mode                  */
-/* (CLT_ERR_UNSUPPORTED). Common errors: CLT_ERR_INVALID_ARGUMENT (NULL),                     */
+/* Autograd: solve, solve_triangular, cholesky, inv, det and slogdet's logabsdet record       */
+/* (their derivatives are PyTorch's); the others refuse an operand that requires grad, in     */
+/* grad mode (CLT_ERR_UNSUPPORTED). Common errors: CLT_ERR_INVALID_ARGUMENT (NULL),           */
 /* CLT_ERR_DEVICE_MISMATCH, CLT_ERR_DTYPE, CLT_ERR_SHAPE_MISMATCH (fewer than 2 dimensions,    */
 /* not square where square is needed, shapes or batches that do not match: the message names  */
 /* both), CLT_ERR_UNSUPPORTED (built without LAPACKE; a matrix of more than 2^31-1 elements),  */

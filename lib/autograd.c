@@ -566,7 +566,8 @@ static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const b
   case CLT__GRAD_LINALG_SOLVE_TRIANGULAR:
   case CLT__GRAD_LINALG_CHOLESKY:
   case CLT__GRAD_LINALG_INV:
-  case CLT__GRAD_LINALG_DET: { /* lib/solve.c's rules, summed back by the caller */
+  case CLT__GRAD_LINALG_DET:
+  case CLT__GRAD_LINALG_SLOGDET: { /* lib/solve.c's rules, summed back by the caller */
     clt__grad_linalg_fn f = atomic_load(&linalg_rule);
     if (!f) {
       c->s = clt__error(CLT_ERR_INTERNAL, "clt_backward", "no derivative of %s is installed",
@@ -765,7 +766,7 @@ static clt_status check_versions(const node_list *l, const char *fn) {
     else if (node->kind == CLT__GRAD_LINALG_SOLVE ||
              node->kind == CLT__GRAD_LINALG_SOLVE_TRIANGULAR)
       saved = node->out ? 1u : 3u; /* A, and B where X must be computed again */
-    else if (node->kind == CLT__GRAD_LINALG_DET)
+    else if (node->kind == CLT__GRAD_LINALG_DET || node->kind == CLT__GRAD_LINALG_SLOGDET)
       saved = 1u; /* A, for its inverse */
     else if (node->kind == CLT__GRAD_LINALG_CHOLESKY || node->kind == CLT__GRAD_LINALG_INV)
       saved = node->out ? 0u : 1u;

@@ -50,6 +50,7 @@ typedef enum clt__grad_kind {
   CLT__GRAD_LINALG_CHOLESKY,         /* A: upper */
   CLT__GRAD_LINALG_INV,              /* A */
   CLT__GRAD_LINALG_DET,              /* A */
+  CLT__GRAD_LINALG_SLOGDET,          /* A (the node of logabsdet; sign has no gradient) */
   CLT__GRAD_KIND_END
 } clt__grad_kind;
 

@@ -689,20 +689,42 @@ static clt_status block_of(clt_tensor *W, int64_t r0, int64_t nr, int64_t c0, in
   return s;
 }
 
+/* A22 -= L21 L21^T on A22's lower block triangle only (half a gemm's work, as syrk does): for
+ * each block column j of A22 (of width w <= nb), its rows from j on, less L21's rows from j times
+ * the transpose of its rows j..j+w. The blocks above are left stale: no later step reads them,
+ * and each step zeroes the row of blocks right of its diagonal block. A22 starts at (k0, k0). */
+static clt_status lower_update(clt_tensor *W, clt_tensor *L21, int64_t k0, int64_t r, int64_t nb) {
+  int nd = W->ndim;
+  clt_status s = CLT_OK;
+  for (int64_t j = 0; j < r && s == CLT_OK; j += nb) {
+    int64_t w = r - j < nb ? r - j : nb;
+    clt_tensor *below = NULL, *panel = NULL, *panel_t = NULL, *S = NULL, *blk = NULL;
+    if ((s = clt_narrow(L21, nd - 2, j, r - j, &below)) == CLT_OK &&
+        (s = clt_narrow(L21, nd - 2, j, w, &panel)) == CLT_OK &&
+        (s = clt_transpose(panel, nd - 2, nd - 1, &panel_t)) == CLT_OK &&
+        (s = clt_matmul(below, panel_t, &S)) == CLT_OK &&
+        (s = block_of(W, k0 + j, r - j, k0 + j, w, &blk)) == CLT_OK)
+      s = clt_sub_(blk, S);
+    clt_tensor *all[] = {below, panel, panel_t, S, blk};
+    release_all(all, 5);
+  }
+  return s;
+}
+
 /* One step of the right-looking blocked Cholesky factorization (lower) of W in place, at
  * column k with blocks of b, r rows below: the diagonal block A11 comes to the host, where
  * LAPACK's potrf factors it (L11) and trtrs gives T = L11^-T; both go back (clt's own trips,
  * 2 b^2 elements each way per matrix); the device computes the panel L21 = A21 T and the
- * trailing update A22 -= L21 L21^T with clt_matmul (CLBlast's gemm on GPUs). The step's
+ * trailing update A22 -= L21 L21^T (lower_update) with clt_matmul (CLBlast's gemm on GPUs),
+ * blocks of nb. The step's
  * device work is enqueued, not waited for: the next step's read of its diagonal block waits
  * for exactly what it needs. */
 static clt_status cholesky_step(const char *fn, clt_tensor *A, clt_tensor *W, int64_t k, int64_t b,
-                                int64_t r) {
+                                int64_t r, int64_t nb) {
   clt_device *dev = W->storage->dev;
   int nd = W->ndim;
   int64_t p = matrices(W);
-  clt_tensor *A11 = NULL, *h = NULL, *t = NULL, *A21 = NULL, *L21 = NULL, *L21t = NULL, *A22 = NULL,
-             *S = NULL, *A12 = NULL;
+  clt_tensor *A11 = NULL, *h = NULL, *t = NULL, *A21 = NULL, *L21 = NULL, *A12 = NULL;
   void *pa, *pt;
   clt_status s = block_of(W, k, b, k, b, &A11);
   if (s == CLT_OK)
@@ -746,14 +768,12 @@ static clt_status cholesky_step(const char *fn, clt_tensor *A, clt_tensor *W, in
   if (s == CLT_OK && r > 0) {
     if ((s = block_of(W, k + b, r, k, b, &A21)) == CLT_OK &&
         (s = clt_matmul(A21, t, &L21)) == CLT_OK && (s = clt_copy(A21, L21)) == CLT_OK &&
-        (s = clt_transpose(L21, nd - 2, nd - 1, &L21t)) == CLT_OK &&
-        (s = clt_matmul(L21, L21t, &S)) == CLT_OK &&
-        (s = block_of(W, k + b, r, k + b, r, &A22)) == CLT_OK && (s = clt_sub_(A22, S)) == CLT_OK &&
+        (s = lower_update(W, L21, k + b, r, nb)) == CLT_OK &&
         (s = block_of(W, k, b, k + b, r, &A12)) == CLT_OK)
       s = clt_fill_(A12, 0.0); /* the factor is lower: zeros where A's upper triangle was */
   }
-  clt_tensor *all[] = {A11, h, t, A21, L21, L21t, A22, S, A12};
-  release_all(all, 9);
+  clt_tensor *all[] = {A11, h, t, A21, L21, A12};
+  release_all(all, 6);
   return s;
 }
 
@@ -765,7 +785,7 @@ static clt_status cholesky_hybrid(const char *fn, clt_tensor *A, int64_t nb, int
   clt_status s = clt_clone(A, &low);
   for (int64_t k = 0; s == CLT_OK && k < n; k += nb) {
     int64_t b = n - k < nb ? n - k : nb;
-    s = cholesky_step(fn, A, low, k, b, n - k - b);
+    s = cholesky_step(fn, A, low, k, b, n - k - b, nb);
   }
   if (s == CLT_OK && upper) {
     clt_tensor *tr = NULL;
@@ -917,7 +937,7 @@ static clt_status det_impl(clt_tensor *A, clt_tensor **out) {
   return det_common("clt_linalg_det", A, out, NULL);
 }
 
-clt_status clt_linalg_slogdet(clt_tensor *A, clt_tensor **sign, clt_tensor **logabsdet) {
+static clt_status slogdet_impl(clt_tensor *A, clt_tensor **sign, clt_tensor **logabsdet) {
   if (!sign || !logabsdet)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, "clt_linalg_slogdet", "%s is NULL",
                       !sign ? "sign" : "logabsdet");
@@ -1334,6 +1354,7 @@ clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
  *                     gA = -X^T gB; gA kept to A's triangle (off the diagonal if unitriangular)
  *   inv:              Y = A^-1: gA = -Y^T g Y^T
  *   det:              gA = g det(A) A^-T (a singular A is an error: its inverse does not exist)
+ *   slogdet:          logabsdet's: gA = g A^-T (sign has none)
  *   cholesky:         A = L L^T: gA = sym(L^-T Phi(L^T gL) L^-1), Phi the lower triangle with
  *                     its diagonal halved, sym(S) = (S + S^T) / 2 (an upper factor's gradient
  *                     is the lower's transposed) */
@@ -1408,8 +1429,11 @@ static clt_status linalg_grad(const clt_grad_node *node, clt_tensor *g, const bo
     ga = G(&c, clt_neg(mm(&c, mm(&c, Yt, g), Yt), &r_));
     break;
   }
-  case CLT__GRAD_LINALG_DET: {
-    clt_tensor *d = out ? out : G(&c, det_impl(A, &r_)), *gd = G(&c, clt_mul(g, d, &r_));
+  case CLT__GRAD_LINALG_DET:
+  case CLT__GRAD_LINALG_SLOGDET: { /* g det(A) A^-T; for logabsdet, g A^-T */
+    clt_tensor *gd = g;
+    if (node->kind == CLT__GRAD_LINALG_DET)
+      gd = G(&c, clt_mul(g, out ? out : G(&c, det_impl(A, &r_)), &r_));
     if (gd) {
       int64_t shape[CLT_MAX_DIMS + 2];
       memcpy(shape, gd->shape, sizeof(int64_t) * (size_t)gd->ndim);
@@ -1489,4 +1513,25 @@ clt_status clt_linalg_det(clt_tensor *A, clt_tensor **out) {
   clt_tensor *in[1] = {A};
   LINALG_RECORD(CLT__GRAD_LINALG_DET, "clt_linalg_det", in, 1, NULL, 0, out, det_impl(A, &r_));
   return det_impl(A, out);
+}
+
+clt_status clt_linalg_slogdet(clt_tensor *A, clt_tensor **sign, clt_tensor **logabsdet) {
+  static const char fn[] = "clt_linalg_slogdet";
+  clt_tensor *in[1] = {A};
+  if (!clt__grad_wanted(in, 1) || !sign || !logabsdet)
+    return slogdet_impl(A, sign, logabsdet);
+  /* two results: the node is logabsdet's; sign, piecewise constant, has no history */
+  clt__grad_linalg_set(linalg_grad);
+  clt_tensor *sg = NULL, *la = NULL, *rec = NULL;
+  bool on = clt__grad_mode_set(false);
+  clt_status s = slogdet_impl(A, &sg, &la);
+  clt__grad_mode_set(on);
+  if (s == CLT_OK &&
+      (s = clt__grad_record(CLT__GRAD_LINALG_SLOGDET, fn, in, 1, NULL, 0, la, &rec)) == CLT_OK) {
+    *sign = sg;
+    *logabsdet = rec;
+    return CLT_OK;
+  }
+  clt_tensor_release(sg);
+  return s;
 }

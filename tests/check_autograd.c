@@ -445,7 +445,7 @@ END_TEST
 /* ---- the linalg routines that record (lib/solve.c's derivatives) ------------------------------
  */
 
-enum { L_SOLVE, L_TRI, L_INV, L_DET, L_CHOL };
+enum { L_SOLVE, L_TRI, L_INV, L_DET, L_SLOGDET, L_CHOL };
 
 /* a + 4 I (a's last two dimensions square): well conditioned for operands in [-1, 1] */
 static clt_status shifted(clt_tensor *a, double by, clt_tensor **out) {
@@ -484,6 +484,16 @@ static clt_status run_linalg(clt_tensor *const *x, const void *arg, clt_tensor *
     case L_DET:
       s = clt_linalg_det(A, out);
       break;
+    case L_SLOGDET: { /* logabsdet of A or of -A (p[0]): a negative determinant too */
+      clt_tensor *sign = NULL, *N = NULL;
+      if (p[0] && (s = clt_neg(A, &N)) != CLT_OK)
+        break;
+      if ((s = clt_linalg_slogdet(N ? N : A, &sign, out)) == CLT_OK &&
+          clt_tensor_requires_grad(sign))
+        s = CLT_ERR_INTERNAL; /* sign has no history */
+      RELEASE(sign, N);
+      break;
+    }
     default:
       s = clt_linalg_cholesky(A, (int)p[0], out);
     }
@@ -513,6 +523,8 @@ static const struct {
     {"clt_linalg_inv batched", {L_INV, {0}}, 1, {{3, {2, 3, 3}}}},
     {"clt_linalg_det", {L_DET, {0}}, 1, {{2, {3, 3}}}},
     {"clt_linalg_det batched", {L_DET, {0}}, 1, {{3, {2, 3, 3}}}},
+    {"clt_linalg_slogdet", {L_SLOGDET, {0}}, 1, {{2, {3, 3}}}},
+    {"clt_linalg_slogdet of -A (negative det), batched", {L_SLOGDET, {1}}, 1, {{3, {2, 3, 3}}}},
     {"clt_linalg_cholesky", {L_CHOL, {0}}, 1, {{2, {3, 3}}}},
     {"clt_linalg_cholesky upper, batched", {L_CHOL, {1}}, 1, {{3, {2, 3, 3}}}},
 };
