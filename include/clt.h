@@ -1418,9 +1418,10 @@ typedef struct clt_kernel_cache_entry {
 /** Calls each(entry, ctx) for every entry of the kernel cache, in directory order, and gives
  *  their number in *count (count may be NULL; each may be NULL to count only). The entry and
  *  its name are valid during the call only. With the cache off there are no entries. Only
- *  files named like entries count; temporary files and other files are skipped. Builds this
- *  process runs in the background (CLT_BACKGROUND_BUILDS) finish first, so their entries are
- *  listed; another process's may land at any time.
+ *  files named like entries count; temporary files and other files are skipped. Kernel builds
+ *  this process runs on other threads (CLT_BACKGROUND_BUILDS) finish first, so their entries
+ *  are listed (the device work queued meanwhile is not waited for); another process's may land
+ *  at any time.
  *  Errors: CLT_ERR_IO (the directory cannot be read; the message names it). */
 CLT_API clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_entry *e, void *ctx),
                                          void *ctx, size_t *count);
@@ -1428,9 +1429,9 @@ CLT_API clt_status clt_kernel_cache_list(void (*each)(const clt_kernel_cache_ent
 /** Removes every entry of the kernel cache, and temporary entry files a crashed process may
  *  have left ("<64 hex>.bin.XXXXXX"), and gives the number of files removed in *removed (may
  *  be NULL). Other files and subdirectories are left alone. Programs already loaded in this or
- *  another process keep working; their next build goes to the source. Builds this process runs
- *  in the background finish first (their entries are removed too). With the cache off it
- *  removes nothing.
+ *  another process keep working; their next build goes to the source. Kernel builds this
+ *  process runs on other threads finish first (their entries are removed too). With the cache
+ *  off it removes nothing.
  *  Errors: CLT_ERR_IO (the directory cannot be read, or a file cannot be removed; the message
  *  names it and says how many were removed before; *removed is then untouched). */
 CLT_API clt_status clt_kernel_cache_clear(size_t *removed);

@@ -577,7 +577,7 @@ static void other_rule(ctx *c, const clt_grad_node *node, clt_tensor *g, const b
     if ((c->s = f(node, g, need, gx)) == CLT_OK)
       for (int k = 0; k < node->n; k++)
         if (gx[k])
-          keep(c, CLT_OK, &gx[k]);
+          gx[k] = keep(c, CLT_OK, &gx[k]); /* NULL where keep released it (out of memory) */
     break;
   }
   case CLT__GRAD_KIND_END:

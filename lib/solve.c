@@ -9,8 +9,8 @@
  * counted in clt_transfer_stats::internal_count, never refused by the transfer guard: the
  * tensors do not change device. The routine waits for LAPACK, whose verdict (singular, not
  * positive-definite, no convergence) is its status, as PyTorch's checks of `info` do.
- * solve, solve_triangular, cholesky, inv and det record for autograd (their derivatives are at
- * the end); the others refuse an operand that would record. */
+ * solve, solve_triangular, cholesky, inv, det and slogdet (its logabsdet) record for autograd
+ * (their derivatives are at the end); the others refuse an operand that would record. */
 #include "backend.h" /* lib/host/lapack.c's routines */
 
 #include <float.h>
@@ -777,12 +777,18 @@ static clt_status cholesky_step(const char *fn, clt_tensor *A, clt_tensor *W, in
   return s;
 }
 
-/* cholesky by blocks of nb on A's device (n > 0, at least one matrix). */
+/* cholesky by blocks of nb on A's device (n > 0, at least one matrix). The upper factor reads
+ * A's upper triangle, which is the lower one of A^T: it is the lower factor of A^T, transposed. */
 static clt_status cholesky_hybrid(const char *fn, clt_tensor *A, int64_t nb, int upper,
                                   clt_tensor **L) {
   int64_t n = A->shape[A->ndim - 1];
-  clt_tensor *low = NULL;
-  clt_status s = clt_clone(A, &low);
+  clt_tensor *low = NULL, *at = NULL;
+  clt_status s = CLT_OK;
+  if (upper)
+    s = clt_transpose(A, A->ndim - 2, A->ndim - 1, &at);
+  if (s == CLT_OK)
+    s = clt_clone(at ? at : A, &low); /* contiguous, W of the steps */
+  clt_tensor_release(at);
   for (int64_t k = 0; s == CLT_OK && k < n; k += nb) {
     int64_t b = n - k < nb ? n - k : nb;
     s = cholesky_step(fn, A, low, k, b, n - k - b, nb);
@@ -816,8 +822,13 @@ static clt_status cholesky_impl(clt_tensor *A, int upper, clt_tensor **L) {
   bool hybrid = false;
   if ((s = hybrid_wanted(fn, dev, n, nb, &hybrid)) != CLT_OK)
     return s;
-  if (hybrid)
-    return cholesky_hybrid(fn, A, nb, upper, L);
+  if (hybrid) {
+    s = cholesky_hybrid(fn, A, nb, upper, L);
+    if (s != CLT_ERR_LINALG)
+      return s;
+    /* Not positive-definite: the whole matrix through LAPACK names the failure as it does
+     * elsewhere (the first batch element's first minor; the blocks go across the batch) */
+  }
   clt_tensor *h = NULL;
   void *pa;
   if ((s = stage(A, 0, NULL, 2, fn, &h, &pa)) == CLT_OK) {
@@ -1381,81 +1392,127 @@ static clt_tensor *keep(gtmp *c, clt_status s, clt_tensor **rp) {
   return c->t[c->n++] = *rp;
 }
 
-#define G(c, call) ((c)->s != CLT_OK ? NULL : (r_ = NULL, keep((c), (call), &r_)))
+/* S(var, call): var = the result of call (an expression writing r_), kept by c; each step is a
+ * statement of its own and runs only while nothing has failed, so that the first failure's
+ * message is the one the backward reports (no later call is given a NULL operand). */
+#define S(var, call)                                                                               \
+  do {                                                                                             \
+    if (c.s == CLT_OK) {                                                                           \
+      clt_tensor *r_ = NULL;                                                                       \
+      (var) = keep(&c, (call), &r_);                                                               \
+    }                                                                                              \
+  } while (0)
 
-static clt_tensor *mT(gtmp *c, clt_tensor *a) {
-  clt_tensor *r_;
-  return a ? G(c, clt_transpose(a, -2, -1, &r_)) : NULL;
-}
-static clt_tensor *mm(gtmp *c, clt_tensor *a, clt_tensor *b) {
-  clt_tensor *r_;
-  return a && b ? G(c, clt_matmul(a, b, &r_)) : NULL;
-}
-
-/* a with a trailing dimension of 1 (a vector as a column), or a itself */
-static clt_tensor *column(gtmp *c, clt_tensor *a, bool vec) {
-  clt_tensor *r_;
-  return !vec || !a ? a : G(c, clt_unsqueeze(a, a->ndim, &r_));
-}
+/* a's last two dimensions swapped (a view), a with a trailing dimension of 1 (a vector as a
+ * column), a's shape with two dimensions of 1 appended */
+#define MT(var, a) S(var, clt_transpose((a), -2, -1, &r_))
+#define COLUMN(var, a, vec)                                                                        \
+  do {                                                                                             \
+    if (vec)                                                                                       \
+      S(var, clt_unsqueeze((a), (a)->ndim, &r_));                                                  \
+    else                                                                                           \
+      (var) = (a);                                                                                 \
+  } while (0)
 
 static clt_status linalg_grad(const clt_grad_node *node, clt_tensor *g, const bool *need,
                               clt_tensor **gx) {
   gtmp c = {CLT_OK, 0, {NULL}};
-  clt_tensor *r_, *A = node->in[0], *B = node->n > 1 ? node->in[1] : NULL, *out = node->out;
+  clt_tensor *A = node->in[0], *B = node->n > 1 ? node->in[1] : NULL, *out = node->out;
   clt_tensor *ga = NULL, *gb = NULL;
   switch ((clt__grad_kind)node->kind) {
-  case CLT__GRAD_LINALG_SOLVE: {
-    clt_tensor *X = out ? out : G(&c, solve_impl(A, B, &r_));
+  case CLT__GRAD_LINALG_SOLVE: { /* gB = A^-T g, gA = -gB X^T */
+    clt_tensor *X = out, *At = NULL, *gbc = NULL, *xc = NULL, *xt = NULL, *p = NULL;
     bool vec = vector_rhs(A, B);
-    gb = G(&c, solve_impl(mT(&c, A), g, &r_));
-    if (need[0])
-      ga = G(&c, clt_neg(mm(&c, column(&c, gb, vec), mT(&c, column(&c, X, vec))), &r_));
+    if (!X)
+      S(X, solve_impl(A, B, &r_));
+    MT(At, A);
+    S(gb, solve_impl(At, g, &r_));
+    if (need[0]) {
+      COLUMN(gbc, gb, vec);
+      COLUMN(xc, X, vec);
+      MT(xt, xc);
+      S(p, clt_matmul(gbc, xt, &r_));
+      S(ga, clt_neg(p, &r_));
+    }
     break;
   }
   case CLT__GRAD_LINALG_SOLVE_TRIANGULAR: {
     int upper = (int)node->p[0], left = (int)node->p[1], unit = (int)node->p[2];
-    clt_tensor *X = out ? out : G(&c, trsolve_impl(A, B, upper, left, unit, &r_));
-    gb = G(&c, trsolve_impl(mT(&c, A), g, !upper, left, unit, &r_));
+    clt_tensor *X = out, *At = NULL, *xt = NULL, *full = NULL, *m = NULL;
+    if (!X)
+      S(X, trsolve_impl(A, B, upper, left, unit, &r_));
+    MT(At, A);
+    S(gb, trsolve_impl(At, g, !upper, left, unit, &r_)); /* left: A^-T g; right: g A^-T */
     if (need[0]) {
-      clt_tensor *full = left ? mm(&c, gb, mT(&c, X)) : mm(&c, mT(&c, X), gb), *m = NULL;
-      int64_t k = unit ? 1 : 0;
-      m = upper ? G(&c, clt_triu(full, k, &r_)) : G(&c, clt_tril(full, -k, &r_));
-      ga = G(&c, clt_neg(m, &r_));
+      MT(xt, X);
+      if (left)
+        S(full, clt_matmul(gb, xt, &r_));
+      else
+        S(full, clt_matmul(xt, gb, &r_));
+      int64_t k = unit ? 1 : 0; /* A's triangle, less its diagonal where unitriangular */
+      if (upper)
+        S(m, clt_triu(full, k, &r_));
+      else
+        S(m, clt_tril(full, -k, &r_));
+      S(ga, clt_neg(m, &r_));
     }
     break;
   }
-  case CLT__GRAD_LINALG_INV: {
-    clt_tensor *Yt = mT(&c, out ? out : G(&c, inv_impl(A, &r_)));
-    ga = G(&c, clt_neg(mm(&c, mm(&c, Yt, g), Yt), &r_));
+  case CLT__GRAD_LINALG_INV: { /* -Y^T g Y^T */
+    clt_tensor *Y = out, *Yt = NULL, *p = NULL, *q = NULL;
+    if (!Y)
+      S(Y, inv_impl(A, &r_));
+    MT(Yt, Y);
+    S(p, clt_matmul(Yt, g, &r_));
+    S(q, clt_matmul(p, Yt, &r_));
+    S(ga, clt_neg(q, &r_));
     break;
   }
   case CLT__GRAD_LINALG_DET:
   case CLT__GRAD_LINALG_SLOGDET: { /* g det(A) A^-T; for logabsdet, g A^-T */
-    clt_tensor *gd = g;
-    if (node->kind == CLT__GRAD_LINALG_DET)
-      gd = G(&c, clt_mul(g, out ? out : G(&c, det_impl(A, &r_)), &r_));
-    if (gd) {
+    clt_tensor *gd = g, *d = out, *gd2 = NULL, *inv = NULL, *invt = NULL;
+    if (node->kind == CLT__GRAD_LINALG_DET) {
+      if (!d)
+        S(d, det_impl(A, &r_));
+      S(gd, clt_mul(g, d, &r_));
+    }
+    if (c.s == CLT_OK) {
       int64_t shape[CLT_MAX_DIMS + 2];
       memcpy(shape, gd->shape, sizeof(int64_t) * (size_t)gd->ndim);
       shape[gd->ndim] = shape[gd->ndim + 1] = 1;
-      clt_tensor *gd2 = G(&c, clt_reshape(gd, gd->ndim + 2, shape, &r_));
-      ga = G(&c, clt_mul(gd2, mT(&c, G(&c, inv_impl(A, &r_))), &r_));
+      S(gd2, clt_reshape(gd, gd->ndim + 2, shape, &r_));
     }
+    S(inv, inv_impl(A, &r_)); /* a singular A: its error, as the backward's */
+    MT(invt, inv);
+    S(ga, clt_mul(gd2, invt, &r_));
     break;
   }
   case CLT__GRAD_LINALG_CHOLESKY: {
+    /* gA = sym(L^-T Phi(L^T gL) L^-1), Phi(Q) = (tril(Q) + tril(Q, -1)) / 2 */
     bool upper = node->p[0] != 0;
-    clt_tensor *R = out ? out : G(&c, cholesky_impl(A, upper, &r_));
-    clt_tensor *L = upper ? mT(&c, R) : R, *gL = upper ? mT(&c, g) : g;
-    gL = G(&c, clt_tril(gL, 0, &r_));
-    clt_tensor *Q = mm(&c, mT(&c, L), gL);
-    /* Phi(Q) = (tril(Q) + tril(Q, -1)) / 2 */
-    clt_tensor *lower = G(&c, clt_tril(Q, 0, &r_)), *strict = G(&c, clt_tril(Q, -1, &r_));
-    clt_tensor *P = G(&c, clt_add(lower, strict, &r_));
-    P = G(&c, clt_mul_scalar(P, 0.5, &r_));
-    clt_tensor *Y = G(&c, trsolve_impl(mT(&c, L), P, 1, 1, 0, &r_)); /* L^-T P */
-    clt_tensor *S = G(&c, trsolve_impl(L, Y, 0, 0, 0, &r_));         /* (L^-T P) L^-1 */
-    ga = G(&c, clt_mul_scalar(G(&c, clt_add(S, mT(&c, S), &r_)), 0.5, &r_));
+    clt_tensor *R = out, *L = NULL, *gL = NULL, *gl = NULL, *Lt = NULL, *Q = NULL, *lo = NULL,
+               *st = NULL, *P = NULL, *P2 = NULL, *Y = NULL, *Z = NULL, *Zt = NULL, *sum = NULL;
+    if (!R)
+      S(R, cholesky_impl(A, upper, &r_));
+    if (upper) {
+      MT(L, R);
+      MT(gL, g);
+    } else {
+      L = R;
+      gL = g;
+    }
+    S(gl, clt_tril(gL, 0, &r_));
+    MT(Lt, L);
+    S(Q, clt_matmul(Lt, gl, &r_));
+    S(lo, clt_tril(Q, 0, &r_));
+    S(st, clt_tril(Q, -1, &r_));
+    S(P, clt_add(lo, st, &r_));
+    S(P2, clt_mul_scalar(P, 0.5, &r_));
+    S(Y, trsolve_impl(Lt, P2, 1, 1, 0, &r_)); /* L^-T P */
+    S(Z, trsolve_impl(L, Y, 0, 0, 0, &r_));   /* (L^-T P) L^-1 */
+    MT(Zt, Z);
+    S(sum, clt_add(Z, Zt, &r_));
+    S(ga, clt_mul_scalar(sum, 0.5, &r_));
     break;
   }
   default:
@@ -1469,14 +1526,18 @@ static clt_status linalg_grad(const clt_grad_node *node, clt_tensor *g, const bo
   release_all(c.t, c.n);
   return c.s;
 }
+#undef S
+#undef MT
+#undef COLUMN
 
 /* The public routines that record: where an operand requires grad (and grad mode is on), the
  * routine runs with grad mode off and one node is recorded for its result. */
 #define LINALG_RECORD(kind, fn, in, n, p, np, outp, call)                                          \
   do {                                                                                             \
-    if (clt__grad_wanted(in, n))                                                                   \
+    if ((outp) && clt__grad_wanted(in, n)) { /* a NULL out: the routine's own error */             \
       clt__grad_linalg_set(linalg_grad);                                                           \
-    CLT__GRAD_RECORD(kind, fn, in, n, p, np, outp, call);                                          \
+      CLT__GRAD_RECORD(kind, fn, in, n, p, np, outp, call);                                        \
+    }                                                                                              \
   } while (0)
 
 clt_status clt_linalg_solve(clt_tensor *A, clt_tensor *B, clt_tensor **X) {

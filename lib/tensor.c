@@ -213,7 +213,7 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
       ((int32_t *)buf)[i] = (int32_t)v;
       break;
     case CLT_I64:
-      ((int64_t *)buf)[i] = (int64_t)start + i * (int64_t)step;
+      ((int64_t *)buf)[i] = (int64_t)start + i * (n > 1 ? (int64_t)step : 0);
       break;
     case CLT_U8:
       ((uint8_t *)buf)[i] = (uint8_t)v;

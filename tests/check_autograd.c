@@ -529,6 +529,18 @@ static const struct {
     {"clt_linalg_cholesky upper, batched", {L_CHOL, {1}}, 1, {{3, {2, 3, 3}}}},
 };
 
+/* det of a singular matrix: the backward fails naming why (its inverse), not a later step */
+static void singular_det_backward(clt_device *dev) {
+  double v[4] = {1, 2, 2, 4};
+  clt_tensor *A = cu_tensor(v, CLT_F64, 2, (int64_t[]){2, 2}, dev), *d = NULL;
+  CU_OK(clt_requires_grad_(A, 1));
+  CU_OK(clt_linalg_det(A, &d));
+  CU_FAILS(clt_backward(d, NULL), CLT_ERR_LINALG, "clt_backward");
+  ck_assert_msg(strstr(clt_last_error(), "singular"), "on %s: %s", cu_dev_name(dev),
+                clt_last_error());
+  RELEASE(A, d);
+}
+
 START_TEST(test_linalg_gradcheck) {
   double one = 1;
   clt_tensor *a = cu_tensor(&one, CLT_F64, 2, (int64_t[]){1, 1}, clt_cpu()), *d = NULL;
@@ -544,6 +556,8 @@ START_TEST(test_linalg_gradcheck) {
     for (size_t i = 0; i < sizeof linalg_calls / sizeof linalg_calls[0]; i++)
       gradcheck(devs[k], linalg_calls[i].what, linalg_calls[i].n, linalg_calls[i].in, run_linalg,
                 &linalg_calls[i].c, -1, 1);
+  for (int k = 0; k < nd; k++)
+    singular_det_backward(devs[k]);
 }
 END_TEST
 

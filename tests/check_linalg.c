@@ -797,6 +797,12 @@ START_TEST(test_device_rules) {
     CU_OK(clt_requires_grad_(G, 1));
     CU_OK(clt_linalg_solve(G, B, &Xr));
     ck_assert(clt_tensor_requires_grad(Xr));
+    CU_FAILS(clt_linalg_solve(G, B, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_solve");
+    CU_FAILS(clt_linalg_inv(G, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_inv");
+    CU_FAILS(clt_linalg_cholesky(G, 0, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_cholesky");
+    CU_FAILS(clt_linalg_det(G, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linalg_det");
+    CU_FAILS(clt_linalg_solve_triangular(G, G, 0, 1, 0, NULL), CLT_ERR_INVALID_ARGUMENT,
+             "clt_linalg_solve_triangular");
     CU_FAILS(clt_linalg_qr(G, &Q, &R), CLT_ERR_UNSUPPORTED, "clt_linalg_qr");
     ck_assert(strstr(clt_last_error(), "no derivative"));
     int was = clt_set_grad_enabled(0);
@@ -901,22 +907,52 @@ START_TEST(test_cholesky_hybrid) {
             TOL(e <= tol, "%s: batch %lld: hybrid and host factors differ by %g > %g", what,
                 (long long)b, e, tol);
           }
-          /* not positive-definite from the minor of order 13 (in the second block) of batch
-           * element 1: both paths say so */
+          /* not positive-definite: batch element 0 from its minor of order 13 (the second
+           * block), element 1 from order 3 (the first block, which the hybrid path factors
+           * first): both paths name element 0's, as LAPACK over the whole batch does */
           if (n == 21) {
             double *bad = cu_malloc(sizeof(double) * (size_t)(p * n * n));
             memcpy(bad, a, sizeof(double) * (size_t)(p * n * n));
-            bad[n * n + 12 * n + 12] = -1;
+            bad[12 * n + 12] = -1;
+            bad[n * n + 2 * n + 2] = -1;
             clt_tensor *B = tens(bad, dt, 3, shape, d), *o = CU_SENTINEL;
             for (int path = 0; path < 2; path++) {
               setenv("CLT_LINALG", path ? "hybrid" : "host", 1);
               CU_FAILS(clt_linalg_cholesky(B, 0, &o), CLT_ERR_LINALG, "clt_linalg_cholesky");
               TOL(strstr(clt_last_error(), "minor of order 13 ") &&
-                      strstr(clt_last_error(), "(batch element 1)"),
+                      strstr(clt_last_error(), "(batch element 0)"),
                   "%s: %s", what, clt_last_error());
               ck_assert_ptr_eq(o, CU_SENTINEL);
             }
             clt_tensor_release(B);
+            /* each path reads only its triangle: changes in the other one change nothing */
+            for (int up = 0; up < 2; up++) {
+              memcpy(bad, a, sizeof(double) * (size_t)(p * n * n));
+              for (int64_t q = 0; q < p * n * n; q++) {
+                int64_t i = q / n % n, j = q % n;
+                if (up ? i > j : i < j)
+                  bad[q] += 0.01 * (double)(q % 7 - 3); /* a change of norm < 1: still SPD */
+              }
+              clt_tensor *G = tens(bad, dt, 3, shape, d), *F[2];
+              for (int path = 0; path < 2; path++) {
+                setenv("CLT_LINALG", path ? "hybrid" : "host", 1);
+                CU_OK(clt_linalg_cholesky(G, up, &F[path]));
+              }
+              double *f0 = cu_read_double(F[0]), *f1 = cu_read_double(F[1]), e = 0, m = 0;
+              for (int64_t q = 0; q < p * n * n; q++) {
+                e = fmax(e, fabs(f0[q] - f1[q]));
+                m = fmax(m, fabs(f0[q]));
+              }
+              TOL(e <= tol * m,
+                  "%s: %s factor of a matrix with garbage in the other triangle: "
+                  "the paths differ by %g",
+                  what, up ? "upper" : "lower", e / m);
+              free(f0);
+              free(f1);
+              clt_tensor *ts[] = {G, F[0], F[1]};
+              for (size_t i = 0; i < 3; i++)
+                clt_tensor_release(ts[i]);
+            }
             free(bad);
           }
           tried++;

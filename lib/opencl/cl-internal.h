@@ -179,7 +179,11 @@ clt_status clt__get_kernel(clt_device *dev, const char *family, const char *defi
 clt_status clt__get_kernel_ready(clt_device *dev, const char *family, const char *defines,
                                  const char *kernel, const char *fn, cl_kernel *out);
 void clt__program_cache_free(struct clt_program_cache *c);
-/* Returns when no build of this process runs in the background (their entries are on disk). */
+/* A build handed to another thread: begin before handing it, end when its build is over
+ * (whatever the outcome); clt__cl_builds_wait returns when none is pending (their cache entries
+ * are on disk). The threads' other work (launches) is not waited for. */
+void clt__cl_builds_begin(void);
+void clt__cl_builds_end(void);
 void clt__cl_builds_wait(void);
 /* Whether the program (family, defines) is built for dev and in memory (no wait, no build). */
 bool clt__program_built(clt_device *dev, const char *family, const char *defines);

@@ -88,7 +88,7 @@ typedef struct launch {
  * launch of a program not built starts a job; later ones, while it runs, join its list. */
 typedef struct job {
   clt_device *dev;
-  cl_context context;     /* retained */
+  cl_context context; /* retained */
   cl_device_id id;
   cl_command_queue queue; /* the device's, retained: flushed so that the markers run */
   char *family, *defines;
@@ -195,7 +195,9 @@ static void run_job(job *j) {
   cl_program p = NULL;
   cl_int err = CL_SUCCESS;
   launch *l = next_launch(j);
-  if (clt__get_program(j->dev, j->family, j->defines, l->fn, &p) != CLT_OK) {
+  clt_status built = clt__get_program(j->dev, j->family, j->defines, l->fn, &p);
+  clt__cl_builds_end(); /* hand() began it: the entry is stored, the launches are not builds */
+  if (built != CLT_OK) {
     pthread_mutex_lock(&fail_lock);
     snprintf(fail_msg, sizeof fail_msg,
              "a kernel launched before its program was built (%s of %s on %s) could not run: %s",
@@ -260,6 +262,7 @@ static bool hand(clt_device *d, const char *family, const char *defines, launch 
   j->next = jobs;
   jobs = j;
   pthread_mutex_unlock(&jobs_lock);
+  clt__cl_builds_begin(); /* run_job ends it after the build */
   if (!clt__cl_thread_start(d, job_main, j, JOBS_MAX))
     run_job(j); /* no thread: the build and the launches here, as without deferral */
   return true;
@@ -304,9 +307,8 @@ static clt_status enqueue_deferred(clt_device *d, clt_waitlist *wl, void *ctx, c
 }
 
 clt_status clt__cl_run_deferred(clt_device *d, const char *family, const char *defines,
-                                const clt_cl_deferred_kernel *k, int nk,
-                                clt_storage *const *reads, int nreads,
-                                clt_storage *const *writes, int nwrites, const char *fn,
+                                const clt_cl_deferred_kernel *k, int nk, clt_storage *const *reads,
+                                int nreads, clt_storage *const *writes, int nwrites, const char *fn,
                                 cl_event *keep) {
   if (nk < 1 || nk > CLT__DEFERRED_MAX_KERNELS)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "a deferred launch of %d kernels", nk);
@@ -343,9 +345,8 @@ static bool is_buffer(const clt_cl_arg *a, clt_storage *const *s, int n) {
 }
 
 clt_status clt__cl_run_deferred_args(clt_device *d, const char *family, const char *defines,
-                                     const char *kname, const clt_launch *l,
-                                     const clt_cl_arg *args, int nargs,
-                                     clt_storage *const *reads, int nreads,
+                                     const char *kname, const clt_launch *l, const clt_cl_arg *args,
+                                     int nargs, clt_storage *const *reads, int nreads,
                                      clt_storage *const *writes, int nwrites, const char *fn) {
   clt_cl_deferred_kernel *k = calloc(1, sizeof *k);
   if (!k)
@@ -360,8 +361,8 @@ clt_status clt__cl_run_deferred_args(clt_device *d, const char *family, const ch
     else
       clt__deferred_value(k, args[a].size, args[a].value);
   }
-  clt_status st = clt__cl_run_deferred(d, family, defines, k, 1, reads, nreads, writes, nwrites,
-                                       fn, NULL);
+  clt_status st =
+      clt__cl_run_deferred(d, family, defines, k, 1, reads, nreads, writes, nwrites, fn, NULL);
   free(k);
   return st;
 }

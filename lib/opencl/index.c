@@ -48,7 +48,8 @@ clt_status clt__cl_arange(clt_tensor *out, double start, double step, const char
     return st;
   clt_launch l = clt__cl_launch_1d(d, out->numel);
   cl_ulong v[2] = {(cl_ulong)out->numel, l.chunk};
-  cl_long s0 = (cl_long)start, s1 = (cl_long)step;
+  /* a one-element range is its start, whatever the step (not checked to fit then) */
+  cl_long s0 = (cl_long)start, s1 = out->numel > 1 ? (cl_long)step : 0;
   clt_cl_arg args[5] = {{sizeof(cl_mem), &out->storage->buf},
                         {sizeof(cl_ulong), &v[0]},
                         {sizeof(cl_ulong), &v[1]},

@@ -340,6 +340,7 @@ static void *bg_build(void *arg) {
   pthread_cond_broadcast(&c->programs_built);
   pthread_mutex_unlock(&c->programs_lock);
   free(j);
+  clt__cl_builds_end();
   clt__cl_thread_end();
   return NULL;
 }
@@ -390,10 +391,12 @@ static bool bg_start(clt_device *dev, program_entry *e) {
     return false;
   *j = (bg_job){dev, e};
   e->building = true; /* bg_build clears it, under programs_lock, which we hold */
+  clt__cl_builds_begin();
   bool ok = spawn(bg_build, j, BG_MAX);
   if (!ok) {
     e->building = false;
     free(j);
+    clt__cl_builds_end();
   }
   return ok;
 }
@@ -406,7 +409,31 @@ bool clt__cl_thread_start(clt_device *dev, void *(*run)(void *), void *arg, int 
   return spawn(run, arg, max);
 }
 
-void clt__cl_builds_wait(void) { bg_wait_all(); }
+/* Builds that will store a cache entry: counted from when they are handed to a thread (the
+ * background builds, the deferred launches' jobs) until their build is over, so that the cache
+ * functions can wait for exactly those (not for the jobs' launches, which may wait on the
+ * device and on user events). */
+static int builds_pending;
+
+void clt__cl_builds_begin(void) {
+  pthread_mutex_lock(&bg_lock);
+  builds_pending++;
+  pthread_mutex_unlock(&bg_lock);
+}
+
+void clt__cl_builds_end(void) {
+  pthread_mutex_lock(&bg_lock);
+  builds_pending--;
+  pthread_cond_broadcast(&bg_done);
+  pthread_mutex_unlock(&bg_lock);
+}
+
+void clt__cl_builds_wait(void) {
+  pthread_mutex_lock(&bg_lock);
+  while (builds_pending > 0)
+    pthread_cond_wait(&bg_done, &bg_lock);
+  pthread_mutex_unlock(&bg_lock);
+}
 
 void clt__cl_thread_end(void) {
   pthread_mutex_lock(&bg_lock);
