@@ -217,10 +217,13 @@ static void assert_same_bits(const clt_tensor *t, const clt_tensor *h, const cha
   ck_assert_int_eq(clt_tensor_numel(t), clt_tensor_numel(h));
   size_t es = clt_dtype_size(clt_tensor_dtype(t));
   char *a = cu_read(t), *b = cu_read(h);
-  for (int64_t i = 0; i < clt_tensor_numel(t); i++)
-    ck_assert_msg(memcmp(a + (size_t)i * es, b + (size_t)i * es, es) == 0,
-                  "%s: element %lld is %.17g, the host's %.17g", what, (long long)i,
-                  cu_get(a, clt_tensor_dtype(t), i), cu_get(b, clt_tensor_dtype(h), i));
+  /* one comparison; element by element only to name the first difference (an assertion per
+   * element costs Check a write to its pipe each) */
+  if (memcmp(a, b, es * (size_t)clt_tensor_numel(t)) != 0)
+    for (int64_t i = 0; i < clt_tensor_numel(t); i++)
+      if (memcmp(a + (size_t)i * es, b + (size_t)i * es, es) != 0)
+        ck_abort_msg("%s: element %lld is %.17g, the host's %.17g", what, (long long)i,
+                     cu_get(a, clt_tensor_dtype(t), i), cu_get(b, clt_tensor_dtype(h), i));
   free(a);
   free(b);
 }
@@ -295,10 +298,10 @@ START_TEST(test_arange) {
       if (dev == clt_cpu() || !cu_dtype_ok("test_arange", dev, dt) || cu_is_oclgrind(dev))
         continue;
       bool integer = dt == CLT_I64 || dt == CLT_I32;
-      double start = integer ? -7000001 : -1000.5, step = integer ? 3 : 0.7;
+      double start = integer ? -700001 : -1000.5, step = integer ? 3 : 0.7, end = 1e5;
       clt_tensor *h;
-      CU_OK(clt_arange(start, 1e6, step, dt, dev, &t));
-      CU_OK(clt_arange(start, 1e6, step, dt, clt_cpu(), &h));
+      CU_OK(clt_arange(start, end, step, dt, dev, &t));
+      CU_OK(clt_arange(start, end, step, dt, clt_cpu(), &h));
       assert_same_bits(t, h, "a long arange");
       clt_tensor_release(h);
       clt_tensor_release(t);
