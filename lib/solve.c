@@ -68,16 +68,16 @@ static clt_status check_matrix(const char *fn, const clt_tensor *t, const char *
   return CLT_OK;
 }
 
-/* The checks of a routine of one matrix operand A: a matrix (square where asked), out (named
- * out_name) given, and, where grad is set, no operand that would record. */
+/* The checks of a routine of one matrix operand A: a matrix (square where asked) and out (named
+ * out_name) given. */
 static clt_status one_matrix(const char *fn, clt_tensor *A, bool square, const void *out,
-                             const char *out_name, bool grad) {
+                             const char *out_name) {
   clt_status s = check_matrix(fn, A, "A", square);
   if (s != CLT_OK)
     return s;
   if (!out)
     return clt__error(CLT_ERR_INVALID_ARGUMENT, fn, "%s is NULL", out_name);
-  return grad ? no_grad(fn, &A, 1) : CLT_OK;
+  return CLT_OK;
 }
 
 static clt_status same_device(const char *fn, const clt_tensor *a, const char *wa,
@@ -616,7 +616,7 @@ clt_status clt_linalg_lstsq(clt_tensor *A, clt_tensor *B, clt_tensor **X) {
 static clt_status inv_impl(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_inv";
   clt_status s;
-  if ((s = one_matrix(fn, A, true, out, "out", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, true, out, "out")) != CLT_OK)
     return s;
   clt_device *dev = A->storage->dev;
   int64_t n = A->shape[A->ndim - 1], p = matrices(A);
@@ -716,9 +716,8 @@ static clt_status lower_update(clt_tensor *W, clt_tensor *L21, int64_t k0, int64
  * LAPACK's potrf factors it (L11) and trtrs gives T = L11^-T; both go back (clt's own trips,
  * 2 b^2 elements each way per matrix); the device computes the panel L21 = A21 T and the
  * trailing update A22 -= L21 L21^T (lower_update) with clt_matmul (CLBlast's gemm on GPUs),
- * blocks of nb. The step's
- * device work is enqueued, not waited for: the next step's read of its diagonal block waits
- * for exactly what it needs. */
+ * blocks of nb. The step's device work is enqueued, not waited for: the next step's read of its
+ * diagonal block waits for exactly what it needs. */
 static clt_status cholesky_step(const char *fn, clt_tensor *A, clt_tensor *W, int64_t k, int64_t b,
                                 int64_t r, int64_t nb) {
   clt_device *dev = W->storage->dev;
@@ -813,7 +812,7 @@ static clt_status cholesky_hybrid(const char *fn, clt_tensor *A, int64_t nb, int
 static clt_status cholesky_impl(clt_tensor *A, int upper, clt_tensor **L) {
   static const char fn[] = "clt_linalg_cholesky";
   clt_status s;
-  if ((s = one_matrix(fn, A, true, L, "L", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, true, L, "L")) != CLT_OK)
     return s;
   clt_device *dev = A->storage->dev;
   int64_t n = A->shape[A->ndim - 1], p = matrices(A), nb = hybrid_block();
@@ -1271,7 +1270,7 @@ clt_status clt_linalg_norm(clt_tensor *A, const char *ord, clt_tensor **out) {
 clt_status clt_linalg_cond(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_cond";
   clt_status s;
-  if ((s = one_matrix(fn, A, false, out, "out", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, false, out, "out")) != CLT_OK)
     return s;
   int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = m < n ? m : n;
   if (k == 0)
@@ -1290,7 +1289,7 @@ clt_status clt_linalg_cond(clt_tensor *A, clt_tensor **out) {
 clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_matrix_rank";
   clt_status s;
-  if ((s = one_matrix(fn, A, false, out, "out", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, false, out, "out")) != CLT_OK)
     return s;
   int64_t m = A->shape[A->ndim - 2], n = A->shape[A->ndim - 1], k = m < n ? m : n;
   if (k == 0) {
@@ -1313,7 +1312,7 @@ clt_status clt_linalg_matrix_rank(clt_tensor *A, clt_tensor **out) {
 clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
   static const char fn[] = "clt_linalg_pinv";
   clt_status s;
-  if ((s = one_matrix(fn, A, false, out, "out", false)) != CLT_OK)
+  if ((s = one_matrix(fn, A, false, out, "out")) != CLT_OK)
     return s;
   int nd = A->ndim;
   int64_t m = A->shape[nd - 2], n = A->shape[nd - 1], k = m < n ? m : n;
@@ -1354,7 +1353,7 @@ clt_status clt_linalg_pinv(clt_tensor *A, clt_tensor **out) {
   return s;
 }
 
-/* ---- autograd: the derivatives of solve, solve_triangular, cholesky, inv and det -----------
+/* ---- autograd: the derivatives of solve, solve_triangular, cholesky, inv, det, slogdet -----
  *
  * Each routine records one node (its own operations record nothing) and keeps its result;
  * autograd (a layer below) calls linalg_grad through the pointer installed here. The rules are
@@ -1403,8 +1402,8 @@ static clt_tensor *keep(gtmp *c, clt_status s, clt_tensor **rp) {
     }                                                                                              \
   } while (0)
 
-/* a's last two dimensions swapped (a view), a with a trailing dimension of 1 (a vector as a
- * column), a's shape with two dimensions of 1 appended */
+/* MT: a's last two dimensions swapped (a view); COLUMN: a with a trailing dimension of 1 where
+ * vec (a vector as a column), else a itself */
 #define MT(var, a) S(var, clt_transpose((a), -2, -1, &r_))
 #define COLUMN(var, a, vec)                                                                        \
   do {                                                                                             \

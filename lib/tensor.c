@@ -186,8 +186,7 @@ clt_status clt_arange(double start, double end, double step, clt_dtype dtype, cl
     return s;
   /* integers on the device, where its backend makes them (no trip, no wait); floats on the
    * host, whose rounding of start + i step a device compiler may not keep (an fma) */
-  bool on_device = dtype == CLT_I64 || dtype == CLT_I32 || dtype == CLT_U8;
-  if (dev->kind != CLT_DEVICE_HOST && dev->backend->compute.arange && on_device) {
+  if (dev->kind != CLT_DEVICE_HOST && dev->backend->compute.arange && clt__dtype_is_int(dtype)) {
     if (n > 0 && (s = dev->backend->compute.arange(t, start, step, fn)) != CLT_OK) {
       clt_tensor_release(t);
       return s;

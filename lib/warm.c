@@ -92,7 +92,7 @@ static clt_status warm_dtype(warm_state *w, clt_dtype dt, clt_tensor *a, clt_ten
       WARM(clt_cast(a, (clt_dtype)to, &r_));
   WARM(gather(a, CLT_I64, &r_));
   WARM(gather(a, CLT_I32, &r_));
-  if (dt == CLT_I64 || dt == CLT_I32 || dt == CLT_U8) /* made on the device (tril, eye, ...) */
+  if (clt__dtype_is_int(dt)) /* made on the device (tril, eye, ...) */
     WARM(clt_arange(0, 2, 1, dt, w->dev, &r_));
   if (dt == CLT_F32 || dt == CLT_F64) {
     WARM(clt_rand(dt, 2, clt_tensor_shape(a), w->dev, &r_));

@@ -350,12 +350,15 @@ static clt_status run_call(clt_tensor *const *x, const void *arg, clt_tensor **o
   return CLT_ERR_INTERNAL;
 }
 
-static const struct {
+/* One gradient check: the call, its operands' number and shapes. */
+typedef struct gc_call {
   const char *what;
   call c;
   int n;
   gc_in in[3];
-} calls[] = {
+} gc_call;
+
+static const gc_call calls[] = {
     {"clt_sum", {K_SUM, {0}}, 1, {{2, {2, 3}}}},
     {"clt_mean", {K_MEAN, {0}}, 1, {{2, {2, 3}}}},
     {"clt_sum of a 0-d tensor", {K_SUM, {0}}, 1, {{0, {0}}}},
@@ -501,12 +504,7 @@ static clt_status run_linalg(clt_tensor *const *x, const void *arg, clt_tensor *
   return s;
 }
 
-static const struct {
-  const char *what;
-  call c;
-  int n;
-  gc_in in[2];
-} linalg_calls[] = {
+static const gc_call linalg_calls[] = {
     {"clt_linalg_solve", {L_SOLVE, {0}}, 2, {{2, {3, 3}}, {2, {3, 2}}}},
     {"clt_linalg_solve of a vector", {L_SOLVE, {0}}, 2, {{2, {3, 3}}, {1, {3}}}},
     {"clt_linalg_solve, a batch of A, one B", {L_SOLVE, {0}}, 2, {{3, {2, 3, 3}}, {2, {3, 2}}}},
