@@ -187,22 +187,22 @@ static void check_any_shapes(clt_device *dev, clt_dtype dt) {
     int nb;
     int64_t sb[4];
   } cases[] = {
-      {1, {7}, 1, {7}},                     /* dot: a 0-d result */
-      {2, {5, 7}, 1, {7}},                  /* matrix-vector */
-      {1, {7}, 2, {7, 4}},                  /* vector-matrix */
-      {1, {7}, 3, {3, 7, 4}},               /* a vector against a batch */
-      {3, {3, 5, 7}, 1, {7}},               /* a batch against a vector */
-      {4, {2, 1, 3, 4}, 3, {5, 4, 2}},      /* batches broadcast: [2, 5, 3, 2] */
-      {4, {2, 3, 5, 4}, 2, {4, 6}},         /* a 4-D batch by one matrix */
-      {2, {5, 4}, 4, {2, 3, 4, 6}},         /* one matrix by a 4-D batch */
-      {3, {1, 3, 4}, 3, {2, 4, 5}},         /* a batch of 1 broadcast */
-      {4, {2, 0, 3, 4}, 2, {4, 2}},         /* no batch entries */
-      {1, {0}, 1, {0}},                     /* an empty dot: 0 */
-      {2, {9, 13}, 2, {13, 1}},             /* gemv: one column */
-      {2, {1, 13}, 2, {13, 6}},             /* gemv: one row */
-      {2, {1, 13}, 2, {13, 1}},             /* one element */
-      {3, {4, 9, 13}, 2, {13, 1}},          /* gemv over a batch folded into rows */
-      {2, {300, 257}, 1, {257}},            /* gemv large enough for blocking */
+      {1, {7}, 1, {7}},                /* dot: a 0-d result */
+      {2, {5, 7}, 1, {7}},             /* matrix-vector */
+      {1, {7}, 2, {7, 4}},             /* vector-matrix */
+      {1, {7}, 3, {3, 7, 4}},          /* a vector against a batch */
+      {3, {3, 5, 7}, 1, {7}},          /* a batch against a vector */
+      {4, {2, 1, 3, 4}, 3, {5, 4, 2}}, /* batches broadcast: [2, 5, 3, 2] */
+      {4, {2, 3, 5, 4}, 2, {4, 6}},    /* a 4-D batch by one matrix */
+      {2, {5, 4}, 4, {2, 3, 4, 6}},    /* one matrix by a 4-D batch */
+      {3, {1, 3, 4}, 3, {2, 4, 5}},    /* a batch of 1 broadcast */
+      {4, {2, 0, 3, 4}, 2, {4, 2}},    /* no batch entries */
+      {1, {0}, 1, {0}},                /* an empty dot: 0 */
+      {2, {9, 13}, 2, {13, 1}},        /* gemv: one column */
+      {2, {1, 13}, 2, {13, 6}},        /* gemv: one row */
+      {2, {1, 13}, 2, {13, 1}},        /* one element */
+      {3, {4, 9, 13}, 2, {13, 1}},     /* gemv over a batch folded into rows */
+      {2, {300, 257}, 1, {257}},       /* gemv large enough for blocking */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_any(dev, dt, cases[i].na, cases[i].sa, cases[i].nb, cases[i].sb, 300 + i);
@@ -227,18 +227,18 @@ static void check_gemv_views(clt_device *dev, clt_dtype dt) {
   CU_OK(clt_cast(v64, dt, &vt));
   CU_OK(clt_cast(w64, dt, &wt));
   CU_OK(clt_cast(x64, dt, &xt));
-  CU_OK(clt_transpose(vt, 0, 1, &at));        /* [9, 13], stored transposed */
-  CU_OK(clt_narrow(xt, 1, 2, 1, &col));       /* [13, 1], leading dimension 5 */
-  CU_OK(clt_narrow(wt, 0, 4, 1, &row));       /* [1, 13], a row of w */
+  CU_OK(clt_transpose(vt, 0, 1, &at));  /* [9, 13], stored transposed */
+  CU_OK(clt_narrow(xt, 1, 2, 1, &col)); /* [13, 1], leading dimension 5 */
+  CU_OK(clt_narrow(wt, 0, 4, 1, &row)); /* [1, 13], a row of w */
   clt_tensor *wtt;
-  CU_OK(clt_transpose(wt, 0, 1, &wtt));       /* [13, 6], stored transposed */
-  CU_OK(clt_matmul(at, col, &p1));            /* [9, 1]: A^T x a strided column */
-  CU_OK(clt_matmul(row, wtt, &p2));           /* [1, 6]: a row x B^T */
+  CU_OK(clt_transpose(wt, 0, 1, &wtt)); /* [13, 6], stored transposed */
+  CU_OK(clt_matmul(at, col, &p1));      /* [9, 1]: A^T x a strided column */
+  CU_OK(clt_matmul(row, wtt, &p2));     /* [1, 6]: a row x B^T */
   clt_tensor *colt, *rowt;
-  CU_OK(clt_transpose(col, 0, 1, &colt));     /* [1, 13] with stride 5 */
-  CU_OK(clt_matmul(colt, xt, &p3));           /* [1, 5]: a strided row x X */
-  CU_OK(clt_transpose(row, 0, 1, &rowt));     /* [13, 1] */
-  CU_OK(clt_matmul(wt, rowt, &p4));           /* [6, 1] */
+  CU_OK(clt_transpose(col, 0, 1, &colt)); /* [1, 13] with stride 5 */
+  CU_OK(clt_matmul(colt, xt, &p3));       /* [1, 5]: a strided row x X */
+  CU_OK(clt_transpose(row, 0, 1, &rowt)); /* [13, 1] */
+  CU_OK(clt_matmul(wt, rowt, &p4));       /* [6, 1] */
   double *g1 = cu_read_double(p1), *g2 = cu_read_double(p2), *g3 = cu_read_double(p3),
          *g4 = cu_read_double(p4);
   double tol = dt == CLT_F32 ? 1e-5 : 1e-13;
@@ -268,8 +268,10 @@ static void check_gemv_views(clt_device *dev, clt_dtype dt) {
       want += x[p * 5 + 2] * x[p * 5 + j];
       mag += fabs(x[p * 5 + 2] * x[p * 5 + j]);
     }
-    ck_assert_msg(fabs(g3[j] - want) <= tol * mag, "%s: strided row x X on %s: [%d] %.17g, "
-                  "want %.17g", cu_dt_name(dt), cu_dev_name(dev), j, g3[j], want);
+    ck_assert_msg(fabs(g3[j] - want) <= tol * mag,
+                  "%s: strided row x X on %s: [%d] %.17g, "
+                  "want %.17g",
+                  cu_dt_name(dt), cu_dev_name(dev), j, g3[j], want);
   }
   free(g1);
   free(g2);
@@ -346,8 +348,8 @@ START_TEST(test_matmul_errors) {
   CU_OK(clt_zeros(CLT_F32, 3, s234, cpu, &c));
   CU_OK(clt_zeros(CLT_F32, 3, s345, cpu, &e));
   CU_FAILS(clt_matmul(c, e, &out), CLT_ERR_SHAPE_MISMATCH, "clt_matmul");
-  ck_assert_msg(strstr(clt_last_error(), "batch sizes differ (2 and 3 in batch dimension 0)"),
-                "%s", clt_last_error());
+  ck_assert_msg(strstr(clt_last_error(), "batch sizes differ (2 and 3 in batch dimension 0)"), "%s",
+                clt_last_error());
   clt_tensor_release(c);
   clt_tensor_release(e);
 
@@ -594,7 +596,7 @@ START_TEST(test_level12_products) {
   clt_device *devs[CU_MAX_DEVICES];
   int ndev = cu_devices(devs);
   const double av[3] = {1.5, -2, 0.25}, bv[3] = {4, 0.5, -8};
-  const double mv[6] = {1, 2, 3, -1, 0.5, 4}; /* [2, 3] */
+  const double mv[6] = {1, 2, 3, -1, 0.5, 4};                        /* [2, 3] */
   const double kv[12] = {1, -1, 2, 0, 0.5, 3, -2, 1, 4, 2, 0, -0.5}; /* [3, 4] */
   for (int d = 0; d < ndev; d++) {
     clt_device *dev = devs[d];
@@ -635,7 +637,9 @@ START_TEST(test_level12_products) {
       int nd;
       int64_t sh[2];
       double beta, alpha;
-    } cs[] = {{cv, 2, {2, 4}, 0.5, 2}, {rv, 1, {4}, 1, 1}, {colv, 2, {2, 1}, -1, 0.25},
+    } cs[] = {{cv, 2, {2, 4}, 0.5, 2},
+              {rv, 1, {4}, 1, 1},
+              {colv, 2, {2, 1}, -1, 0.25},
               {nanv, 2, {2, 4}, 0, 3}};
     for (int t = 0; t < 4; t++) {
       clt_tensor *ct = cu_tensor(cs[t].v, CLT_F64, cs[t].nd, cs[t].sh, dev);
@@ -647,11 +651,13 @@ START_TEST(test_level12_products) {
           double p = 0;
           for (int q = 0; q < 3; q++)
             p += mv[i * 3 + q] * kv[q * 4 + j];
-          double cij = cs[t].nd == 1 ? cs[t].v[j] : cs[t].sh[1] == 1 ? cs[t].v[i] : cs[t].v[i * 4 + j];
+          double cij = cs[t].nd == 1      ? cs[t].v[j]
+                       : cs[t].sh[1] == 1 ? cs[t].v[i]
+                                          : cs[t].v[i * 4 + j];
           double want = cs[t].beta == 0 ? cs[t].alpha * p : cs[t].beta * cij + cs[t].alpha * p;
           ck_assert_msg(fabs(gc[i * 4 + j] - want) <= 1e-12 * (1 + fabs(want)),
-                        "clt_addmm case %d on %s: [%d, %d] %.17g, want %.17g", t,
-                        cu_dev_name(dev), i, j, gc[i * 4 + j], want);
+                        "clt_addmm case %d on %s: [%d, %d] %.17g, want %.17g", t, cu_dev_name(dev),
+                        i, j, gc[i * 4 + j], want);
         }
       free(gc);
       clt_tensor_release(ct);
@@ -729,8 +735,8 @@ START_TEST(test_structure) {
       int64_t off;
       int n;
       double want[3];
-    } dg[] = {{0, 3, {0, 5, 10}}, {1, 3, {1, 6, 11}}, {-1, 2, {4, 9}}, {3, 1, {3}}, {4, 0, {0}},
-              {-3, 0, {0}}};
+    } dg[] = {{0, 3, {0, 5, 10}}, {1, 3, {1, 6, 11}}, {-1, 2, {4, 9}},
+              {3, 1, {3}},        {4, 0, {0}},        {-3, 0, {0}}};
     for (size_t k = 0; k < sizeof dg / sizeof dg[0]; k++) {
       CU_OK(clt_diagonal(m, dg[k].off, 0, 1, &r));
       cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){dg[k].n}, "clt_diagonal");
@@ -757,8 +763,8 @@ START_TEST(test_structure) {
     clt_tensor_release(r);
     g = cu_read_double(mc);
     for (int i = 0; i < 12; i++)
-      ck_assert_msg(g[i] == (i == 4 || i == 9 ? -7 : i), "fill through diagonal on %s: [%d] %g",
-                    dn, i, g[i]);
+      ck_assert_msg(g[i] == (i == 4 || i == 9 ? -7 : i), "fill through diagonal on %s: [%d] %g", dn,
+                    i, g[i]);
     free(g);
     clt_tensor_release(mc);
     /* tril / triu of a batch, with an infinity in the part they zero; an i32 matrix */
@@ -770,8 +776,18 @@ START_TEST(test_structure) {
     CU_OK(clt_cast(m, CLT_I32, &mi));
     for (int64_t k = -2; k <= 3; k++)
       for (int up = 0; up < 2; up++) {
+        /* made on the device: no copy from the host (their index vectors included) */
+        clt_transfer_stats before, after;
+        if (dev != clt_cpu())
+          CU_OK(clt_transfer_stats_get(dev, &before));
         CU_OK(up ? clt_triu(bi, k, &r) : clt_tril(bi, k, &r));
         CU_OK(up ? clt_triu(mi, k, &ti) : clt_tril(mi, k, &ti));
+        if (dev != clt_cpu()) {
+          CU_OK(clt_transfer_stats_get(dev, &after));
+          ck_assert_msg(after.h2d_count == before.h2d_count &&
+                            after.internal_count == before.internal_count,
+                        "%s on %s copied from the host", up ? "triu" : "tril", dn);
+        }
         cu_assert_meta(r, CLT_F32, dev, 3, (int64_t[]){2, 3, 4}, up ? "clt_triu" : "clt_tril");
         cu_assert_meta(ti, CLT_I32, dev, 2, (int64_t[]){3, 4}, up ? "clt_triu" : "clt_tril");
         double *gr = cu_read_double(r), *gt = cu_read_double(ti);
@@ -838,8 +854,8 @@ START_TEST(test_structure) {
     struct {
       double a, b;
       int64_t n;
-    } ls[] = {{0, 1, 5}, {-1, 1, 4}, {0.1, 7.3, 11}, {3, -2.5, 7}, {1e-3, 1e3, 2},
-              {0.3, 0.7, 1001}, {-5.1, 13.7, 77}};
+    } ls[] = {{0, 1, 5},      {-1, 1, 4},       {0.1, 7.3, 11},  {3, -2.5, 7},
+              {1e-3, 1e3, 2}, {0.3, 0.7, 1001}, {-5.1, 13.7, 77}};
     for (size_t k = 0; k < sizeof ls / sizeof ls[0]; k++) {
       CU_OK(clt_linspace(ls[k].a, ls[k].b, ls[k].n, CLT_F32, dev, &r));
       cu_assert_meta(r, CLT_F32, dev, 1, (int64_t[]){ls[k].n}, "clt_linspace");
@@ -851,7 +867,8 @@ START_TEST(test_structure) {
          * an exact f64 product and sum rounded to f32; in f32 where the device lacks f64 */
         double up = (double)a + (double)st * (double)i;
         double down = (double)b - (double)st * (double)(ls[k].n - 1 - i);
-        volatile float v32 = i < ls[k].n / 2 ? a + st * (float)i : b - st * (float)(ls[k].n - 1 - i);
+        volatile float v32 =
+            i < ls[k].n / 2 ? a + st * (float)i : b - st * (float)(ls[k].n - 1 - i);
         float w = fp64 ? (float)(i < ls[k].n / 2 ? up : down) : v32;
         ck_assert_msg(gf[i] == w, "linspace(%g, %g, %lld) f32 on %s: [%lld] %.9g, want %.9g",
                       ls[k].a, ls[k].b, (long long)ls[k].n, dn, (long long)i, gf[i], (double)w);
@@ -885,10 +902,8 @@ START_TEST(test_structure) {
     CU_FAILS(clt_eye(-1, 2, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
     CU_FAILS(clt_eye(2, 2, (clt_dtype)99, dev, &out), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
     CU_FAILS(clt_eye(2, 2, CLT_F32, NULL, &out), CLT_ERR_INVALID_ARGUMENT, "clt_eye");
-    CU_FAILS(clt_linspace(0, 1, -1, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT,
-             "clt_linspace");
-    CU_FAILS(clt_linspace(NAN, 1, 3, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT,
-             "clt_linspace");
+    CU_FAILS(clt_linspace(0, 1, -1, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT, "clt_linspace");
+    CU_FAILS(clt_linspace(NAN, 1, 3, CLT_F32, dev, &out), CLT_ERR_INVALID_ARGUMENT, "clt_linspace");
     CU_FAILS(clt_linspace(0, 1, 3, CLT_F32, dev, NULL), CLT_ERR_INVALID_ARGUMENT, "clt_linspace");
     ck_assert_ptr_eq(out, CU_SENTINEL);
     clt_tensor *all[] = {m, t3, bi, mi, vec};
